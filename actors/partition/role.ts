@@ -1,0 +1,3 @@
+import type { RoleFactory } from '../../engine/roles.ts';
+
+export const applyRole: RoleFactory = async () => ({ name: 'apply', close: async () => {} });

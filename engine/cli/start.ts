@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Config } from '../../schemas/config.ts';
+import { createLogger } from '../log.ts';
+import { Metrics } from '../metrics.ts';
+import { RoleNames, type RoleFactory, type RoleName, type RunningRole } from '../roles.ts';
+import type { Parsed } from './main.ts';
+import { UsageError } from './usage.ts';
+
+/**
+ * `engine start [--roles a,b] [--port N]`: runs the given roles (default: every role this build
+ * has) in this process until SIGTERM or SIGINT, then closes them in reverse order.
+ */
+export async function startCommand(
+  baseConfig: Config,
+  available: Partial<Record<RoleName, RoleFactory>>,
+  { values }: Parsed,
+): Promise<number> {
+  const port = values['port'];
+  if (port !== undefined && !/^\d{1,5}$/.test(String(port))) throw new UsageError(`--port must be a number, got "${port}"`);
+  const config: Config = Object.freeze({ ...baseConfig, ...(port === undefined ? {} : { PORT: Number(port) }) });
+  const names = selectRoles(values['roles'], available);
+  const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const log = createLogger(config.LOG_LEVEL, { worker: workerId });
+  const metrics = new Metrics();
+  const running: RunningRole[] = [];
+  try {
+    for (const name of names) {
+      const factory = available[name];
+      if (factory) running.push(await factory({ config, log, metrics, workerId }));
+    }
+  } catch (err) {
+    log.error('start failed', { err });
+    await closeAll(running);
+    return 1;
+  }
+  log.info('started', { roles: names });
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log.info('stopping');
+  const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_MS + 1000);
+  await closeAll(running);
+  clearTimeout(timer);
+  return 0;
+}
+
+function selectRoles(arg: string | boolean | undefined, available: Partial<Record<RoleName, RoleFactory>>): RoleName[] {
+  const built = RoleNames.filter((r) => available[r]);
+  if (arg === undefined || arg === true) return built;
+  const asked = String(arg).split(',').map((s) => s.trim()).filter(Boolean);
+  for (const name of asked) {
+    if (!(RoleNames as readonly string[]).includes(name)) throw new UsageError(`unknown role "${name}" (roles: ${RoleNames.join(', ')})`);
+    if (!available[name as RoleName]) throw new UsageError(`role "${name}" is not part of this version (available: ${built.join(', ')})`);
+  }
+  if (asked.length === 0) throw new UsageError('--roles needs at least one role');
+  return asked as RoleName[];
+}
+
+async function closeAll(running: RunningRole[]): Promise<void> {
+  for (const role of [...running].reverse()) await role.close();
+}

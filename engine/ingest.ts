@@ -1,0 +1,19 @@
+import type { IngestEntry } from '../schemas/ingest.ts';
+import type { RedisClient } from './redis.ts';
+import type { Topology } from './topology.ts';
+
+/**
+ * Appends one entry to its user's partition stream and resolves with the stream ID once Redis has
+ * it (the durable accept of DESIGN.md invariant 1). Commands issued in one tick share one write.
+ */
+export async function appendEntry(redis: RedisClient, topology: Topology, entry: IngestEntry): Promise<string> {
+  const key = topology.ingest(topology.partitionOf(entry.project, entry.external_id));
+  const id = await redis.xadd(key, '*', 'd', JSON.stringify(entry));
+  if (id === null) throw new Error(`XADD to ${key} returned no id`);
+  return id;
+}
+
+/** Appends several entries in the given order (a batch is accepted only when all are appended). */
+export async function appendEntries(redis: RedisClient, topology: Topology, entries: IngestEntry[]): Promise<string[]> {
+  return Promise.all(entries.map((entry) => appendEntry(redis, topology, entry)));
+}

@@ -1,0 +1,133 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { RedisClient } from './redis.ts';
+import type { Topology } from './topology.ts';
+
+/** Projects and their keys (API.md section 1). Only the SHA-256 of a key is stored. */
+
+export type KeyType = 'sdk' | 'rest';
+
+export interface Project {
+  id: string;
+  name: string;
+  identity_verification: boolean;
+  identity_secret: string;
+  created_at: string;
+}
+
+export interface CreatedProject {
+  project_id: string;
+  sdk_key: string;
+  rest_key: string;
+  identity_secret: string;
+}
+
+export interface KeyRecord {
+  /** The key's public id: the first 12 hex digits of its hash, shown by `keys list`. */
+  id: string;
+  type: KeyType;
+  /** The key's first characters, so an operator can tell keys apart. */
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface KeyOwner {
+  project_id: string;
+  type: KeyType;
+}
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+function newKey(type: KeyType): string {
+  return `${type}_${randomBytes(24).toString('base64url')}`;
+}
+
+export class Keystore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly topology: Topology,
+  ) {}
+
+  async createProject(name: string, identityVerification: boolean): Promise<CreatedProject> {
+    const id = randomUUID();
+    const secret = randomBytes(32).toString('hex');
+    await this.redis.hset(this.topology.project(id), {
+      name,
+      identity_verification: identityVerification ? '1' : '0',
+      identity_secret: secret,
+      created_at: new Date().toISOString(),
+    });
+    await this.redis.sadd(this.topology.projects(), id);
+    const sdk = await this.createKey(id, 'sdk');
+    const rest = await this.createKey(id, 'rest');
+    return { project_id: id, sdk_key: sdk, rest_key: rest, identity_secret: secret };
+  }
+
+  async getProject(id: string): Promise<Project | null> {
+    const h = await this.redis.hgetall(this.topology.project(id));
+    if (!h['name']) return null;
+    return {
+      id,
+      name: h['name'],
+      identity_verification: h['identity_verification'] === '1',
+      identity_secret: h['identity_secret'] ?? '',
+      created_at: h['created_at'] ?? '',
+    };
+  }
+
+  /** Turns identity verification on or off; false when the project does not exist. */
+  async setIdentityVerification(id: string, on: boolean): Promise<boolean> {
+    if (!(await this.getProject(id))) return false;
+    await this.redis.hset(this.topology.project(id), 'identity_verification', on ? '1' : '0');
+    return true;
+  }
+
+  /** Issues a key for an existing project and returns it; the key itself is never stored. */
+  async createKey(projectId: string, type: KeyType): Promise<string> {
+    if (!(await this.redis.exists(this.topology.project(projectId)))) throw new Error(`unknown project ${projectId}`);
+    const key = newKey(type);
+    const hash = hashKey(key);
+    await this.redis.hset(this.topology.key(hash), {
+      project_id: projectId,
+      type,
+      prefix: key.slice(0, 8),
+      created_at: new Date().toISOString(),
+    });
+    await this.redis.sadd(this.topology.projectKeys(projectId), hash);
+    return key;
+  }
+
+  async listKeys(projectId: string): Promise<KeyRecord[]> {
+    const hashes = await this.redis.smembers(this.topology.projectKeys(projectId));
+    const records = await Promise.all(
+      hashes.map(async (hash) => {
+        const h = await this.redis.hgetall(this.topology.key(hash));
+        return {
+          id: hash.slice(0, 12),
+          type: h['type'] === 'rest' ? 'rest' : 'sdk',
+          prefix: h['prefix'] ?? '',
+          created_at: h['created_at'] ?? '',
+          revoked_at: h['revoked_at'] ?? null,
+        } satisfies KeyRecord;
+      }),
+    );
+    return records.sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  /** Revokes a key given the key itself; false when no such key exists. */
+  async revokeKey(key: string): Promise<boolean> {
+    const redisKey = this.topology.key(hashKey(key));
+    if (!(await this.redis.exists(redisKey))) return false;
+    await this.redis.hset(redisKey, 'revoked_at', new Date().toISOString());
+    return true;
+  }
+
+  /** The project and type of a live key, or null for an unknown or revoked key. */
+  async lookupKey(key: string): Promise<KeyOwner | null> {
+    const h = await this.redis.hgetall(this.topology.key(hashKey(key)));
+    if (!h['project_id'] || h['revoked_at']) return null;
+    return { project_id: h['project_id'], type: h['type'] === 'rest' ? 'rest' : 'sdk' };
+  }
+}

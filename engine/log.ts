@@ -1,0 +1,29 @@
+/** Structured logging: one JSON object a line on stdout (errors on stderr), filtered by LOG_LEVEL. */
+const levels = { debug: 10, info: 20, warn: 30, error: 40 } as const;
+export type LogLevel = keyof typeof levels;
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export function createLogger(level: LogLevel, base: Record<string, unknown> = {}): Logger {
+  const min = levels[level];
+  const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
+    if (levels[lvl] < min) return;
+    const line = JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...base, ...fields }, errorReplacer);
+    (lvl === 'error' || lvl === 'warn' ? process.stderr : process.stdout).write(line + '\n');
+  };
+  return {
+    debug: (m, f) => write('debug', m, f),
+    info: (m, f) => write('info', m, f),
+    warn: (m, f) => write('warn', m, f),
+    error: (m, f) => write('error', m, f),
+  };
+}
+
+function errorReplacer(_key: string, value: unknown): unknown {
+  return value instanceof Error ? { name: value.name, message: value.message } : value;
+}

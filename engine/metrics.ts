@@ -1,0 +1,39 @@
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The process's Prometheus registry and the metrics every role shares (served at /metrics). */
+export class Metrics {
+  readonly registry = new Registry();
+
+  /** HTTP requests by route pattern and status. */
+  readonly requests = new Counter({
+    name: 'svc_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  /** SDK writes durably appended to the ingest log. */
+  readonly acceptedWrites = new Counter({
+    name: 'svc_accepted_writes_total',
+    help: 'SDK writes appended to the ingest log',
+    registers: [this.registry],
+  });
+
+  /** Ingest entries applied by partition actors. */
+  readonly appliedEntries = new Counter({
+    name: 'svc_applied_entries_total',
+    help: 'Ingest entries applied (skipped duplicates excluded)',
+    registers: [this.registry],
+  });
+
+  /** Entries in the ingest log not yet delivered to or acknowledged by the apply group. */
+  readonly ingestLag = new Gauge({
+    name: 'svc_ingest_lag_entries',
+    help: 'Ingest entries waiting to be applied, summed over partitions',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,120 @@
+import type { SubscriptionType } from '../schemas/sdk.ts';
+
+/**
+ * Redis key and stream names, and partitioning. Every key an apply touches carries the partition's
+ * hash tag `{pN}` so one script call stays in one Redis Cluster slot (DESIGN.md invariant 4).
+ *
+ * Layout (P = KEY_PREFIX, N = partition, proj = project id, ext = external_id):
+ *   P ingest:{pN}                    stream of IngestEntry (field d), consumer group "apply"
+ *   P changes:{pN}                   stream of Change (field d), for the ClickHouse recorder
+ *   P outbox:{pN}                    stream of subscription claims to settle (actors/partition)
+ *   P applied:{pN}                   last applied ingest stream ID of partition N
+ *   P lease:{pN}                     worker id that owns partition N (PX = LEASE_MS)
+ *   P user:{pN}:proj:ext             hash: created_at, updated_at (ms)
+ *   P tags:{pN}:proj:ext             hash: tag key -> encoded value (engine/state/tag-codec.ts)
+ *   P subs:{pN}:proj:ext             hash: "TYPE:token" -> JSON StoredSubscription
+ *   P consent:{pN}:proj:ext          hash: TYPE -> JSON { opted_out, at } (at: ms)
+ *   P idem:{pN}:proj:key             event idempotency key marker (PX 8 days)
+ *   P token:{pT}:proj:TYPE:token     hash: owner, registered_at (pT = partition of the token)
+ *   P workers                        sorted set: worker id -> heartbeat expiry (ms)
+ *   P project:id                     hash: name, identity_verification, identity_secret, created_at
+ *   P project:id:keys                set of key hashes of the project
+ *   P projects                       set of project ids
+ *   P key:sha256hex                  hash: project_id, type, created_at, revoked_at, prefix
+ * Project ids never contain ':', so "proj:ext" is unambiguous.
+ */
+export class Topology {
+  constructor(
+    readonly prefix: string,
+    readonly partitions: number,
+  ) {}
+
+  /** Stable partition of a user: FNV-1a over UTF-8 of `project \0 external_id`, mod PARTITIONS. */
+  partitionOf(project: string, externalId: string): number {
+    return fnv1a(`${project}\0${externalId}`) % this.partitions;
+  }
+
+  /** Partition that holds the ownership record of a subscription token. */
+  tokenPartitionOf(project: string, type: SubscriptionType, token: string): number {
+    return fnv1a(`${project}\0${type}\0${token}`) % this.partitions;
+  }
+
+  tag(partition: number): string {
+    return `{p${partition}}`;
+  }
+
+  ingest(partition: number): string {
+    return `${this.prefix}ingest:${this.tag(partition)}`;
+  }
+
+  changes(partition: number): string {
+    return `${this.prefix}changes:${this.tag(partition)}`;
+  }
+
+  outbox(partition: number): string {
+    return `${this.prefix}outbox:${this.tag(partition)}`;
+  }
+
+  applied(partition: number): string {
+    return `${this.prefix}applied:${this.tag(partition)}`;
+  }
+
+  lease(partition: number): string {
+    return `${this.prefix}lease:${this.tag(partition)}`;
+  }
+
+  user(project: string, externalId: string): string {
+    return this.userKey('user', project, externalId);
+  }
+
+  tags(project: string, externalId: string): string {
+    return this.userKey('tags', project, externalId);
+  }
+
+  subs(project: string, externalId: string): string {
+    return this.userKey('subs', project, externalId);
+  }
+
+  consent(project: string, externalId: string): string {
+    return this.userKey('consent', project, externalId);
+  }
+
+  token(project: string, type: SubscriptionType, token: string): string {
+    return `${this.prefix}token:${this.tag(this.tokenPartitionOf(project, type, token))}:${project}:${type}:${token}`;
+  }
+
+  workers(): string {
+    return `${this.prefix}workers`;
+  }
+
+  project(id: string): string {
+    return `${this.prefix}project:${id}`;
+  }
+
+  projectKeys(id: string): string {
+    return `${this.prefix}project:${id}:keys`;
+  }
+
+  projects(): string {
+    return `${this.prefix}projects`;
+  }
+
+  key(hash: string): string {
+    return `${this.prefix}key:${hash}`;
+  }
+
+  private userKey(kind: string, project: string, externalId: string): string {
+    return `${this.prefix}${kind}:${this.tag(this.partitionOf(project, externalId))}:${project}:${externalId}`;
+  }
+}
+
+const encoder = new TextEncoder();
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of encoder.encode(text)) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}

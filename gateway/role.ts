@@ -1,0 +1,3 @@
+import type { RoleFactory } from '../engine/roles.ts';
+
+export const gatewayRole: RoleFactory = async () => ({ name: 'gateway', close: async () => {} });

@@ -1,0 +1,28 @@
+import Type, { type Static } from 'typebox';
+import { Properties } from './sdk.ts';
+
+/**
+ * One entry of a `changes:{pN}` stream (field `d`, JSON), written by the partition actor's apply
+ * script in the same call that applies the ingest entry. The ClickHouse recorder consumes it.
+ * `id` is the ingest stream ID the change came from (a deterministic dedup key).
+ */
+const base = { id: Type.String(), project: Type.String(), external_id: Type.String() };
+
+export const EventChange = Type.Object({
+  kind: Type.Literal('event'),
+  ...base,
+  name: Type.String(),
+  properties: Type.Optional(Properties),
+  idempotency_key: Type.Optional(Type.String()),
+  ts: Type.Integer(),
+});
+export const ReceiptChange = Type.Object({
+  kind: Type.Literal('receipt'),
+  ...base,
+  svc_message_id: Type.String(),
+  receipt: Type.Union([Type.Literal('delivered'), Type.Literal('opened'), Type.Literal('clicked')]),
+  ts: Type.Integer(),
+});
+
+export const Change = Type.Union([EventChange, ReceiptChange]);
+export type Change = Static<typeof Change>;

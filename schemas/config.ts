@@ -1,0 +1,40 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * Process configuration, read once from the environment at start (see engine/config.ts).
+ * Every option is documented here with its default. Durations are milliseconds.
+ */
+export const ConfigSchema = Type.Object(
+  {
+    /** Redis URL; a comma-separated list of redis:// nodes means Redis Cluster. */
+    REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379', pattern: '^rediss?://' }),
+    /** ClickHouse server URL; unset means the embedded engine under DATA_DIR. */
+    CLICKHOUSE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+    /** Local data: embedded ClickHouse, spill journal, demo project. */
+    DATA_DIR: Type.String({ default: './.data', minLength: 1 }),
+    /** HTTP port of the gateway; 0 picks a free one (printed at start). */
+    PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+    /** Interface the gateway binds. */
+    HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
+    /** Number of ingest partitions; fixed for the life of a deployment. */
+    PARTITIONS: Type.Integer({ default: 64, minimum: 1, maximum: 16384 }),
+    LOG_LEVEL: Type.Union([Type.Literal('debug'), Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')], {
+      default: 'info',
+    }),
+    /** Prefix of every Redis key this deployment owns (tests use one per test). */
+    KEY_PREFIX: Type.String({ default: 'svc:', pattern: '^[A-Za-z0-9_.:-]*$' }),
+    /** Partition lease time; a dead worker's partitions move after at most this long. */
+    LEASE_MS: Type.Integer({ default: 3000, minimum: 200 }),
+    /** Most ingest entries one partition actor applies in one Lua call. */
+    APPLY_BATCH: Type.Integer({ default: 256, minimum: 1, maximum: 10000 }),
+    /** How long a gateway trusts a key or project lookup; revocation is seen within this. */
+    KEY_CACHE_MS: Type.Integer({ default: 2000, minimum: 0, maximum: 5000 }),
+    /** Longest a buffered append or a consent write may wait on Redis before the gateway answers 503. */
+    REDIS_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 50 }),
+    /** Grace period for in-flight work on SIGTERM/SIGINT. */
+    SHUTDOWN_MS: Type.Integer({ default: 5000, minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Readonly<Static<typeof ConfigSchema>>;

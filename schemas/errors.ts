@@ -1,0 +1,40 @@
+/**
+ * The one registry of error codes (API.md section 2): status, default message and an operator
+ * hint. test/errors.test.ts fails when a code here is missing from API.md or the reverse.
+ */
+export const ErrorCodes = {
+  invalid_json: { status: 400, message: 'The body is not valid JSON (UTF-8).', hint: 'Send a UTF-8 JSON body.' },
+  validation_failed: { status: 400, message: 'The body breaks the schema.', hint: 'Fix each listed path.' },
+  missing_key: { status: 401, message: 'Authorization: Bearer <key> is missing or malformed.', hint: 'Send the project key.' },
+  invalid_key: { status: 401, message: 'The key is unknown or revoked.', hint: 'Issue a key with `engine keys create`.' },
+  identity_verification_failed: {
+    status: 401,
+    message: 'identity_hash is missing or does not match external_id.',
+    hint: 'Send lowercase hex HMAC-SHA256(identity secret, external_id).',
+  },
+  wrong_key_type: { status: 403, message: 'This surface needs a REST key.', hint: 'Use a REST key from your backend.' },
+  not_found: { status: 404, message: 'Not found.', hint: 'Check the path and id.' },
+  method_not_allowed: { status: 405, message: 'Method not allowed.', hint: 'See the Allow header.' },
+  idempotency_conflict: {
+    status: 409,
+    message: 'The idempotency key was used with a different body.',
+    hint: 'Use a new idempotency key for a new request.',
+  },
+  payload_too_large: { status: 413, message: 'The body is over the size limit.', hint: 'Split the request.' },
+  unsupported_media_type: {
+    status: 415,
+    message: 'Content-Type must be application/json.',
+    hint: 'Send Content-Type: application/json.',
+  },
+  rate_limited: { status: 429, message: 'Rate limit exceeded.', hint: 'Retry after Retry-After seconds.' },
+  unavailable: { status: 503, message: 'The service cannot meet this call now.', hint: 'Retry after Retry-After seconds.' },
+} as const;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+/** One entry of an error body: `{ "errors": [ { code, message, path? } ] }`. */
+export interface ErrorItem {
+  code: ErrorCode;
+  message: string;
+  path?: string;
+}

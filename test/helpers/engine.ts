@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
+import { createRedis } from '../../engine/redis.ts';
+import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/config.ts';
+import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
+
+const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
+
+export interface EngineProcess {
+  proc: ChildProcess;
+  /** Port of the gateway role (0 when the process runs no gateway). */
+  port: number;
+  url: string;
+  /** Every JSON log line the process printed so far. */
+  logs: Record<string, unknown>[];
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for exit. */
+  kill(): Promise<void>;
+}
+
+/** Environment for processes of one test: its own key prefix, short leases. */
+export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', ...extra };
+}
+
+/** Runs `engine <args>` to completion and returns its exit code and output. */
+export function runEngine(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * Starts `engine start --roles <roles> --port 0` and resolves once it logged "started" (and, with a
+ * gateway, "listening" with its port).
+ */
+export function startEngine(roles: string[], env: Record<string, string>): Promise<EngineProcess> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [bin, 'start', '--roles', roles.join(','), '--port', '0'], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const logs: Record<string, unknown>[] = [];
+    let port = 0;
+    let buffered = '';
+    let stderr = '';
+    const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+    const onLine = (line: string): void => {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      logs.push(entry);
+      if (entry['msg'] === 'listening' && typeof entry['port'] === 'number') port = entry['port'];
+      if (entry['msg'] === 'started') {
+        resolve({
+          proc,
+          port,
+          url: `http://127.0.0.1:${port}`,
+          logs,
+          stop: async () => {
+            proc.kill('SIGTERM');
+            return exited;
+          },
+          kill: async () => {
+            proc.kill('SIGKILL');
+            await exited;
+          },
+        });
+      }
+    };
+    proc.stdout.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      lines.forEach(onLine);
+    });
+    proc.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      for (const line of d.toString().split('\n')) onLine(line);
+    });
+    void exited.then((code) => reject(new Error(`engine exited with ${code} before it started: ${stderr}`)));
+  });
+}
+
+export interface TestDeployment {
+  prefix: string;
+  env: Record<string, string>;
+  project: CreatedProject;
+  /** Starts an engine process under this deployment's prefix; it is killed when the test ends. */
+  start(roles: string[], env?: Record<string, string>): Promise<EngineProcess>;
+}
+
+/**
+ * A fresh key prefix with one project in it. When the test ends, every process started through
+ * `start` is killed and then the prefix is deleted.
+ */
+export async function deployment(t: Test, opts: { identityVerification?: boolean; env?: Record<string, string> } = {}): Promise<TestDeployment> {
+  const prefix = testPrefix();
+  const env = testEnv(prefix, opts.env);
+  const config = loadConfig(env);
+  const redis = createRedis(config);
+  const project = await new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).createProject(
+    'test',
+    opts.identityVerification ?? false,
+  );
+  redis.disconnect();
+  const started: EngineProcess[] = [];
+  t.teardown(async () => {
+    await Promise.all(started.map((p) => p.kill()));
+    await cleanupPrefix(prefix);
+  });
+  return {
+    prefix,
+    env,
+    project,
+    start: async (roles, extra = {}) => {
+      const proc = await startEngine(roles, { ...env, ...extra });
+      started.push(proc);
+      return proc;
+    },
+  };
+}
