@@ -1,0 +1,142 @@
+import type { IngestEntry } from '../schemas/ingest.ts';
+import { appendEntries } from '../engine/ingest.ts';
+import type { Logger } from '../engine/log.ts';
+import type { RedisClient } from '../engine/redis.ts';
+import type { Topology } from '../engine/topology.ts';
+import { readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
+
+/** Neither Redis nor the spill journal can take the write: the gateway answers 503. */
+export class UnavailableError extends Error {
+  readonly retryAfter = 1;
+}
+
+const replayChunkBytes = 4 * 1024 * 1024;
+
+/**
+ * Where a buffered write becomes durable: the user's partition stream in Redis, or, while Redis is
+ * unreachable, the spill journal. Once one write spilled, every later write spills too until the
+ * journal has been replayed into Redis in order, so per-user order holds across an outage. A
+ * replay interrupted by a crash is replayed again from the start by the next gateway (at least
+ * once; event idempotency keys still dedup).
+ */
+export class IngestWriter {
+  private spilling = false;
+  private replaying = false;
+  private replayOffset = 0;
+  private orphans: string[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly topology: Topology,
+    private readonly journal: SpillJournal,
+    private readonly log: Logger,
+    private readonly replayEveryMs = 250,
+  ) {}
+
+  /** True while writes go to the spill journal. */
+  get isSpilling(): boolean {
+    return this.spilling;
+  }
+
+  /** Adopts journals a crashed gateway left behind (replayed before anything new) and starts replaying. */
+  async start(): Promise<void> {
+    this.orphans = await this.journal.adoptOrphans();
+    if (this.orphans.length > 0) {
+      this.spilling = true;
+      this.log.warn('replaying spill journals left by an earlier process', { files: this.orphans.length });
+    }
+    this.timer = setInterval(() => void this.replay(), this.replayEveryMs);
+    this.timer.unref();
+    await this.replay();
+  }
+
+  /** Resolves once the entries are durable, in Redis or in the journal; throws UnavailableError when neither. */
+  async write(entries: IngestEntry[]): Promise<void> {
+    if (!this.spilling && this.redis.status === 'ready') {
+      try {
+        await appendEntries(this.redis, this.topology, entries);
+        return;
+      } catch (err) {
+        this.startSpilling(err);
+      }
+    } else if (!this.spilling) {
+      this.startSpilling(new Error(`redis ${this.redis.status}`));
+    }
+    const lines = entries.map((e) => JSON.stringify(e));
+    if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
+      throw new UnavailableError('Redis is unreachable and the spill journal is full');
+    }
+    try {
+      await this.journal.append(lines);
+    } catch (err) {
+      this.log.error('spill journal append failed', { err });
+      throw new UnavailableError('Redis is unreachable and the spill journal cannot be written');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.journal.close();
+  }
+
+  private startSpilling(err: unknown): void {
+    if (this.spilling) return;
+    this.spilling = true;
+    this.log.warn('redis unreachable; writes go to the spill journal', { err });
+  }
+
+  /** One replay pass: adopted files first, then this process's journal up to what is durable. */
+  private async replay(): Promise<void> {
+    if (!this.spilling || this.replaying || this.redis.status !== 'ready') return;
+    this.replaying = true;
+    try {
+      while (this.orphans[0] !== undefined) {
+        const path = this.orphans[0];
+        for (let offset = 0; ; ) {
+          const chunk = await readJournal(path, offset, replayChunkBytes);
+          if (chunk.lines.length === 0) break;
+          await this.appendLines(chunk.lines);
+          offset = chunk.next;
+        }
+        await removeFile(path);
+        this.orphans.shift();
+      }
+      while (this.replayOffset < this.journal.durable) {
+        const chunk = await readJournal(this.journal.path, this.replayOffset, replayChunkBytes);
+        await this.appendLines(chunk.lines);
+        this.replayOffset = chunk.next;
+      }
+      this.finishIfDrained();
+    } catch (err) {
+      this.log.warn('spill replay paused', { err });
+    } finally {
+      this.replaying = false;
+    }
+  }
+
+  /**
+   * Switches back to Redis when the whole journal is in Redis and no append waits for an fsync.
+   * Synchronous, so no write can slip between the check, the truncation and the switch.
+   */
+  private finishIfDrained(): void {
+    if (!this.journal.idle || this.replayOffset !== this.journal.durable) return;
+    this.journal.clearSync();
+    this.replayOffset = 0;
+    this.spilling = false;
+    this.log.info('spill journal replayed; writes go to Redis again');
+  }
+
+  private async appendLines(lines: string[]): Promise<void> {
+    const entries: IngestEntry[] = [];
+    for (const line of lines) {
+      try {
+        entries.push(JSON.parse(line) as IngestEntry);
+      } catch {
+        this.log.error('skipping an unreadable spill journal line', { line: line.slice(0, 200) });
+      }
+    }
+    await appendEntries(this.redis, this.topology, entries);
+  }
+}
