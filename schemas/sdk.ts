@@ -12,8 +12,11 @@ const Timestamp = Type.String({ format: 'date-time' });
 
 /** Tag writes: a string (at most 1024 chars) or number sets, `""` or null deletes. */
 export const TagValue = Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Null()]);
-export const Tags = Type.Record(Type.String({ minLength: 1, maxLength: 128 }), TagValue, {
+/** Record keys become `^.*$` patternProperties, so the key length rule is repeated as propertyNames. */
+const KeyName = { minLength: 1, maxLength: 128 };
+export const Tags = Type.Record(Type.String(KeyName), TagValue, {
   maxProperties: 200,
+  propertyNames: KeyName,
 });
 
 export const IdentifyBody = Type.Object(
@@ -58,8 +61,9 @@ export const SubscriptionBody = Type.Union(SubscriptionTypes.map((t) => Subscrip
 
 export const TagsBody = Tags;
 
-export const Properties = Type.Record(Type.String({ minLength: 1, maxLength: 128 }), Type.Union([Type.String({ maxLength: 1024 }), Type.Number()]), {
+export const Properties = Type.Record(Type.String(KeyName), Type.Union([Type.String({ maxLength: 1024 }), Type.Number()]), {
   maxProperties: 100,
+  propertyNames: KeyName,
 });
 
 export const EventBody = Type.Object(
@@ -136,8 +140,11 @@ export type OpName = (typeof OpNames)[number];
 /** Schemas of the ops other than subscribe (which is validated through SubscribeOpByType). */
 export const OpSchemas = { identify: IdentifyOp, tags: TagsOp, event: EventOp, receipt: ReceiptOp } as const;
 
+/** Operations per `/api/sdk/batch` call. */
+export const BatchLimits = { minItems: 1, maxItems: 1000 } as const;
+
 export const BatchBody = Type.Object(
-  { operations: Type.Array(Type.Object({ op: Type.Union(OpNames.map((o) => Type.Literal(o))) }), { minItems: 1, maxItems: 1000 }) },
+  { operations: Type.Array(Type.Object({ op: Type.Union(OpNames.map((o) => Type.Literal(o))) }), BatchLimits) },
   { additionalProperties: false },
 );
 

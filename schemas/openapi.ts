@@ -1,0 +1,162 @@
+import Type, { type TSchema } from 'typebox';
+import { ErrorCodes } from './errors.ts';
+import {
+  Accepted,
+  BatchAccepted,
+  BatchLimits,
+  ConsentAnswer,
+  ConsentBody,
+  EventBody,
+  IdentifyBody,
+  IdentifyOp,
+  EventOp,
+  ReceiptBody,
+  ReceiptOp,
+  SubscribeOpByType,
+  SubscriptionBody,
+  TagsBody,
+  TagsOp,
+} from './sdk.ts';
+import { UserView } from './users.ts';
+
+/**
+ * The OpenAPI 3.1 document of the built routes, generated from the same TypeBox schemas the gateway
+ * compiles into validators (API.md section 7). Served at /api/openapi.json.
+ */
+const ErrorBody = Type.Object({
+  errors: Type.Array(
+    Type.Object({
+      code: Type.Union(Object.keys(ErrorCodes).map((c) => Type.Literal(c))),
+      message: Type.String(),
+      path: Type.Optional(Type.String()),
+    }),
+  ),
+});
+
+type Status = keyof typeof statusText;
+const statusText = {
+  200: 'OK',
+  202: 'Accepted: durably appended to the ingest log',
+  400: 'invalid_json or validation_failed',
+  401: 'missing_key, invalid_key or identity_verification_failed',
+  403: 'wrong_key_type',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  503: 'unavailable',
+} as const;
+
+interface Operation {
+  summary: string;
+  body?: TSchema;
+  ok: [Status, TSchema];
+  errors: Status[];
+  pathParam?: boolean;
+  identityHeader?: boolean;
+  auth?: 'sdk' | 'rest' | 'none';
+}
+
+const bodyErrors: Status[] = [400, 401, 413, 415, 503];
+
+const operations: Record<string, Record<string, Operation>> = {
+  '/api/sdk/users': {
+    post: { summary: 'Create or identify a user, merge tags (buffered)', body: IdentifyBody, ok: [202, Accepted], errors: bodyErrors },
+  },
+  '/api/sdk/users/{external_id}/subscriptions': {
+    post: {
+      summary: 'Register a subscription (buffered)',
+      body: SubscriptionBody,
+      ok: [202, Accepted],
+      errors: bodyErrors,
+      pathParam: true,
+      identityHeader: true,
+    },
+  },
+  '/api/sdk/users/{external_id}/tags': {
+    put: { summary: 'Merge tags; "" or null deletes (buffered)', body: TagsBody, ok: [202, Accepted], errors: bodyErrors, pathParam: true, identityHeader: true },
+  },
+  '/api/sdk/events': {
+    post: { summary: 'Track an event (buffered)', body: EventBody, ok: [202, Accepted], errors: bodyErrors, identityHeader: true },
+  },
+  '/api/sdk/receipts': {
+    post: { summary: 'Report a delivery receipt (buffered)', body: ReceiptBody, ok: [202, Accepted], errors: bodyErrors, identityHeader: true },
+  },
+  '/api/sdk/batch': {
+    post: {
+      summary: '1 to 1000 operations, all or nothing (buffered)',
+      body: Type.Object({
+        operations: Type.Array(Type.Union([IdentifyOp, ...Object.values(SubscribeOpByType), TagsOp, EventOp, ReceiptOp]), BatchLimits),
+      }),
+      ok: [202, BatchAccepted],
+      errors: bodyErrors,
+    },
+  },
+  '/api/sdk/opt-out': {
+    post: { summary: 'Opt a user out of a subscription type (synchronous)', body: ConsentBody, ok: [200, ConsentAnswer], errors: bodyErrors, identityHeader: true },
+  },
+  '/api/sdk/opt-in': {
+    post: { summary: 'Lift an opt-out (synchronous)', body: ConsentBody, ok: [200, ConsentAnswer], errors: bodyErrors, identityHeader: true },
+  },
+  '/api/users/{external_id}': {
+    get: { summary: 'The applied state of a user', ok: [200, UserView], errors: [401, 403, 404, 503], pathParam: true, auth: 'rest' },
+  },
+  '/healthz': { get: { summary: 'The process runs', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [], auth: 'none' } },
+  '/readyz': { get: { summary: 'Redis answers', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [503], auth: 'none' } },
+};
+
+function operation(op: Operation): Record<string, unknown> {
+  const parameters: unknown[] = [];
+  if (op.pathParam) parameters.push({ name: 'external_id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } });
+  if (op.identityHeader) {
+    parameters.push({
+      name: 'X-Identity-Hash',
+      in: 'header',
+      required: false,
+      description: 'HMAC-SHA256(identity secret, external_id), lowercase hex; required when identity verification is on',
+      schema: { type: 'string' },
+    });
+  }
+  const responses: Record<string, unknown> = {
+    [op.ok[0]]: { description: statusText[op.ok[0]], content: { 'application/json': { schema: op.ok[1] } } },
+  };
+  for (const status of op.errors) {
+    responses[status] = { description: statusText[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  }
+  return {
+    summary: op.summary,
+    ...(op.auth === 'none' ? { security: [] } : op.auth === 'rest' ? { security: [{ restKey: [] }] } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
+    responses,
+  };
+}
+
+export function openApiDocument(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [path, methods] of Object.entries(operations)) {
+    paths[path] = Object.fromEntries(Object.entries(methods).map(([method, op]) => [method, operation(op)]));
+  }
+  return JSON.parse(
+    JSON.stringify({
+      openapi: '3.1.0',
+      info: {
+        title: 'Messaging engine API',
+        version,
+        description: `Error codes: ${Object.entries(ErrorCodes)
+          .map(([code, e]) => `${code} (${e.status})`)
+          .join(', ')}.`,
+      },
+      servers: [{ url: '/' }],
+      security: [{ sdkOrRestKey: [] }],
+      components: {
+        securitySchemes: {
+          sdkOrRestKey: { type: 'http', scheme: 'bearer', description: 'SDK key or REST key' },
+          restKey: { type: 'http', scheme: 'bearer', description: 'REST key' },
+        },
+        schemas: { Error: ErrorBody },
+      },
+      paths,
+    }),
+  ) as Record<string, unknown>;
+}
