@@ -19,6 +19,7 @@ import type { SubscriptionType } from '../schemas/sdk.ts';
  *   P workers                        sorted set: worker id -> heartbeat expiry (ms)
  *   P project:id                     hash: name, identity_verification, identity_secret, created_at
  *   P project:id:keys                set of key hashes of the project
+ *   P project:id:providers           hash: provider name -> JSON credentials (schemas/providers.ts)
  *   P projects                       set of project ids
  *   P key:sha256hex                  hash: project_id, type, created_at, revoked_at, prefix
  * Project ids never contain ':', so "proj:ext" is unambiguous.
@@ -93,6 +94,10 @@ export class Topology {
 
   projectKeys(id: string): string {
     return `${this.prefix}project:${id}:keys`;
+  }
+
+  providers(id: string): string {
+    return `${this.prefix}project:${id}:providers`;
   }
 
   projects(): string {

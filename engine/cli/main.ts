@@ -3,6 +3,7 @@ import { loadConfig, ConfigError } from '../config.ts';
 import type { RoleFactory, RoleName } from '../roles.ts';
 import { keysCommand } from './keys.ts';
 import { projectCommand } from './project.ts';
+import { providersCommand } from './providers.ts';
 import { startCommand } from './start.ts';
 import { UsageError } from './usage.ts';
 
@@ -12,7 +13,8 @@ const usage = `usage:
   engine project update <project_id> --identity-verification on|off
   engine keys create <project_id> --type sdk|rest [--json]
   engine keys list <project_id>
-  engine keys revoke <key>`;
+  engine keys revoke <key>
+  engine providers set <project_id> <apns|fcm|webpush|twilio|sendgrid> --file <credentials.json>`;
 
 /**
  * The `engine` command line (API.md section 10). The roles come from the composition root
@@ -32,6 +34,8 @@ export async function runCli(argv: string[], roles: Partial<Record<RoleName, Rol
         );
       case 'keys':
         return await keysCommand(config, parse(rest, { type: { type: 'string' }, json: { type: 'boolean' } }));
+      case 'providers':
+        return await providersCommand(config, parse(rest, { file: { type: 'string' } }));
       case undefined:
       case 'help':
       case '--help':
