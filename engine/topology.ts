@@ -15,7 +15,8 @@ import type { SubscriptionType } from '../schemas/sdk.ts';
  *   P subs:{pN}:proj:ext             hash: "TYPE:token" -> JSON StoredSubscription
  *   P consent:{pN}:proj:ext          hash: TYPE -> JSON { opted_out, at } (at: ms)
  *   P idem:{pN}:proj:key             event idempotency key marker (PX 8 days)
- *   P token:{pT}:proj:TYPE:token     hash: owner, registered_at (pT = partition of the token)
+ *   P token:{pT}:proj:TYPE:token     hash: owner, registered_at (pT = partition of the token),
+ *                                    d:ext -> detach owed to user ext (engine/lua/claimToken-1.lua)
  *   P workers                        sorted set: worker id -> heartbeat expiry (ms)
  *   P project:id                     hash: name, identity_verification, identity_secret, created_at
  *   P project:id:keys                set of key hashes of the project

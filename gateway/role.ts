@@ -1,3 +1,85 @@
+import uWS, { type TemplatedApp, type us_listen_socket } from 'uWebSockets.js';
+import { join } from 'node:path';
+import { Keystore } from '../engine/keystore.ts';
+import { createRedis, type RedisClient } from '../engine/redis.ts';
 import type { RoleFactory } from '../engine/roles.ts';
+import { Topology } from '../engine/topology.ts';
+import { buildApp } from './app.ts';
+import { CallerCache } from './auth.ts';
+import { Tracker, type GatewayDeps } from './context.ts';
+import { IngestWriter } from './ingest-writer.ts';
+import { SpillJournal } from './spill-journal.ts';
+import { Validators } from './validation.ts';
 
-export const gatewayRole: RoleFactory = async () => ({ name: 'gateway', close: async () => {} });
+/**
+ * The gateway role: the uWebSockets.js HTTP/WebSocket server of API.md sections 3, 6 and 7. It
+ * logs `listening` with the real port (PORT 0 picks one) before it resolves. close() is
+ * idempotent: new requests get 503, in-flight ones finish (at most SHUTDOWN_MS), then the listen
+ * socket and the WebSockets close and Redis is quit.
+ */
+export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId }) => {
+  const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  // Its own connection without an offline queue: a write during an outage spills at once instead
+  // of waiting in a queue that could still send it later, after the journal took it.
+  const ingestRedis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS, offlineQueue: false });
+  const journal = new SpillJournal(join(config.DATA_DIR, 'spill'), workerId, config.SPILL_MAX_BYTES);
+  const ingest = new IngestWriter(ingestRedis, topology, journal, log);
+  await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
+  await ingest.start();
+  const tracker = new Tracker(log);
+  const deps: GatewayDeps = {
+    config,
+    log,
+    metrics,
+    redis,
+    topology,
+    validators: new Validators(),
+    callers: new CallerCache(new Keystore(redis, topology), config.KEY_CACHE_MS),
+    tracker,
+    ingest,
+  };
+  const { app, channel } = buildApp(deps);
+  let listenSocket: us_listen_socket;
+  try {
+    listenSocket = await listen(app, config.HOST, config.PORT);
+  } catch (err) {
+    redis.disconnect();
+    ingestRedis.disconnect();
+    await ingest.close();
+    throw err;
+  }
+  log.info('listening', { port: uWS.us_socket_local_port(listenSocket), host: config.HOST });
+
+  let closing: Promise<void> | null = null;
+  const shutdown = async (): Promise<void> => {
+    tracker.draining = true;
+    await tracker.whenIdle(config.SHUTDOWN_MS);
+    uWS.us_listen_socket_close(listenSocket);
+    channel.closeAll();
+    await ingest.close();
+    await redis.quit().catch(() => redis.disconnect());
+    await ingestRedis.quit().catch(() => ingestRedis.disconnect());
+  };
+  return { name: 'gateway', close: () => (closing ??= shutdown()) };
+};
+
+/** Waits up to `ms` for the first connection, so early writes need not spill; a Redis that is down still lets the gateway start. */
+function connected(redis: RedisClient, ms: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    redis.once('ready', done);
+    function done(): void {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    }
+  });
+}
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${host}:${port}`))));
+  });
+}

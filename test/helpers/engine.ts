@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
@@ -22,9 +25,10 @@ export interface EngineProcess {
   kill(): Promise<void>;
 }
 
-/** Environment for processes of one test: its own key prefix, short leases. */
+/** Environment for processes of one test: its own key prefix and data directory, short leases. */
 export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { REDIS_URL, KEY_PREFIX: prefix, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', ...extra };
+  const dataDir = mkdtempSync(join(tmpdir(), 'engine-test-'));
+  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', ...extra };
 }
 
 /** Runs `engine <args>` to completion and returns its exit code and output. */

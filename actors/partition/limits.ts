@@ -1,0 +1,14 @@
+/** Limits the partition actor enforces when it applies (API.md sections 3 and 9). */
+export const ApplyLimits = {
+  /** Tags per user; new keys past it are ignored, existing ones still update. */
+  maxTags: 200,
+  /** Subscriptions per user; past it the oldest by registration is dropped. */
+  maxSubscriptions: 20,
+  /** Lifetime of an event idempotency key: the promise is 7 days, one more for clock slack. */
+  idempotencyMs: 8 * 24 * 60 * 60 * 1000,
+  /** Approximate bound of each changes:{pN} stream until its consumer (the recorder) trims it. */
+  changesMaxLen: 100_000,
+} as const;
+
+/** Consumer group of the ingest streams. */
+export const APPLY_GROUP = 'apply';

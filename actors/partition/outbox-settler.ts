@@ -1,0 +1,96 @@
+import { appendEntry } from '../../engine/ingest.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import type { Topology } from '../../engine/topology.ts';
+import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
+import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
+
+/** One registration the apply script left in outbox:{pN} (field d, JSON). */
+interface Registration {
+  project: string;
+  external_id: string;
+  type: SubscriptionType;
+  token: string;
+  registered_at: number;
+}
+
+const READ_COUNT = 256;
+
+/**
+ * Settles the subscription registrations an apply left in a partition's outbox. A token's owner
+ * record lives in the token's own partition (another Cluster slot), so it is updated here, after
+ * the apply, rather than inside it: claimToken records the registration (newest wins) and returns
+ * the detaches owed; each is appended to the losing user's ingest stream, then cleared, then the
+ * outbox entry is deleted. Every step can be replayed after a crash: claims are idempotent, owed
+ * detaches stay until sent, and a detach only removes a registration not newer than the winner's.
+ */
+export class OutboxSettler {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly topology: Topology,
+  ) {}
+
+  /** Settles every registration in the partition's outbox. */
+  async settle(partition: number): Promise<void> {
+    const outbox = this.topology.outbox(partition);
+    for (;;) {
+      const rows = toEntries(await this.redis.xrange(outbox, '-', '+', 'COUNT', READ_COUNT));
+      if (rows.length === 0) return;
+      await Promise.all(rows.map((row) => this.settleOne(parseRegistration(row))));
+      await this.redis.xdel(outbox, ...rows.map((row) => row.id));
+      if (rows.length < READ_COUNT) return;
+    }
+  }
+
+  private async settleOne(reg: Registration | undefined): Promise<void> {
+    if (!reg) return;
+    const tokenKey = this.topology.token(reg.project, reg.type, reg.token);
+    const owed = await this.redis.claimToken(tokenKey, reg.external_id, reg.registered_at);
+    const detaches: Promise<unknown>[] = [];
+    for (let i = 0; i + 1 < owed.length; i += 2) {
+      const externalId = owed[i] as string;
+      const upTo = owed[i + 1] as string;
+      detaches.push(
+        appendEntry(this.redis, this.topology, {
+          op: 'detach',
+          project: reg.project,
+          external_id: externalId,
+          at: Date.now(),
+          type: reg.type,
+          token: reg.token,
+          registered_at: Number(upTo),
+        }).then(() => this.redis.clearDetach(tokenKey, externalId, upTo)),
+      );
+    }
+    await Promise.all(detaches);
+  }
+}
+
+function parseRegistration(row: StreamEntry): Registration | undefined {
+  const json = fieldOf(row, 'd');
+  if (json === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const r = value as Record<string, unknown>;
+  const type = r['type'];
+  if (
+    typeof r['project'] !== 'string' ||
+    typeof r['external_id'] !== 'string' ||
+    typeof r['token'] !== 'string' ||
+    typeof r['registered_at'] !== 'number' ||
+    !SubscriptionTypes.includes(type as SubscriptionType)
+  ) {
+    return undefined;
+  }
+  return {
+    project: r['project'],
+    external_id: r['external_id'],
+    type: type as SubscriptionType,
+    token: r['token'],
+    registered_at: r['registered_at'],
+  };
+}

@@ -1,0 +1,68 @@
+import type { Logger } from '../../engine/log.ts';
+import type { Metrics } from '../../engine/metrics.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import type { Topology } from '../../engine/topology.ts';
+import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
+import { ApplyCode } from './apply-code.ts';
+import { APPLY_GROUP, ApplyLimits } from './limits.ts';
+import type { OutboxSettler } from './outbox-settler.ts';
+
+export interface PartitionActorOptions {
+  redis: RedisClient;
+  topology: Topology;
+  /** Must hold the partition's lease for an apply to write anything. */
+  workerId: string;
+  settler: OutboxSettler;
+  log: Logger;
+  metrics: Pick<Metrics, 'appliedEntries'>;
+}
+
+/**
+ * The partition actor (issue 2, item 8): applies a batch of a partition's ingest entries to the
+ * user state with one call of engine/lua/applyBatch-5.lua (fenced by the lease, deduplicated by
+ * stream ID, acknowledged and trimmed in the same call), then settles the subscription
+ * registrations the batch left in the partition's outbox.
+ */
+export class PartitionActor implements PartitionHandler {
+  constructor(private readonly opts: PartitionActorOptions) {}
+
+  async open(partition: number): Promise<void> {
+    await this.opts.settler.settle(partition);
+  }
+
+  async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
+    const { redis, topology, workerId, log, metrics } = this.opts;
+    const args: (string | number)[] = [
+      topology.lease(partition),
+      topology.applied(partition),
+      topology.ingest(partition),
+      topology.changes(partition),
+      topology.outbox(partition),
+      workerId,
+      topology.prefix,
+      topology.tag(partition),
+      APPLY_GROUP,
+      ApplyLimits.idempotencyMs,
+      ApplyLimits.maxTags,
+      ApplyLimits.maxSubscriptions,
+      ApplyLimits.changesMaxLen,
+    ];
+    for (const entry of entries) args.push(entry.id, fieldOf(entry, 'd') ?? '');
+    const [code, applied, invalid, appliedId, registrations] = await redis.applyBatch(...args);
+    switch (code as ApplyCode) {
+      case ApplyCode.NotOwner:
+        return { kind: 'lost' };
+      case ApplyCode.Gap:
+        return { kind: 'gap', after: appliedId };
+      case ApplyCode.Ok:
+        break;
+      default:
+        throw new Error(`applyBatch returned unknown code ${code}`);
+    }
+    metrics.appliedEntries.inc(applied);
+    if (invalid > 0) log.warn('invalid ingest entries skipped', { partition, invalid, appliedId });
+    // Leftovers of a settlement cut short are settled by open() when the partition is taken again.
+    if (registrations > 0) await this.opts.settler.settle(partition);
+    return { kind: 'applied' };
+  }
+}

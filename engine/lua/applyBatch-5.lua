@@ -1,0 +1,290 @@
+--[[
+  Applies one batch of ingest entries of partition N, atomically (actors/partition/partition-actor.ts).
+
+  Fencing: nothing is written unless the lease still names this worker.
+  Exactly once: entries at or below applied:{pN} are skipped (redelivery); the entries above it
+  must be exactly the next entries of the stream, else nothing is written and GAP is returned
+  (a fenced former owner may have read some of them; the runner re-reads the stream from there).
+  Every ID of the batch is acknowledged, the last applied ID recorded and the stream trimmed below
+  it, all in this one call. User keys are built here from ARGV[2] .. kind .. ':' .. ARGV[3] ..
+  ':proj:ext' as engine/topology.ts lays them out, so they share the partition's slot.
+
+  Entries (schemas/ingest.ts, JSON):
+    identify, tags  create the user; merge tags ("" deletes; new keys past ARGV[6] are ignored)
+    subscribe       create the user; upsert subs field "TYPE:token" (schemas/state.ts
+                    StoredSubscription); past ARGV[7] drop the oldest by registered_at; append the
+                    registration to outbox:{pN} so the token's owner record is settled afterwards
+    event           create the user; with an idempotency_key, SET NX idem:{pN}:proj:key first and
+                    drop the event if it was there; append to changes:{pN}
+    receipt         create the user; append to changes:{pN}
+    detach          drop the subscription if it was registered at or before the detach's
+                    registered_at; never creates a user
+  Events and receipts create a user but do not move its updated_at (they are not state changes).
+  Invalid entries (not JSON, wrong shape) are skipped and counted, never retried forever.
+
+  KEYS[1] lease:{pN}
+  KEYS[2] applied:{pN}
+  KEYS[3] ingest:{pN}
+  KEYS[4] changes:{pN}
+  KEYS[5] outbox:{pN}
+  ARGV[1] worker id that must hold the lease
+  ARGV[2] key prefix
+  ARGV[3] partition hash tag, "{pN}"
+  ARGV[4] consumer group of the ingest stream
+  ARGV[5] idempotency key lifetime, ms
+  ARGV[6] most tags per user
+  ARGV[7] most subscriptions per user
+  ARGV[8] approximate length bound of changes:{pN}
+  ARGV[9], ARGV[10], ...  stream ID, entry JSON; pairs in ascending ID order
+
+  Returns {code, applied, invalid, appliedId, registrations}: code 0 ok, 1 not the lease owner,
+  2 gap; appliedId is the partition's last applied ID after the call; registrations counts the
+  outbox entries written (the caller settles the outbox when it is above 0).
+]]
+local OK, NOT_OWNER, GAP = 0, 1, 2
+local FIRST_ENTRY = 9
+
+local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local worker, prefix, tag, group = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local idemTtl, maxTags, maxSubs, changesMax = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+
+if redis.call('GET', leaseKey) ~= worker then
+  return { NOT_OWNER, 0, 0, '', 0 }
+end
+
+local function parseId(id)
+  local ms, seq = string.match(id or '', '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+
+local applied = redis.call('GET', appliedKey) or '0-0'
+local lastMs, lastSeq = parseId(applied)
+local fresh = {}
+for i = FIRST_ENTRY, #ARGV, 2 do
+  local ms, seq = parseId(ARGV[i])
+  if not ms then
+    return redis.error_reply('ERR applyBatch: bad stream id ' .. tostring(ARGV[i]))
+  end
+  if ms > lastMs or (ms == lastMs and seq > lastSeq) then
+    fresh[#fresh + 1] = i
+    lastMs, lastSeq = ms, seq
+  end
+end
+
+if #fresh > 0 then
+  local range = redis.call('XRANGE', ingestKey, '(' .. applied, ARGV[fresh[#fresh]], 'COUNT', #fresh + 1)
+  local contiguous = #range == #fresh
+  for j = 1, #fresh do
+    if not contiguous then break end
+    contiguous = range[j][1] == ARGV[fresh[j]]
+  end
+  if not contiguous then
+    return { GAP, 0, 0, applied, 0 }
+  end
+end
+
+-- JSON out: cjson prints 14 significant digits, so numbers are printed here at the shortest
+-- precision that reads back the same double (as JavaScript does); keys sorted for determinism.
+local function number(n)
+  if n ~= n or n == math.huge or n == -math.huge then return 'null' end
+  if n == math.floor(n) and math.abs(n) < 1e15 then return string.format('%.0f', n) end
+  for digits = 15, 16 do
+    local text = string.format('%.' .. digits .. 'g', n)
+    if tonumber(text) == n then return text end
+  end
+  return string.format('%.17g', n)
+end
+
+local encode
+encode = function(value)
+  local kind = type(value)
+  if kind == 'string' then return cjson.encode(value) end
+  if kind == 'number' then return number(value) end
+  if kind == 'boolean' then return tostring(value) end
+  if kind ~= 'table' then return 'null' end
+  local fields = {}
+  for k, v in pairs(value) do fields[#fields + 1] = { tostring(k), v } end
+  table.sort(fields, function(a, b) return a[1] < b[1] end)
+  local parts = {}
+  for _, f in ipairs(fields) do parts[#parts + 1] = cjson.encode(f[1]) .. ':' .. encode(f[2]) end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+local function int(n) return string.format('%.0f', n) end
+local function isStr(v) return type(v) == 'string' end
+local function optStr(v) return v == nil or type(v) == 'string' end
+local function optTable(v) return v == nil or type(v) == 'table' end
+local SUB_TYPES = { IOS_PUSH = true, ANDROID_PUSH = true, EMAIL = true, SMS = true, WEB_PUSH = true }
+local RECEIPTS = { delivered = true, opened = true, clicked = true }
+local DEVICE_FIELDS = { 'device_model', 'device_os', 'app_version', 'web_auth', 'web_p256' }
+
+local function valid(e)
+  if type(e) ~= 'table' or not isStr(e.project) or e.project == '' or string.find(e.project, ':', 1, true)
+    or not isStr(e.external_id) or e.external_id == '' or type(e.at) ~= 'number' then
+    return false
+  end
+  local op = e.op
+  if op == 'identify' then return optTable(e.tags) end
+  if op == 'tags' then return type(e.tags) == 'table' end
+  if op == 'subscribe' then
+    for _, f in ipairs(DEVICE_FIELDS) do
+      if not optStr(e[f]) then return false end
+    end
+    return SUB_TYPES[e.type] == true and isStr(e.token)
+  end
+  if op == 'event' then
+    return isStr(e.name) and type(e.ts) == 'number' and optTable(e.properties) and optStr(e.idempotency_key)
+  end
+  if op == 'receipt' then return isStr(e.svc_message_id) and RECEIPTS[e.kind] == true and type(e.ts) == 'number' end
+  if op == 'detach' then return SUB_TYPES[e.type] == true and isStr(e.token) and type(e.registered_at) == 'number' end
+  return false
+end
+
+local function userKey(kind, e)
+  return prefix .. kind .. ':' .. tag .. ':' .. e.project .. ':' .. e.external_id
+end
+
+local function decodeSub(json)
+  local ok, sub = pcall(cjson.decode, json)
+  if ok and type(sub) == 'table' then return sub end
+  return nil
+end
+
+local function registeredAt(sub)
+  return (sub and tonumber(sub.registered_at)) or 0
+end
+
+local function touchUser(e, changed)
+  local key = userKey('user', e)
+  local times = redis.call('HMGET', key, 'created_at', 'updated_at')
+  if not times[1] then
+    redis.call('HSET', key, 'created_at', int(e.at), 'updated_at', int(e.at))
+  elseif changed and (tonumber(times[2]) or 0) < e.at then
+    redis.call('HSET', key, 'updated_at', int(e.at))
+  end
+end
+
+-- Deletes first, then existing keys, then new keys in key order until the limit is reached.
+local function mergeTags(e)
+  local key = userKey('tags', e)
+  local sets = {}
+  for k, v in pairs(e.tags) do
+    if isStr(k) and isStr(v) then
+      if v == '' then redis.call('HDEL', key, k) else sets[#sets + 1] = k end
+    end
+  end
+  table.sort(sets)
+  local count = redis.call('HLEN', key)
+  for _, k in ipairs(sets) do
+    if redis.call('HEXISTS', key, k) == 1 then
+      redis.call('HSET', key, k, e.tags[k])
+    elseif count < maxTags then
+      redis.call('HSET', key, k, e.tags[k])
+      count = count + 1
+    end
+  end
+end
+
+local function dropOldestSubs(key, keep)
+  local all = redis.call('HGETALL', key)
+  local others = {}
+  for i = 1, #all, 2 do
+    if all[i] ~= keep then others[#others + 1] = { all[i], registeredAt(decodeSub(all[i + 1])) } end
+  end
+  table.sort(others, function(a, b)
+    if a[2] ~= b[2] then return a[2] < b[2] end
+    return a[1] < b[1]
+  end)
+  for i = 1, #all / 2 - maxSubs do redis.call('HDEL', key, others[i][1]) end
+end
+
+local function subscribe(e)
+  local key = userKey('subs', e)
+  local field = e.type .. ':' .. e.token
+  local old = redis.call('HGET', key, field)
+  local sub = (old and decodeSub(old)) or { created_at = e.at }
+  sub.type, sub.token, sub.state = e.type, e.token, 'live'
+  sub.updated_at, sub.registered_at = e.at, e.at
+  for _, f in ipairs(DEVICE_FIELDS) do
+    if e[f] ~= nil then sub[f] = e[f] end
+  end
+  redis.call('HSET', key, field, encode(sub))
+  if redis.call('HLEN', key) > maxSubs then dropOldestSubs(key, field) end
+  redis.call('XADD', outboxKey, '*', 'd', encode({
+    project = e.project, external_id = e.external_id, type = e.type, token = e.token, registered_at = e.at,
+  }))
+end
+
+local function detach(e)
+  local key = userKey('subs', e)
+  local field = e.type .. ':' .. e.token
+  local old = redis.call('HGET', key, field)
+  if old and registeredAt(decodeSub(old)) <= e.registered_at then
+    redis.call('HDEL', key, field)
+    touchUser(e, true)
+  end
+end
+
+local function change(record)
+  redis.call('XADD', changesKey, 'MAXLEN', '~', changesMax, '*', 'd', encode(record))
+end
+
+local function event(e, id)
+  if e.idempotency_key then
+    local marker = prefix .. 'idem:' .. tag .. ':' .. e.project .. ':' .. e.idempotency_key
+    if not redis.call('SET', marker, '1', 'NX', 'PX', idemTtl) then return end
+  end
+  change({
+    kind = 'event', id = id, project = e.project, external_id = e.external_id, name = e.name,
+    properties = e.properties, idempotency_key = e.idempotency_key, ts = e.ts,
+  })
+end
+
+local function receipt(e, id)
+  change({
+    kind = 'receipt', id = id, project = e.project, external_id = e.external_id,
+    svc_message_id = e.svc_message_id, receipt = e.kind, ts = e.ts,
+  })
+end
+
+local appliedCount, invalid, registrations = 0, 0, 0
+for _, i in ipairs(fresh) do
+  local ok, e = pcall(cjson.decode, ARGV[i + 1])
+  if ok and valid(e) then
+    local op = e.op
+    if op == 'detach' then
+      detach(e)
+    else
+      touchUser(e, op ~= 'event' and op ~= 'receipt')
+      if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e) end
+      if op == 'subscribe' then
+        subscribe(e)
+        registrations = registrations + 1
+      end
+      if op == 'event' then event(e, ARGV[i]) end
+      if op == 'receipt' then receipt(e, ARGV[i]) end
+    end
+    appliedCount = appliedCount + 1
+  else
+    invalid = invalid + 1
+  end
+end
+
+if #fresh > 0 then
+  applied = ARGV[fresh[#fresh]]
+  redis.call('SET', appliedKey, applied)
+  redis.call('XTRIM', ingestKey, 'MINID', '~', applied)
+end
+
+-- Acknowledge in chunks: unpack is bounded by the Lua C stack.
+local ids = {}
+for i = FIRST_ENTRY, #ARGV, 2 do
+  ids[#ids + 1] = ARGV[i]
+  if #ids == 1000 then
+    redis.call('XACK', ingestKey, group, unpack(ids))
+    ids = {}
+  end
+end
+if #ids > 0 then redis.call('XACK', ingestKey, group, unpack(ids)) end
+
+return { OK, appliedCount, invalid, applied, registrations }

@@ -1,0 +1,152 @@
+import type { Logger } from '../log.ts';
+import type { RedisClient } from '../redis.ts';
+import { toEntries, type PartitionHandler, type StreamEntry } from './types.ts';
+
+export interface PartitionConsumerOptions {
+  /** Shared client for non-blocking commands. */
+  redis: RedisClient;
+  /** The partition's ingest stream. */
+  stream: string;
+  partition: number;
+  group: string;
+  /** Consumer name in the group: the worker id. */
+  consumer: string;
+  /** Most entries read and applied at once (APPLY_BATCH). */
+  batchSize: number;
+  /** Longest a read blocks, ms; bounds how long a stop waits while idle. */
+  blockMs: number;
+  handler: PartitionHandler;
+  log: Logger;
+  /** Called once when an apply is fenced: another worker owns the partition now. */
+  onLost(partition: number): void;
+}
+
+const RETRY_MS = 500;
+
+/**
+ * Consumes one owned partition's ingest stream through consumer group `group`: on start it takes
+ * over every pending entry of the group (XAUTOCLAIM, min-idle 0: the lease makes this worker the
+ * only rightful consumer) and applies them in ID order, then reads new entries (XREADGROUP `>`)
+ * one batch at a time, so at most one batch is in flight. Reads block on a connection of their own.
+ */
+export class PartitionConsumer {
+  private stopping = false;
+  private reading = false;
+  private done: Promise<void> = Promise.resolve();
+  private blocking: RedisClient | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly opts: PartitionConsumerOptions) {}
+
+  start(): void {
+    this.done = this.run();
+  }
+
+  /** Stops after the batch in flight (a blocked read is abandoned; its entries stay pending). */
+  stop(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = true;
+      if (this.reading) this.blocking?.disconnect();
+      this.wake?.();
+    }
+    return this.done;
+  }
+
+  private async run(): Promise<void> {
+    const { redis, log, partition } = this.opts;
+    this.blocking = redis.duplicate() as RedisClient;
+    this.blocking.on('error', () => {
+      // Failed reads surface as rejected commands, handled below.
+    });
+    try {
+      while (!this.stopping) {
+        try {
+          await this.ensureGroup();
+          await this.opts.handler.open(partition);
+          await this.claimPending();
+          while (!this.stopping) await this.readAndApply();
+        } catch (err) {
+          if (this.stopping) break;
+          log.warn('partition consumer error', { partition, err });
+          await this.pause(RETRY_MS);
+        }
+      }
+    } finally {
+      this.blocking.disconnect();
+    }
+  }
+
+  private async ensureGroup(): Promise<void> {
+    try {
+      await this.opts.redis.xgroup('CREATE', this.opts.stream, this.opts.group, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
+    }
+  }
+
+  /** Applies every entry pending in the group (any consumer's), in ID order, before reading on. */
+  private async claimPending(): Promise<void> {
+    const { redis, stream, group, consumer, batchSize } = this.opts;
+    let cursor = '0-0';
+    do {
+      const reply = await redis.xautoclaim(stream, group, consumer, 0, cursor, 'COUNT', batchSize);
+      cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
+      const entries = toEntries(reply[1]);
+      if (entries.length > 0 && !(await this.applyInOrder(entries))) return;
+    } while (cursor !== '0-0' && !this.stopping);
+  }
+
+  private async readAndApply(): Promise<void> {
+    const { stream, group, consumer, batchSize, blockMs } = this.opts;
+    const blocking = this.blocking;
+    if (!blocking) return;
+    this.reading = true;
+    let reply: [string, unknown][] | null;
+    try {
+      reply = (await blocking.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>')) as
+        | [string, unknown][]
+        | null;
+    } finally {
+      this.reading = false;
+    }
+    const entries = toEntries(reply?.[0]?.[1]);
+    if (entries.length > 0) await this.applyInOrder(entries);
+  }
+
+  /**
+   * Applies a batch. On a gap (entries this batch skips over were read by a former owner), applies
+   * the stream's own entries after the last applied ID first, then the batch again.
+   * Returns false when the lease is lost.
+   */
+  private async applyInOrder(batch: StreamEntry[]): Promise<boolean> {
+    const { redis, stream, batchSize, handler, partition } = this.opts;
+    let entries = batch;
+    for (;;) {
+      const outcome = await handler.apply(partition, entries);
+      if (outcome.kind === 'lost') {
+        this.stopping = true;
+        this.opts.onLost(partition);
+        return false;
+      }
+      if (outcome.kind === 'applied') {
+        if (entries === batch) return true;
+        entries = batch;
+        continue;
+      }
+      const lastId = batch[batch.length - 1]?.id ?? '+';
+      const missing = toEntries(await redis.xrange(stream, `(${outcome.after}`, lastId, 'COUNT', batchSize));
+      if (missing.length === 0) throw new Error(`apply reported a gap after ${outcome.after} but the stream has nothing there`);
+      entries = missing;
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

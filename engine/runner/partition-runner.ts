@@ -1,0 +1,182 @@
+import type { Logger } from '../log.ts';
+import type { RedisClient } from '../redis.ts';
+import type { Topology } from '../topology.ts';
+import { PartitionConsumer } from './partition-consumer.ts';
+import { Rendezvous } from './rendezvous.ts';
+import type { PartitionHandler } from './types.ts';
+
+export interface PartitionRunnerOptions {
+  redis: RedisClient;
+  topology: Topology;
+  /** Unique per process; the lease value and the consumer name. */
+  workerId: string;
+  /** Lease and heartbeat lifetime, ms (LEASE_MS); they are renewed every third of it. */
+  leaseMs: number;
+  /** Most entries applied in one batch (APPLY_BATCH). */
+  batchSize: number;
+  /** Consumer group of the ingest streams. */
+  group: string;
+  handler: PartitionHandler;
+  log: Logger;
+}
+
+interface Held {
+  consumer: PartitionConsumer;
+  /** Last time the lease was confirmed ours (ms); past LEASE_MS without renewal it is gone. */
+  confirmedAt: number;
+  /** Set once the partition is being given up: the consumer is finishing its batch. */
+  leaving?: Promise<void>;
+}
+
+/**
+ * Owns partitions through leases and runs a PartitionConsumer on each. Every LEASE_MS/3 it
+ * heartbeats into the `workers` set, assigns partitions among the live workers by rendezvous
+ * hashing, renews the leases it holds, gives up partitions no longer assigned to it (after their
+ * batch in flight) and takes free leases of partitions assigned to it. A dead worker's leases
+ * expire within LEASE_MS, so its partitions move within a few seconds (issue 2, item 7).
+ */
+export class PartitionRunner {
+  private readonly held = new Map<number, Held>();
+  /** Consumers of partitions lost to another worker, until they have stopped. */
+  private readonly retiring = new Map<number, Promise<void>>();
+  private readonly rendezvous: Rendezvous;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+  private reported = '';
+
+  constructor(private readonly opts: PartitionRunnerOptions) {
+    this.rendezvous = new Rendezvous(opts.topology.partitions);
+  }
+
+  /** Starts the lease loop; the first round runs at once. */
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Gives up every partition after its batch in flight, releases the leases, leaves the worker set. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    const { redis, topology, workerId, log } = this.opts;
+    // Leave the worker set first (after a round in flight, which may still heartbeat), so the
+    // others take each partition as soon as its lease is released.
+    await this.ticking;
+    await redis.zrem(topology.workers(), workerId).catch((err: unknown) => log.warn('heartbeat removal failed', { err }));
+    while (this.held.size > 0) {
+      await Promise.all([...this.held.entries()].map(([p, held]) => this.leave(p, held)));
+    }
+    await Promise.all(this.retiring.values());
+    clearTimeout(this.timer);
+    await this.ticking;
+    this.report();
+  }
+
+  private schedule(delay: number): void {
+    this.timer = setTimeout(() => {
+      this.ticking = this.tick()
+        .catch((err: unknown) => this.opts.log.warn('lease round failed', { err }))
+        .finally(() => {
+          if (!this.closing || this.held.size > 0) this.schedule(Math.max(1, Math.floor(this.opts.leaseMs / 3)));
+        });
+    }, delay);
+  }
+
+  private async tick(): Promise<void> {
+    const { redis, topology, workerId, leaseMs } = this.opts;
+    const now = Date.now();
+    let wanted = new Set<number>();
+    if (!this.closing) {
+      const [, , live] = await Promise.all([
+        redis.zadd(topology.workers(), now + leaseMs, workerId),
+        redis.zremrangebyscore(topology.workers(), '-inf', now),
+        redis.zrangebyscore(topology.workers(), now, '+inf'),
+      ]);
+      wanted = this.rendezvous.assigned(live, workerId);
+    }
+    await Promise.all([...this.held.entries()].map(([p, held]) => this.keep(p, held, wanted.has(p), now)));
+    if (!this.closing) {
+      const missing = [...wanted].filter((p) => !this.held.has(p) && !this.retiring.has(p));
+      await Promise.all(missing.map((p) => this.acquire(p, now)));
+      this.report();
+    }
+  }
+
+  /** Renews a held lease, and starts giving the partition up when it is no longer wanted. */
+  private async keep(partition: number, held: Held, wanted: boolean, now: number): Promise<void> {
+    const { redis, topology, workerId, leaseMs, log } = this.opts;
+    try {
+      const renewed = await redis.renewLease(topology.lease(partition), workerId, leaseMs);
+      if (renewed === 1) held.confirmedAt = now;
+      else return this.drop(partition, held);
+    } catch (err) {
+      log.warn('lease renewal failed', { partition, err });
+      if (now - held.confirmedAt >= leaseMs) return this.drop(partition, held);
+    }
+    if (!wanted) void this.leave(partition, held);
+  }
+
+  /** Gives a partition up: its consumer finishes the batch in flight, then the lease is released. */
+  private leave(partition: number, held: Held): Promise<void> {
+    const { redis, topology, workerId, log } = this.opts;
+    held.leaving ??= held.consumer.stop().then(async () => {
+      if (this.held.get(partition) !== held) return;
+      await redis.releaseLease(topology.lease(partition), workerId).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
+      this.held.delete(partition);
+      if (!this.closing) this.report();
+    });
+    return held.leaving;
+  }
+
+  /**
+   * Forgets a partition whose lease is no longer ours. Its consumer stops (its applies are fenced
+   * anyway); the partition is not taken again before that consumer has finished.
+   */
+  private drop(partition: number, held: Held): void {
+    if (this.held.get(partition) !== held) return;
+    this.held.delete(partition);
+    this.retiring.set(
+      partition,
+      held.consumer.stop().finally(() => this.retiring.delete(partition)),
+    );
+    this.report();
+  }
+
+  private async acquire(partition: number, now: number): Promise<void> {
+    const { redis, topology, workerId, leaseMs, batchSize, group, handler, log } = this.opts;
+    const taken = await redis.set(topology.lease(partition), workerId, 'PX', leaseMs, 'NX');
+    if (taken !== 'OK' || this.closing) {
+      if (taken === 'OK') await redis.releaseLease(topology.lease(partition), workerId);
+      return;
+    }
+    const consumer = new PartitionConsumer({
+      redis,
+      stream: topology.ingest(partition),
+      partition,
+      group,
+      consumer: workerId,
+      batchSize,
+      blockMs: Math.min(1000, leaseMs),
+      handler,
+      log,
+      onLost: (p) => {
+        const held = this.held.get(p);
+        if (held?.consumer === consumer) this.drop(p, held);
+      },
+    });
+    this.held.set(partition, { consumer, confirmedAt: now });
+    consumer.start();
+  }
+
+  /** Logs the owned partitions whenever they change. */
+  private report(): void {
+    const owned = [...this.held.keys()].sort((a, b) => a - b);
+    const text = owned.join(',');
+    if (text === this.reported) return;
+    this.reported = text;
+    this.opts.log.info('partitions', { owned });
+  }
+}

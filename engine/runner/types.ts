@@ -1,0 +1,43 @@
+/** One stream entry as Redis returns it: its ID and its flat field/value list. */
+export interface StreamEntry {
+  id: string;
+  fields: string[];
+}
+
+/** What applying one batch came to. */
+export type BatchOutcome =
+  /** Applied (entries at or below the last applied ID were skipped and acknowledged). */
+  | { kind: 'applied' }
+  /** This worker no longer holds the partition's lease: nothing was applied; stop the partition. */
+  | { kind: 'lost' }
+  /** The batch does not continue the stream right after `after` (the last applied ID). */
+  | { kind: 'gap'; after: string };
+
+/**
+ * What the runner drives for each partition it owns (the partition actor implements it). Narrow so
+ * the runner can be exercised with a plain object.
+ */
+export interface PartitionHandler {
+  /** Called when this worker acquires the partition, before any batch (finish leftover work). */
+  open(partition: number): Promise<void>;
+  /** Applies a batch in ascending ID order, atomically, fenced by the partition's lease. */
+  apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome>;
+}
+
+/** Turns a stream reply ([id, fields][]) into entries, leaving out deleted ones (null fields). */
+export function toEntries(reply: unknown): StreamEntry[] {
+  if (!Array.isArray(reply)) return [];
+  const entries: StreamEntry[] = [];
+  for (const item of reply as unknown[]) {
+    if (!Array.isArray(item)) continue;
+    const [id, fields] = item as unknown[];
+    if (typeof id === 'string' && Array.isArray(fields)) entries.push({ id, fields: fields.map(String) });
+  }
+  return entries;
+}
+
+/** The value of one field of a stream entry (fields alternate name, value). */
+export function fieldOf(entry: StreamEntry, name: string): string | undefined {
+  for (let i = 0; i + 1 < entry.fields.length; i += 2) if (entry.fields[i] === name) return entry.fields[i + 1];
+  return undefined;
+}

@@ -1,0 +1,58 @@
+import type { SubscriptionType } from '../../schemas/sdk.ts';
+import type { StoredConsent } from '../../schemas/state.ts';
+import type { RedisClient } from '../redis.ts';
+import type { Topology } from '../topology.ts';
+
+/**
+ * Consent of one user per subscription type (API.md section 3.1), in the user's consent hash
+ * (engine/topology.ts): field = subscription type, value = JSON StoredConsent. Written
+ * synchronously by the gateway, never through the ingest log, so it holds for users that are not
+ * known yet and is visible to the dispatch actor as soon as the write is acknowledged.
+ */
+export async function writeConsent(
+  redis: RedisClient,
+  topology: Topology,
+  project: string,
+  externalId: string,
+  type: SubscriptionType,
+  optedOut: boolean,
+  at: number,
+): Promise<StoredConsent> {
+  const stored: StoredConsent = { opted_out: optedOut, at };
+  await redis.hset(topology.consent(project, externalId), type, JSON.stringify(stored));
+  return stored;
+}
+
+/** Every stored consent of one user, by subscription type; unreadable values are skipped. */
+export async function readConsent(
+  redis: RedisClient,
+  topology: Topology,
+  project: string,
+  externalId: string,
+): Promise<Partial<Record<SubscriptionType, StoredConsent>>> {
+  return parseConsent(await redis.hgetall(topology.consent(project, externalId)));
+}
+
+/** Parses the fields of a consent hash (as returned by HGETALL). */
+export function parseConsent(hash: Record<string, string>): Partial<Record<SubscriptionType, StoredConsent>> {
+  const out: Partial<Record<SubscriptionType, StoredConsent>> = {};
+  for (const [type, json] of Object.entries(hash)) {
+    const value = parseJson(json);
+    if (isConsent(value)) out[type as SubscriptionType] = { opted_out: value.opted_out, at: value.at };
+  }
+  return out;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+function isConsent(value: unknown): value is StoredConsent {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v['opted_out'] === 'boolean' && typeof v['at'] === 'number';
+}

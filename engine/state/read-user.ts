@@ -1,0 +1,69 @@
+import type { StoredSubscription } from '../../schemas/state.ts';
+import type { SubscriptionView, UserView } from '../../schemas/users.ts';
+import type { RedisClient } from '../redis.ts';
+import type { Topology } from '../topology.ts';
+import { parseConsent } from './consent.ts';
+import { decodeTag } from './tag-codec.ts';
+
+/**
+ * The applied state of one user as `GET /api/users/{external_id}` shows it (schemas/users.ts), or
+ * null when the user hash does not exist. Reads the four hashes of the user (one partition, so one
+ * Cluster slot); they are written by different callers, so the view is not a single snapshot.
+ */
+export async function readUser(redis: RedisClient, topology: Topology, project: string, externalId: string): Promise<UserView | null> {
+  const [user, tags, subs, consent] = await Promise.all([
+    redis.hgetall(topology.user(project, externalId)),
+    redis.hgetall(topology.tags(project, externalId)),
+    redis.hgetall(topology.subs(project, externalId)),
+    redis.hgetall(topology.consent(project, externalId)),
+  ]);
+  if (user['created_at'] === undefined) return null;
+  const view: UserView = {
+    external_id: externalId,
+    tags: {},
+    subscriptions: [],
+    consent: {},
+    created_at: isoOf(user['created_at']),
+    updated_at: isoOf(user['updated_at'] ?? user['created_at']),
+  };
+  for (const [key, stored] of Object.entries(tags)) {
+    if (stored !== '') view.tags[key] = decodeTag(stored);
+  }
+  const stored = Object.values(subs)
+    .map(parseSubscription)
+    .filter((s): s is StoredSubscription => s !== null)
+    .sort((a, b) => a.registered_at - b.registered_at);
+  view.subscriptions = stored.map(subscriptionView);
+  for (const [type, c] of Object.entries(parseConsent(consent))) {
+    view.consent[type] = { opted_out: c.opted_out, at: new Date(c.at).toISOString() };
+  }
+  return view;
+}
+
+/** A subscription without its secrets: only the token's last 4 characters are shown. */
+export function subscriptionView(s: StoredSubscription): SubscriptionView {
+  return {
+    type: s.type,
+    token_tail: `…${s.token.slice(-4)}`,
+    device_model: s.device_model ?? null,
+    device_os: s.device_os ?? null,
+    app_version: s.app_version ?? null,
+    state: s.state,
+    updated_at: new Date(s.updated_at).toISOString(),
+  };
+}
+
+function parseSubscription(json: string): StoredSubscription | null {
+  try {
+    const value = JSON.parse(json) as StoredSubscription;
+    return typeof value === 'object' && value !== null && typeof value.token === 'string' ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Stored times are ms since the epoch, as decimal text. */
+function isoOf(ms: string): string {
+  const n = Number(ms);
+  return new Date(Number.isFinite(n) ? n : 0).toISOString();
+}

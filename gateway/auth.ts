@@ -1,0 +1,102 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Keystore, KeyType } from '../engine/keystore.ts';
+
+/** Who a request comes from: a live key of a project, with what identity verification needs. */
+export interface Caller {
+  project: string;
+  type: KeyType;
+  /** The project's identity-verification switch (API.md section 1). */
+  verifyIdentity: boolean;
+  identitySecret: string;
+}
+
+interface Entry {
+  /** null: unknown or revoked key (misses are cached too, so a flood of bad keys stays cheap). */
+  caller: Caller | null;
+  expires: number;
+}
+
+/** Most cached keys; past it the cache is emptied rather than grown (a flood of random keys). */
+const MAX_ENTRIES = 10_000;
+
+/**
+ * Key and project lookups behind a short cache: an entry lives KEY_CACHE_MS, so a revoked key or a
+ * changed identity switch is seen by every gateway within that time (API.md section 1: 5 s).
+ * Concurrent lookups of one key share one Redis round trip. While Redis cannot answer, the last
+ * answer it gave stands: a revocation is itself a Redis write, so none can have happened since,
+ * and buffered writes keep going to the spill journal.
+ */
+export class CallerCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly loading = new Map<string, Promise<Caller | null>>();
+
+  constructor(
+    private readonly keystore: Keystore,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** The cached answer: a caller, null for a bad key, undefined when it must be loaded. */
+  peek(key: string): Caller | null | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    return entry.expires > Date.now() ? entry.caller : undefined;
+  }
+
+  /**
+   * Looks the key up in Redis; when Redis fails, answers with the expired entry if there is one,
+   * else rejects (failures are not cached).
+   */
+  load(key: string): Promise<Caller | null> {
+    const pending = this.loading.get(key);
+    if (pending) return pending;
+    const promise = this.fetch(key)
+      .catch((err: unknown) => {
+        const stale = this.entries.get(key);
+        if (stale === undefined) throw err;
+        return stale.caller;
+      })
+      .finally(() => this.loading.delete(key));
+    this.loading.set(key, promise);
+    return promise;
+  }
+
+  private async fetch(key: string): Promise<Caller | null> {
+    const owner = await this.keystore.lookupKey(key);
+    const project = owner ? await this.keystore.getProject(owner.project_id) : null;
+    const caller: Caller | null =
+      owner && project
+        ? {
+            project: project.id,
+            type: owner.type,
+            verifyIdentity: project.identity_verification,
+            identitySecret: project.identity_secret,
+          }
+        : null;
+    if (this.ttlMs > 0) {
+      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+      this.entries.set(key, { caller, expires: Date.now() + this.ttlMs });
+    }
+    return caller;
+  }
+}
+
+/** The key of `Authorization: Bearer <key>`, or null when the header is missing or malformed. */
+export function bearerKey(header: string): string | null {
+  if (header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') return null;
+  const key = header.slice(7).trim();
+  return key.length > 0 && key.length <= 512 && !key.includes(' ') ? key : null;
+}
+
+/**
+ * Identity verification (API.md section 1): true when the call needs no check (REST key, or the
+ * project has it off) or when `hash` is lowercase hex HMAC-SHA256(identity secret, external_id).
+ */
+export function identityOk(caller: Caller, externalId: string, hash: string | undefined): boolean {
+  if (caller.type === 'rest' || !caller.verifyIdentity) return true;
+  if (hash === undefined || hash.length !== 64) return false;
+  const expected = createHmac('sha256', caller.identitySecret).update(externalId).digest();
+  const given = Buffer.from(hash, 'hex');
+  // A non-hex or uppercase hash decodes short or differs from its lowercase form: refuse it.
+  if (given.length !== expected.length || given.toString('hex') !== hash) return false;
+  return timingSafeEqual(given, expected);
+}

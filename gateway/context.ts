@@ -1,0 +1,70 @@
+import type { Config } from '../schemas/config.ts';
+import type { IngestEntry } from '../schemas/ingest.ts';
+import type { Logger } from '../engine/log.ts';
+import type { Metrics } from '../engine/metrics.ts';
+import type { RedisClient } from '../engine/redis.ts';
+import type { Topology } from '../engine/topology.ts';
+import type { CallerCache } from './auth.ts';
+import type { Validators } from './validation.ts';
+
+/** What every route group of the gateway gets (built once in gateway/role.ts). */
+export interface GatewayDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  /** Commands time out after REDIS_TIMEOUT_MS, so a Redis outage becomes a 503, never a hang. */
+  redis: RedisClient;
+  topology: Topology;
+  validators: Validators;
+  callers: CallerCache;
+  tracker: Tracker;
+  ingest: IngestSink;
+}
+
+/**
+ * Where buffered writes become durable (DESIGN.md invariant 1): resolves once every entry is
+ * appended, in the given order; rejects when that cannot be confirmed (the gateway answers 503).
+ * gateway/ingest-writer.ts IngestWriter fits this shape (Redis, else the spill journal).
+ */
+export interface IngestSink {
+  write(entries: IngestEntry[]): Promise<void>;
+}
+
+/** In-flight requests and the draining switch of graceful shutdown (STYLE.md 10). */
+export class Tracker {
+  inflight = 0;
+  draining = false;
+  private idle: (() => void) | null = null;
+  private lastWarn = 0;
+
+  constructor(private readonly log: Logger) {}
+
+  start(): void {
+    this.inflight++;
+  }
+
+  done(): void {
+    this.inflight--;
+    if (this.inflight === 0 && this.idle) this.idle();
+  }
+
+  /** Resolves when no request is in flight, or after `ms` at the latest. */
+  whenIdle(ms: number): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.idle = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  /** A Redis failure, logged at most once a second so an outage does not flood the log. */
+  redisFailed(what: string, err: unknown): void {
+    const now = Date.now();
+    if (now - this.lastWarn < 1000) return;
+    this.lastWarn = now;
+    this.log.warn(`${what} failed`, { err: err instanceof Error ? err.message : String(err) });
+  }
+}

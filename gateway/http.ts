@@ -1,0 +1,279 @@
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { Counter } from 'prom-client';
+import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
+import { bearerKey, type Caller } from './auth.ts';
+import type { GatewayDeps, Tracker } from './context.ts';
+
+const statusLines: Record<number, string> = {
+  200: '200 OK',
+  202: '202 Accepted',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests',
+  503: '503 Service Unavailable',
+};
+
+/** Error bodies of API.md section 2 with the registry's message, built once. */
+const defaultBodies = Object.fromEntries(
+  Object.entries(ErrorCodes).map(([code, e]) => [code, JSON.stringify({ errors: [{ code, message: e.message }] })]),
+) as Record<ErrorCode, string>;
+
+export const JSON_TYPE = 'application/json';
+type Header = readonly [string, string];
+const retryAfter: readonly Header[] = [['Retry-After', '1']];
+
+/** Counts responses of one route pattern; label children are made once per status. */
+export class RouteMetric {
+  private readonly children = new Map<number, { inc(): void }>();
+
+  constructor(
+    private readonly counter: Counter<'route' | 'status'>,
+    readonly route: string,
+  ) {}
+
+  inc(status: number): void {
+    let child = this.children.get(status);
+    if (child === undefined) {
+      child = this.counter.labels(this.route, String(status));
+      this.children.set(status, child);
+    }
+    child.inc();
+  }
+}
+
+/**
+ * One HTTP request/response. Every write happens inside res.cork, and never after the client
+ * aborted or after the answer was sent (uWS forbids both).
+ */
+export class Exchange {
+  private finished = false;
+
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly metric: RouteMetric,
+    private readonly tracker: Tracker,
+  ) {
+    tracker.start();
+    res.onAborted(() => this.finish());
+  }
+
+  /** False once answered or aborted: nothing more may be written. */
+  get open(): boolean {
+    return !this.finished;
+  }
+
+  send(status: number, body: string, contentType = JSON_TYPE, headers: readonly Header[] = []): void {
+    if (this.finished) return;
+    this.finish();
+    this.metric.inc(status);
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLines[status] ?? String(status));
+      for (const [name, value] of headers) res.writeHeader(name, value);
+      res.writeHeader('Content-Type', contentType);
+      res.end(body);
+    });
+  }
+
+  /** Answers with a WebSocket upgrade (101); `upgrade` calls res.upgrade. */
+  upgrade(upgrade: (res: HttpResponse) => void): void {
+    if (this.finished) return;
+    this.finish();
+    this.metric.inc(101);
+    const res = this.res;
+    res.cork(() => upgrade(res));
+  }
+
+  /** An error answer; `items` replaces the registry's single default item. */
+  fail(code: ErrorCode, items?: ErrorItem[], headers: readonly Header[] = []): void {
+    const body = items === undefined ? defaultBodies[code] : JSON.stringify({ errors: items });
+    this.send(ErrorCodes[code].status, body, JSON_TYPE, headers);
+  }
+
+  /** 503 with Retry-After: the call's promise cannot be met now. */
+  unavailable(): void {
+    this.fail('unavailable', undefined, retryAfter);
+  }
+
+  /** 405 with the Allow header listing the methods the path takes. */
+  methodNotAllowed(allow: string): void {
+    this.fail('method_not_allowed', undefined, [['Allow', allow]]);
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.tracker.done();
+  }
+}
+
+/** What a handler reads from the request while it is still valid (uWS requests live one call). */
+export interface RequestInfo {
+  /** The raw (still percent-encoded) path parameter, '' for routes without one. */
+  param: string;
+  /** `X-Identity-Hash`, '' when absent. */
+  identityHash: string;
+}
+
+export interface RouteSpec {
+  metric: RouteMetric;
+  /** Only REST keys (API.md section 1); an SDK key gets 403 wrong_key_type. */
+  restOnly: boolean;
+  hasParam: boolean;
+}
+
+export interface BodyRouteSpec extends RouteSpec {
+  /** Body limit in bytes (API.md section 9). */
+  limit: number;
+  handle(ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void;
+}
+
+export interface GetRouteSpec extends RouteSpec {
+  handle(ex: Exchange, caller: Caller, info: RequestInfo): void;
+}
+
+type BodyResult = { ok: true; value: unknown } | { ok: false; code: ErrorCode };
+
+/** Strict UTF-8: invalid bytes throw instead of becoming U+FFFD. */
+export const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A route with a JSON body. Checks in API order: auth (401, 403), Content-Type (415), size (413,
+ * from Content-Length at once, else while streaming), UTF-8 and JSON (400). The key lookup runs
+ * while the body streams; the answer is decided when both are done.
+ */
+export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    const ex = new Exchange(res, spec.metric, deps.tracker);
+    if (deps.tracker.draining) return ex.unavailable();
+    const key = bearerKey(req.getHeader('authorization'));
+    if (key === null) return ex.fail('missing_key');
+    const info: RequestInfo = { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash') };
+    let caller = deps.callers.peek(key);
+    let body: BodyResult | undefined;
+    const decide = (): void => {
+      if (caller === undefined || body === undefined || !ex.open) return;
+      if (caller === null) return ex.fail('invalid_key');
+      if (spec.restOnly && caller.type !== 'rest') return ex.fail('wrong_key_type');
+      if (!body.ok) return ex.fail(body.code);
+      spec.handle(ex, caller, body.value, info);
+    };
+    if (caller === undefined) {
+      deps.callers.load(key).then(
+        (found) => {
+          caller = found;
+          decide();
+        },
+        (err: unknown) => {
+          deps.tracker.redisFailed('key lookup', err);
+          ex.unavailable();
+        },
+      );
+    }
+    const early = headerError(req.getHeader('content-type'), req.getHeader('content-length'), spec.limit);
+    if (early !== null) {
+      body = { ok: false, code: early };
+      return decide();
+    }
+    readBody(res, ex, spec.limit, (result) => {
+      body = result;
+      decide();
+    });
+  };
+}
+
+/** A route without a body (GET): auth, then the handler. */
+export function getRoute(deps: GatewayDeps, spec: GetRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    const ex = new Exchange(res, spec.metric, deps.tracker);
+    if (deps.tracker.draining) return ex.unavailable();
+    const key = bearerKey(req.getHeader('authorization'));
+    if (key === null) return ex.fail('missing_key');
+    const info: RequestInfo = { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash') };
+    const decide = (caller: Caller | null): void => {
+      if (!ex.open) return;
+      if (caller === null) return ex.fail('invalid_key');
+      if (spec.restOnly && caller.type !== 'rest') return ex.fail('wrong_key_type');
+      spec.handle(ex, caller, info);
+    };
+    const cached = deps.callers.peek(key);
+    if (cached !== undefined) return decide(cached);
+    deps.callers.load(key).then(decide, (err: unknown) => {
+      deps.tracker.redisFailed('key lookup', err);
+      ex.unavailable();
+    });
+  };
+}
+
+/** 415 for a non-JSON Content-Type (a charset other than UTF-8 included), 413 for a declared size over the limit. */
+function headerError(contentType: string, contentLength: string, limit: number): ErrorCode | null {
+  if (contentType !== JSON_TYPE && !isJsonType(contentType)) return 'unsupported_media_type';
+  if (contentLength !== '' && Number(contentLength) > limit) return 'payload_too_large';
+  return null;
+}
+
+function isJsonType(header: string): boolean {
+  const [type = '', ...params] = header.split(';');
+  if (type.trim().toLowerCase() !== JSON_TYPE) return false;
+  return params.every((p) => {
+    const [name = '', value = ''] = p.split('=');
+    if (name.trim().toLowerCase() !== 'charset') return true;
+    const charset = value.trim().replace(/^"|"$/g, '').toLowerCase();
+    return charset === 'utf-8' || charset === 'utf8';
+  });
+}
+
+/**
+ * Streams the body, keeping at most `limit` bytes: past it, buffering stops and the result is 413
+ * (uWS reads and drops the rest, so the connection stays usable). A body in one chunk is parsed
+ * straight from uWS's buffer, which is only valid during the callback.
+ */
+function readBody(res: HttpResponse, ex: Exchange, limit: number, done: (result: BodyResult) => void): void {
+  let chunks: Buffer[] | null = null;
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over || !ex.open) return;
+    size += chunk.byteLength;
+    if (size > limit) {
+      over = true;
+      chunks = null;
+      return done({ ok: false, code: 'payload_too_large' });
+    }
+    if (isLast && chunks === null) return done(parse(new Uint8Array(chunk)));
+    chunks ??= [];
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) done(parse(Buffer.concat(chunks, size)));
+  });
+}
+
+function parse(bytes: Uint8Array): BodyResult {
+  try {
+    return { ok: true, value: JSON.parse(utf8.decode(bytes)) as unknown };
+  } catch {
+    return { ok: false, code: 'invalid_json' };
+  }
+}
+
+/** A path external_id: percent-decoded, 1 to 128 characters (API.md section 9). */
+export function pathExternalId(raw: string): { ok: true; value: string } | { ok: false; errors: ErrorItem[] } {
+  let value: string;
+  try {
+    value = decodeURIComponent(raw);
+  } catch {
+    return { ok: false, errors: [pathError('must be valid percent-encoded UTF-8')] };
+  }
+  const length = value.length > 128 ? [...value].length : value.length;
+  if (length < 1 || length > 128) return { ok: false, errors: [pathError('must be 1 to 128 characters')] };
+  return { ok: true, value };
+}
+
+function pathError(message: string): ErrorItem {
+  return { code: 'validation_failed', message: `external_id: ${message}`, path: '/external_id' };
+}

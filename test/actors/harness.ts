@@ -1,0 +1,134 @@
+import { loadConfig } from '../../engine/config.ts';
+import { appendEntry } from '../../engine/ingest.ts';
+import { createRedis, type RedisClient } from '../../engine/redis.ts';
+import { Topology } from '../../engine/topology.ts';
+import type { IngestEntry } from '../../schemas/ingest.ts';
+import type { StoredSubscription } from '../../schemas/state.ts';
+import type { Change } from '../../schemas/changes.ts';
+
+/** Polls `check` until it returns a value other than undefined/false, or throws after `ms`. */
+export async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The applied state of one user, read straight from Redis. */
+export interface UserState {
+  user: Record<string, string>;
+  tags: Record<string, string>;
+  subs: Record<string, StoredSubscription>;
+}
+
+/**
+ * Writes ingest entries under a test deployment's prefix and reads back what the apply role made
+ * of them. The caller closes it.
+ */
+export class Harness {
+  readonly redis: RedisClient;
+  readonly topology: Topology;
+  private readonly last = new Map<number, string>();
+
+  constructor(env: Record<string, string>) {
+    const config = loadConfig(env);
+    this.redis = createRedis(config);
+    this.topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  }
+
+  /** Appends entries in order (one at a time, so their order in the stream is this order). */
+  async append(...entries: IngestEntry[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (const entry of entries) {
+      const id = await appendEntry(this.redis, this.topology, entry);
+      this.track(entry, id);
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  /** Makes settled() wait for an entry appended elsewhere. */
+  track(entry: IngestEntry, id: string): void {
+    const partition = this.topology.partitionOf(entry.project, entry.external_id);
+    const last = this.last.get(partition);
+    if (last === undefined || compareIds(last, id) < 0) this.last.set(partition, id);
+  }
+
+  /** Waits until every entry appended so far is applied and every outbox is settled. */
+  async settled(ms = 20_000): Promise<void> {
+    await until(
+      'entries applied and outboxes settled',
+      async () => {
+        for (const [partition, id] of this.last) {
+          const applied = await this.redis.get(this.topology.applied(partition));
+          if (applied === null || compareIds(applied, id) < 0) return false;
+        }
+        // In this order: a detach is appended before its outbox entry is deleted, and only the
+        // subscribes checked above make outbox entries.
+        for (let p = 0; p < this.topology.partitions; p++) {
+          if ((await this.redis.xlen(this.topology.outbox(p))) > 0) return false;
+        }
+        for (let p = 0; p < this.topology.partitions; p++) {
+          if ((await this.pending(p)) > 0) return false;
+        }
+        return true;
+      },
+      ms,
+    );
+  }
+
+  async state(project: string, externalId: string): Promise<UserState> {
+    const [user, tags, rawSubs] = await Promise.all([
+      this.redis.hgetall(this.topology.user(project, externalId)),
+      this.redis.hgetall(this.topology.tags(project, externalId)),
+      this.redis.hgetall(this.topology.subs(project, externalId)),
+    ]);
+    const subs: Record<string, StoredSubscription> = {};
+    for (const [field, json] of Object.entries(rawSubs)) subs[field] = JSON.parse(json) as StoredSubscription;
+    return { user, tags, subs };
+  }
+
+  /** Every change of every partition, in stream order per partition. */
+  async changes(): Promise<Change[]> {
+    const all: Change[] = [];
+    for (let p = 0; p < this.topology.partitions; p++) {
+      for (const [, fields] of await this.redis.xrange(this.topology.changes(p), '-', '+')) {
+        all.push(JSON.parse(fields[1] ?? 'null') as Change);
+      }
+    }
+    return all;
+  }
+
+  /** Entries of the partition's ingest stream not yet delivered to or acknowledged by the apply group. */
+  async pending(partition: number): Promise<number> {
+    const stream = this.topology.ingest(partition);
+    if ((await this.redis.exists(stream)) === 0) return 0;
+    const info = asFields(await this.redis.xinfo('STREAM', stream));
+    const group = ((await this.redis.xinfo('GROUPS', stream)) as unknown[][]).map(asFields).find((g) => g.get('name') === 'apply');
+    if (!group) return Number(info.get('length'));
+    const undelivered = compareIds(String(group.get('last-delivered-id')), String(info.get('last-generated-id'))) < 0 ? 1 : 0;
+    return Number(group.get('pending')) + undelivered;
+  }
+
+  close(): void {
+    this.redis.disconnect();
+  }
+}
+
+/** Orders two stream IDs numerically. */
+export function compareIds(a: string, b: string): number {
+  const [am = 0n, as = 0n] = a.split('-').map(BigInt);
+  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
+  if (am !== bm) return am < bm ? -1 : 1;
+  return as === bs ? 0 : as < bs ? -1 : 1;
+}
+
+function asFields(reply: unknown): Map<string, unknown> {
+  const list = reply as unknown[];
+  const fields = new Map<string, unknown>();
+  for (let i = 0; i + 1 < list.length; i += 2) fields.set(String(list[i]), list[i + 1]);
+  return fields;
+}

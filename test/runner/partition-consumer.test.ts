@@ -1,0 +1,99 @@
+import t, { type Test } from 'tap';
+import { createLogger } from '../../engine/log.ts';
+import { Metrics } from '../../engine/metrics.ts';
+import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
+import type { PartitionHandler, StreamEntry } from '../../engine/runner/types.ts';
+import { APPLY_GROUP } from '../../actors/partition/limits.ts';
+import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
+import { PartitionActor } from '../../actors/partition/partition-actor.ts';
+import { deployment } from '../helpers/engine.ts';
+import { Harness, until } from '../actors/harness.ts';
+
+// One consumer run in this process against real Redis, with the real partition actor.
+const WORKER = 'consumer-test';
+const log = createLogger('error');
+
+async function setup(t: Test) {
+  const d = await deployment(t);
+  const h = new Harness(d.env);
+  t.teardown(() => h.close());
+  const project = d.project.project_id;
+  const user = 'order-user';
+  const partition = h.topology.partitionOf(project, user);
+  const stream = h.topology.ingest(partition);
+  await h.redis.xgroup('CREATE', stream, APPLY_GROUP, '0', 'MKSTREAM');
+  await h.redis.set(h.topology.lease(partition), WORKER, 'PX', 60_000);
+  const actor = new PartitionActor({
+    redis: h.redis,
+    topology: h.topology,
+    workerId: WORKER,
+    settler: new OutboxSettler(h.redis, h.topology),
+    log,
+    metrics: new Metrics(),
+  });
+  const tag = (n: number) => h.append({ op: 'tags', project, external_id: user, at: Date.now(), tags: { n: `n${n}` } });
+  const event = (n: number) => h.append({ op: 'event', project, external_id: user, at: Date.now(), name: 'e', ts: n, properties: { n } });
+  const consumer = (handler: PartitionHandler, onLost: (p: number) => void = () => {}) =>
+    new PartitionConsumer({
+      redis: h.redis,
+      stream,
+      partition,
+      group: APPLY_GROUP,
+      consumer: WORKER,
+      batchSize: 10,
+      blockMs: 200,
+      handler,
+      log,
+      onLost,
+    });
+  return { h, project, user, partition, stream, actor, tag, event, consumer };
+}
+
+t.test('entries a fenced former owner read are applied in order before the ones after them', async (t) => {
+  const { h, project, user, stream, actor, tag, event, consumer } = await setup(t);
+  await event(1);
+  await tag(2);
+  await h.redis.xreadgroup('GROUP', APPLY_GROUP, 'crashed-owner', 'COUNT', 2, 'STREAMS', stream, '>');
+  let stolen = false;
+  const outcomes: string[] = [];
+  // While the pending entries of the crashed owner are applied, a fenced owner that still runs
+  // reads the next two entries: the consumer's next read skips them.
+  const handler: PartitionHandler = {
+    open: (p) => actor.open(p),
+    apply: async (p: number, entries: StreamEntry[]) => {
+      if (!stolen) {
+        stolen = true;
+        for (let n = 3; n <= 6; n++) await (n % 2 ? event(n) : tag(n));
+        await h.redis.xreadgroup('GROUP', APPLY_GROUP, 'fenced-owner', 'COUNT', 2, 'STREAMS', stream, '>');
+      }
+      const outcome = await actor.apply(p, entries);
+      outcomes.push(outcome.kind);
+      return outcome;
+    },
+  };
+  const c = consumer(handler);
+  c.start();
+  t.teardown(() => c.stop());
+  await h.settled();
+  t.ok(outcomes.includes('gap'), 'the read after the stolen entries was refused as a gap');
+  t.same(
+    (await h.changes()).map((c) => (c.kind === 'event' ? c.properties?.['n'] : undefined)),
+    [1, 3, 5],
+    'events applied once each, in stream order',
+  );
+  t.equal(await h.redis.hget(h.topology.tags(project, user), 'n'), 'n6', 'the last write wins');
+  t.same(await h.redis.xpending(stream, APPLY_GROUP), [0, null, null, null], 'nothing left pending');
+  await c.stop();
+});
+
+t.test('a consumer whose apply is fenced stops and reports the loss', async (t) => {
+  const { h, partition, actor, tag, consumer } = await setup(t);
+  await h.redis.set(h.topology.lease(partition), 'another-worker', 'PX', 60_000);
+  await tag(1);
+  let lost = -1;
+  const c = consumer(actor, (p) => (lost = p));
+  c.start();
+  await until('the loss to be reported', async () => lost === partition);
+  await c.stop();
+  t.equal(await h.redis.get(h.topology.applied(partition)), null, 'nothing applied');
+});
