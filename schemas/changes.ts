@@ -4,7 +4,9 @@ import { Properties } from './sdk.ts';
 /**
  * One entry of a `changes:{pN}` stream (field `d`, JSON), written by the partition actor's apply
  * script in the same call that applies the ingest entry. The ClickHouse recorder consumes it.
- * `id` is the ingest stream ID the change came from (a deterministic dedup key).
+ * `id` is the ingest stream ID the change came from. Stream IDs are unique within one partition's
+ * stream only, and a user lives in exactly one partition, so (project, external_id, id) is the
+ * deterministic dedup key of a change; `id` alone is not.
  */
 const base = { id: Type.String(), project: Type.String(), external_id: Type.String() };
 
