@@ -35,10 +35,13 @@ export async function startCommand(
     return 1;
   }
   log.info('started', { roles: names });
+  // The process runs until a signal, even when no role holds a handle open (say, all are idle).
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  clearInterval(keepAlive);
   log.info('stopping');
   const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_MS + 1000);
   await closeAll(running);
