@@ -24,6 +24,9 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
   };
 }
 
+/** Errors as name and message, plus the Redis command a client error came from (ioredis sets `command`). */
 function errorReplacer(_key: string, value: unknown): unknown {
-  return value instanceof Error ? { name: value.name, message: value.message } : value;
+  if (!(value instanceof Error)) return value;
+  const command = (value as Error & { command?: { name?: unknown } }).command?.name;
+  return { name: value.name, message: value.message, ...(typeof command === 'string' ? { command } : {}) };
 }

@@ -13,6 +13,13 @@ export interface RedisClientOptions {
 }
 
 /**
+ * Commands whose key follows a subcommand (`XGROUP CREATE key`, `XINFO GROUPS key`): on a Redis
+ * Cluster an auto-pipeline can group them under the wrong node, and a MOVED reply inside a
+ * pipeline is not followed, so they are sent on their own.
+ */
+const autoPipeliningIgnoredCommands = ['xgroup', 'xinfo'];
+
+/**
  * Connects to REDIS_URL: one `redis://` URL is a single node, a comma-separated list is a Redis
  * Cluster. Auto-pipelining batches the commands of one event-loop tick into one write.
  */
@@ -20,6 +27,7 @@ export function createRedis(config: Config, options: RedisClientOptions = {}): R
   const urls = config.REDIS_URL.split(',').map((u) => u.trim()).filter(Boolean);
   const common: RedisOptions = {
     enableAutoPipelining: true,
+    autoPipeliningIgnoredCommands,
     maxRetriesPerRequest: options.commandTimeout === undefined ? null : 1,
     enableOfflineQueue: options.offlineQueue ?? true,
     lazyConnect: false,
@@ -32,7 +40,7 @@ export function createRedis(config: Config, options: RedisClientOptions = {}): R
             const url = new URL(u);
             return { host: url.hostname, port: Number(url.port || 6379) };
           }),
-          { enableAutoPipelining: true, redisOptions: common },
+          { enableAutoPipelining: true, autoPipeliningIgnoredCommands, redisOptions: common },
         )
       : new Redis(urls[0] ?? 'redis://127.0.0.1:6379', common);
   client.on('error', () => {
