@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Counter } from 'prom-client';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
 import { bearerKey, type Caller } from './auth.ts';
+import { parseJson } from './json.ts';
 import type { GatewayDeps, Tracker } from './context.ts';
 
 const statusLines: Record<number, string> = {
@@ -255,7 +256,7 @@ function readBody(res: HttpResponse, ex: Exchange, limit: number, done: (result:
 
 function parse(bytes: Uint8Array): BodyResult {
   try {
-    return { ok: true, value: JSON.parse(utf8.decode(bytes)) as unknown };
+    return { ok: true, value: parseJson(bytes) };
   } catch {
     return { ok: false, code: 'invalid_json' };
   }

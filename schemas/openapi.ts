@@ -35,6 +35,7 @@ const ErrorBody = Type.Object({
 
 type Status = keyof typeof statusText;
 const statusText = {
+  101: 'Switching Protocols: the WebSocket is open',
   200: 'OK',
   202: 'Accepted: durably appended to the ingest log',
   400: 'invalid_json or validation_failed',
@@ -55,6 +56,8 @@ interface Operation {
   pathParam?: boolean;
   identityHeader?: boolean;
   auth?: 'sdk' | 'rest' | 'none';
+  /** Media type of the success answer (default application/json). */
+  contentType?: string;
 }
 
 const bodyErrors: Status[] = [400, 401, 413, 415, 503];
@@ -87,7 +90,7 @@ const operations: Record<string, Record<string, Operation>> = {
       summary: '1 to 1000 operations, all or nothing (buffered)',
       body: Type.Object({
         operations: Type.Array(Type.Union([IdentifyOp, ...Object.values(SubscribeOpByType), TagsOp, EventOp, ReceiptOp]), BatchLimits),
-      }),
+      }, { additionalProperties: false }),
       ok: [202, BatchAccepted],
       errors: bodyErrors,
     },
@@ -101,8 +104,19 @@ const operations: Record<string, Record<string, Operation>> = {
   '/api/users/{external_id}': {
     get: { summary: 'The applied state of a user', ok: [200, UserView], errors: [401, 403, 404, 503], pathParam: true, auth: 'rest' },
   },
+  '/api/sdk/ws': {
+    get: {
+      summary:
+        'WebSocket channel (API.md section 3.2): key in Authorization or as subprotocol bearer.<key>; each text frame is one batch operation plus `seq`, answered with {seq, accepted} or {seq, errors}',
+      ok: [101, Type.Object({ seq: Type.Union([Type.Integer(), Type.Null()]), accepted: Type.Optional(Type.Literal(true)) })],
+      errors: [400, 401],
+    },
+  },
   '/healthz': { get: { summary: 'The process runs', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [], auth: 'none' } },
   '/readyz': { get: { summary: 'Redis answers', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [503], auth: 'none' } },
+  '/metrics': { get: { summary: 'Prometheus text format', ok: [200, Type.String()], errors: [], auth: 'none', contentType: 'text/plain' } },
+  '/api/docs': { get: { summary: 'This reference, interactive', ok: [200, Type.String()], errors: [], auth: 'none', contentType: 'text/html' } },
+  '/api/openapi.json': { get: { summary: 'This document', ok: [200, Type.Object({})], errors: [], auth: 'none' } },
 };
 
 function operation(op: Operation): Record<string, unknown> {
@@ -118,9 +132,9 @@ function operation(op: Operation): Record<string, unknown> {
     });
   }
   const responses: Record<string, unknown> = {
-    [op.ok[0]]: { description: statusText[op.ok[0]], content: { 'application/json': { schema: op.ok[1] } } },
+    [op.ok[0]]: { description: statusText[op.ok[0]], content: { [op.contentType ?? 'application/json']: { schema: op.ok[1] } } },
   };
-  for (const status of op.errors) {
+  for (const status of [...op.errors, 405 as const]) {
     responses[status] = { description: statusText[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
   return {

@@ -20,7 +20,8 @@ export async function readUser(redis: RedisClient, topology: Topology, project: 
   if (user['created_at'] === undefined) return null;
   const view: UserView = {
     external_id: externalId,
-    tags: {},
+    // No prototype: a tag may be named "__proto__" (a plain {} would swallow it).
+    tags: Object.create(null) as UserView['tags'],
     subscriptions: [],
     consent: {},
     created_at: isoOf(user['created_at']),

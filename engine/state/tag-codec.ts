@@ -14,7 +14,8 @@ export function decodeTag(stored: string): TagValue {
 }
 
 export function encodeTags(tags: Record<string, string | number | null>): Record<string, string> {
-  const out: Record<string, string> = {};
+  // No prototype: a tag may be named "__proto__" (a plain {} would swallow it).
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [key, value] of Object.entries(tags)) out[key] = encodeTag(value);
   return out;
 }

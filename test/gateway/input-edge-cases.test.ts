@@ -1,0 +1,67 @@
+import { createHmac } from 'node:crypto';
+import t from 'tap';
+import { deployment } from '../helpers/engine.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { entriesOf } from './support.ts';
+
+const raw = (url: string, key: string, body: string) =>
+  fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body }).then(async (res) => ({
+    status: res.status,
+    body: (await res.json()) as unknown,
+  }));
+
+t.test('a lone UTF-16 surrogate escape is refused with 400 invalid_json, not accepted and lost later', async (t) => {
+  const d = await deployment(t);
+  const gw = await d.start(['gateway']);
+  for (const body of [
+    '{"external_id":"\\ud800"}',
+    '{"external_id":"ok","tags":{"k":"x\\uDFFFy"}}',
+    '{"external_id":"ok","tags":{"\\udbff":"v"}}',
+  ]) {
+    const answer = await raw(`${gw.url}/api/sdk/users`, d.project.sdk_key, body);
+    t.equal(answer.status, 400, body);
+    t.match(answer.body, { errors: [{ code: 'invalid_json' }] });
+  }
+  const pair = await raw(`${gw.url}/api/sdk/users`, d.project.sdk_key, '{"external_id":"ok","tags":{"emoji":"\\ud83d\\ude00"}}');
+  t.equal(pair.status, 202, 'a well-formed surrogate pair is fine');
+  t.same((await entriesOf(d.prefix, d.project.project_id, 'ok')).map((e) => (e.op === 'identify' ? e.tags : null)), [{ emoji: 's😀' }]);
+});
+
+t.test('a tag named __proto__ is kept like any other tag', async (t) => {
+  const d = await deployment(t);
+  const gw = await d.start(['gateway', 'apply']);
+  t.equal((await raw(`${gw.url}/api/sdk/users`, d.project.sdk_key, '{"external_id":"p1","tags":{"__proto__":"x","b":1}}')).status, 202);
+  const tags = await eventually('applied', async () => {
+    const res = await call(`${gw.url}/api/users/p1`, 'GET', d.project.rest_key);
+    return res.status === 200 ? (res.body as { tags: Record<string, unknown> }).tags : undefined;
+  });
+  t.same(Object.entries(tags).sort(), [['__proto__', 'x'], ['b', 1]]);
+});
+
+t.test('a malformed identity_hash in the body is an identity failure (401), not a schema error', async (t) => {
+  const d = await deployment(t, { identityVerification: true });
+  const gw = await d.start(['gateway']);
+  const good = createHmac('sha256', d.project.identity_secret).update('v1').digest('hex');
+  for (const hash of ['nothex', good.toUpperCase(), good.slice(1)]) {
+    const answer = await call(`${gw.url}/api/sdk/users`, 'POST', d.project.sdk_key, { external_id: 'v1', identity_hash: hash });
+    t.equal(answer.status, 401, hash);
+    t.match(answer.body, { errors: [{ code: 'identity_verification_failed' }] });
+  }
+  t.equal((await call(`${gw.url}/api/sdk/users`, 'POST', d.project.sdk_key, { external_id: 'v1', identity_hash: good })).status, 202);
+});
+
+t.test('the OpenAPI document and the docs page are served without a key', async (t) => {
+  const d = await deployment(t);
+  const gw = await d.start(['gateway']);
+  const doc = await call(`${gw.url}/api/openapi.json`, 'GET', null);
+  t.equal(doc.status, 200);
+  t.match(doc.body, { openapi: '3.1.0' });
+  const paths = Object.keys((doc.body as { paths: Record<string, unknown> }).paths);
+  for (const path of ['/api/sdk/users', '/api/sdk/batch', '/api/sdk/ws', '/api/sdk/opt-out', '/api/users/{external_id}', '/metrics']) {
+    t.ok(paths.includes(path), `${path} is documented`);
+  }
+  const page = await fetch(`${gw.url}/api/docs`);
+  t.equal(page.status, 200);
+  t.match(page.headers.get('content-type'), /text\/html/);
+  t.match(await page.text(), /\/api\/openapi\.json/);
+});
