@@ -1,0 +1,59 @@
+import t from 'tap';
+import { loadConfig } from '../../engine/config.ts';
+import { Keystore } from '../../engine/keystore.ts';
+import { createRedis } from '../../engine/redis.ts';
+import { Topology } from '../../engine/topology.ts';
+import { startEngine, testEnv } from '../helpers/engine.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { testPrefix } from '../helpers/redis.ts';
+
+t.test('on a Redis Cluster the gateway and two apply workers behave as on one Redis (DESIGN.md invariant 4)', async (t) => {
+  const cluster = await PrivateCluster.start();
+  t.teardown(() => cluster.stop());
+  const env = testEnv(testPrefix(), { REDIS_URL: cluster.url });
+  const config = loadConfig(env);
+  const admin = createRedis(config);
+  t.teardown(() => admin.disconnect());
+  const project = await new Keystore(admin, new Topology(config.KEY_PREFIX, config.PARTITIONS)).createProject('cluster', false);
+  const gw = await startEngine(['gateway', 'apply'], env);
+  t.teardown(() => gw.kill());
+  const worker = await startEngine(['apply'], env);
+  t.teardown(() => worker.kill());
+  const sdk = project.sdk_key;
+
+  const users = Array.from({ length: 12 }, (_, i) => `c${i}`);
+  for (const user of users) {
+    t.equal((await call(`${gw.url}/api/sdk/users`, 'POST', sdk, { external_id: user, tags: { n: user } })).status, 202);
+    t.equal((await call(`${gw.url}/api/sdk/events`, 'POST', sdk, { external_id: user, name: 'e', idempotency_key: `k-${user}` })).status, 202);
+    t.equal((await call(`${gw.url}/api/sdk/events`, 'POST', sdk, { external_id: user, name: 'e', idempotency_key: `k-${user}` })).status, 202);
+  }
+  // One email moves across users (and so across partitions and slots); the last registrant keeps it.
+  for (const user of ['c0', 'c5', 'c9']) {
+    t.equal((await call(`${gw.url}/api/sdk/users/${user}/subscriptions`, 'POST', sdk, { type: 'EMAIL', token: 'shared@example.com' })).status, 202);
+  }
+  const out = await call(`${gw.url}/api/sdk/opt-out`, 'POST', sdk, { external_id: 'c3', subscription_type: 'SMS' });
+  t.equal(out.status, 200);
+
+  const subsOf = async (user: string) => {
+    const res = await call(`${gw.url}/api/users/${user}`, 'GET', project.rest_key);
+    return res.status === 200 ? (res.body as { tags: Record<string, unknown>; subscriptions: unknown[] }) : undefined;
+  };
+  await eventually('the subscription settled on c9 only', async () => {
+    const [a, b, c] = await Promise.all(['c0', 'c5', 'c9'].map(subsOf));
+    return a?.subscriptions.length === 0 && b?.subscriptions.length === 0 && c?.subscriptions.length === 1 ? true : undefined;
+  });
+  for (const user of users) t.match(await subsOf(user), { tags: { n: user } }, `${user} applied`);
+  t.match((await call(`${gw.url}/api/users/c3`, 'GET', project.rest_key)).body, { consent: { SMS: { opted_out: true } } });
+
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  let events = 0;
+  for (let p = 0; p < topology.partitions; p++) events += await admin.xlen(topology.changes(p));
+  t.equal(events, users.length, 'each keyed event recorded once');
+  const lag = await call(`${gw.url}/metrics`, 'GET', null);
+  t.match(String(lag.body), /svc_ingest_lag_entries 0/);
+  t.notOk(
+    [...gw.logs, ...worker.logs].some((l) => l['level'] === 'warn' || l['level'] === 'error'),
+    'no warning or error was logged',
+  );
+});
