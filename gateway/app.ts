@@ -17,7 +17,8 @@ const knownPaths = [
 ];
 
 /**
- * The gateway's uWS app: the route groups, then 405 for a known path with another method, then 404
+ * The gateway's uWS app: the route groups, a CORS preflight answer (OPTIONS) on every known path,
+ * then 405 for a known path with another method, then 404
  * for everything else. uWS prefers a method handler over `any` on the same pattern, and a more
  * specific pattern over `/*`, so registration order does not matter.
  */
@@ -38,6 +39,7 @@ export function buildApp(deps: GatewayDeps): { app: TemplatedApp; channel: SdkSo
   );
   for (const { path, allow } of knownPaths) {
     const metric = new RouteMetric(deps.metrics.requests, path);
+    app.options(path, (res) => new Exchange(res, metric, deps.tracker).preflight(allow));
     app.any(path, (res) => new Exchange(res, metric, deps.tracker).methodNotAllowed(allow));
   }
   const notFound = new RouteMetric(deps.metrics.requests, '*');

@@ -64,9 +64,14 @@ export function opEntry(project: string, op: SdkOp, at: number): IngestEntry {
   }
 }
 
-/** A body timestamp in ms; the accept time when absent (or a date-time JS cannot place, like a leap second). */
+/**
+ * A body timestamp in ms; the accept time when absent. A leap second (`:60`, valid RFC 3339 that
+ * JavaScript cannot place) counts as the first instant of the next minute.
+ */
 function timeOf(timestamp: string | undefined, at: number): number {
   if (timestamp === undefined) return at;
   const ms = Date.parse(timestamp);
-  return Number.isFinite(ms) ? ms : at;
+  if (Number.isFinite(ms)) return ms;
+  const leap = Date.parse(timestamp.replace(/(T\d{2}:\d{2}):60/i, '$1:59'));
+  return Number.isFinite(leap) ? leap + 1000 : at;
 }

@@ -8,6 +8,7 @@ import type { GatewayDeps, Tracker } from './context.ts';
 const statusLines: Record<number, string> = {
   200: '200 OK',
   202: '202 Accepted',
+  204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',
@@ -77,7 +78,9 @@ export class Exchange {
     res.cork(() => {
       res.writeStatus(statusLines[status] ?? String(status));
       for (const [name, value] of headers) res.writeHeader(name, value);
-      res.writeHeader('Content-Type', contentType);
+      // Browsers may call the API from any origin: keys travel in Authorization, never in cookies.
+      res.writeHeader('Access-Control-Allow-Origin', '*');
+      if (status !== 204) res.writeHeader('Content-Type', contentType);
       res.end(body);
     });
   }
@@ -100,6 +103,16 @@ export class Exchange {
   /** 503 with Retry-After: the call's promise cannot be met now. */
   unavailable(): void {
     this.fail('unavailable', undefined, retryAfter);
+  }
+
+  /** A CORS preflight (OPTIONS): which methods and request headers a browser may use on the path. */
+  preflight(allow: string): void {
+    this.send(204, '', JSON_TYPE, [
+      ['Allow', `${allow}, OPTIONS`],
+      ['Access-Control-Allow-Methods', allow],
+      ['Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Identity-Hash'],
+      ['Access-Control-Max-Age', '86400'],
+    ]);
   }
 
   /** 405 with the Allow header listing the methods the path takes. */

@@ -65,3 +65,36 @@ t.test('the OpenAPI document and the docs page are served without a key', async 
   t.match(page.headers.get('content-type'), /text\/html/);
   t.match(await page.text(), /\/api\/openapi\.json/);
 });
+
+t.test('browsers may call the API cross-origin: OPTIONS preflight and Access-Control-Allow-Origin', async (t) => {
+  const d = await deployment(t);
+  const gw = await d.start(['gateway']);
+  const pre = await fetch(`${gw.url}/api/sdk/users/u1/tags`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,content-type' },
+  });
+  t.equal(pre.status, 204);
+  t.equal(pre.headers.get('access-control-allow-origin'), '*');
+  t.equal(pre.headers.get('access-control-allow-methods'), 'PUT');
+  t.match(pre.headers.get('access-control-allow-headers'), /Authorization.*Content-Type.*X-Identity-Hash/);
+  const accepted = await fetch(`${gw.url}/api/sdk/users`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${d.project.sdk_key}`, 'content-type': 'application/json', origin: 'https://app.example' },
+    body: '{"external_id":"u1"}',
+  });
+  t.equal(accepted.status, 202);
+  t.equal(accepted.headers.get('access-control-allow-origin'), '*', 'on answers');
+  const refused = await fetch(`${gw.url}/api/sdk/users`, { method: 'POST', headers: { origin: 'https://app.example' } });
+  t.equal(refused.status, 401);
+  t.equal(refused.headers.get('access-control-allow-origin'), '*', 'on errors too, so the page can read them');
+  t.equal((await fetch(`${gw.url}/nowhere`, { method: 'OPTIONS' })).status, 404, 'unknown paths stay 404');
+});
+
+t.test('a leap-second timestamp is placed at the next minute, not replaced by the receive time', async (t) => {
+  const d = await deployment(t);
+  const gw = await d.start(['gateway']);
+  const body = { external_id: 'leap', name: 'tick', timestamp: '2016-12-31T23:59:60Z' };
+  t.equal((await call(`${gw.url}/api/sdk/events`, 'POST', d.project.sdk_key, body)).status, 202);
+  const [entry] = await entriesOf(d.prefix, d.project.project_id, 'leap');
+  t.equal(entry?.op === 'event' ? entry.ts : null, Date.parse('2017-01-01T00:00:00Z'));
+});
