@@ -9,7 +9,7 @@
  */
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
@@ -141,17 +141,7 @@ async function ingestLength(redis: RedisClient, topology: Topology): Promise<num
 
 async function cleanup(): Promise<void> {
   await Promise.all(children.map((c) => c.stop()));
-  const redis = new Redis(config.REDIS_URL.split(',')[0] ?? '', { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
+  await cleanupPrefix(prefix, config.REDIS_URL.split(',')[0]);
 }
 
 async function track(started: Promise<Child>): Promise<Child> {

@@ -13,9 +13,9 @@ export function testRedis(): Redis {
   return new Redis(REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 });
 }
 
-/** Deletes every key under a prefix. */
-export async function cleanupPrefix(prefix: string): Promise<void> {
-  const redis = testRedis();
+/** Deletes every key under a prefix (of a single Redis node). */
+export async function cleanupPrefix(prefix: string, url = REDIS_URL): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2 });
   try {
     let cursor = '0';
     do {
