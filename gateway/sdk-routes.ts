@@ -5,7 +5,7 @@ import type { SdkOp } from '../schemas/sdk.ts';
 import { identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { eventEntry, identifyEntry, opEntry, receiptEntry, subscribeEntry, tagsEntry } from './entries.ts';
-import { bodyRoute, pathExternalId, RouteMetric, type Exchange } from './http.ts';
+import { bodyRoute, pathExternalId, RouteMetric, type Exchange, type RequestInfo } from './http.ts';
 import type { Checked } from './validation.ts';
 
 const SDK_LIMIT = 64 * 1024;
@@ -61,34 +61,24 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
     }),
   );
 
+  /** A write whose user is named by the path (`/users/{external_id}/...`); the hash comes in X-Identity-Hash. */
+  const byPathUser =
+    <T>(check: (body: unknown) => Checked<T>, entry: (project: string, externalId: string, b: T, at: number) => IngestEntry) =>
+    (ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void => {
+      const id = pathExternalId(info.param);
+      const checked = check(body);
+      if (!id.ok || !checked.ok) return ex.fail('validation_failed', errorsOf(id, checked));
+      single(ex, checked, caller, () => id.value, () => info.identityHash || undefined, (b, at) => entry(caller.project, id.value, b, at));
+    };
+
   app.post(
     sdkRoutes.subscriptions.path,
-    bodyRoute(deps, {
-      ...sdk,
-      metric: metric(sdkRoutes.subscriptions.path),
-      hasParam: true,
-      handle: (ex, caller, body, info) => {
-        const id = pathExternalId(info.param);
-        const checked = v.subscription(body);
-        if (!id.ok || !checked.ok) return ex.fail('validation_failed', errorsOf(id, checked));
-        single(ex, checked, caller, () => id.value, () => info.identityHash || undefined, (b, at) => subscribeEntry(caller.project, id.value, b, at));
-      },
-    }),
+    bodyRoute(deps, { ...sdk, metric: metric(sdkRoutes.subscriptions.path), hasParam: true, handle: byPathUser((b) => v.subscription(b), subscribeEntry) }),
   );
 
   app.put(
     sdkRoutes.tags.path,
-    bodyRoute(deps, {
-      ...sdk,
-      metric: metric(sdkRoutes.tags.path),
-      hasParam: true,
-      handle: (ex, caller, body, info) => {
-        const id = pathExternalId(info.param);
-        const checked = v.tags(body);
-        if (!id.ok || !checked.ok) return ex.fail('validation_failed', errorsOf(id, checked));
-        single(ex, checked, caller, () => id.value, () => info.identityHash || undefined, (b, at) => tagsEntry(caller.project, id.value, b, at));
-      },
-    }),
+    bodyRoute(deps, { ...sdk, metric: metric(sdkRoutes.tags.path), hasParam: true, handle: byPathUser(v.tags, tagsEntry) }),
   );
 
   app.post(
