@@ -154,9 +154,6 @@ export interface GetRouteSpec extends RouteSpec {
 
 type BodyResult = { ok: true; value: unknown } | { ok: false; code: ErrorCode };
 
-/** Strict UTF-8: invalid bytes throw instead of becoming U+FFFD. */
-export const utf8 = new TextDecoder('utf-8', { fatal: true });
-
 /**
  * A route with a JSON body. Checks in API order: auth (401, 403), Content-Type (415), size (413,
  * from Content-Length at once, else while streaming), UTF-8 and JSON (400). The key lookup runs

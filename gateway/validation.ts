@@ -146,11 +146,14 @@ export function mapErrors(errors: ErrorObject[] | null | undefined, prefix: stri
   // ajv lists an anyOf's branch errors before the anyOf itself; its summary takes the place of the first.
   const consumed = new Set<ErrorObject>();
   const summaries = new Map<ErrorObject, ErrorItem[]>();
-  for (const e of list) {
-    if (e.keyword !== 'anyOf') continue;
-    const branches = list.filter(
-      (b) => b !== e && b.schemaPath.startsWith(`${e.schemaPath}/`) && (b.instancePath === e.instancePath || b.instancePath.startsWith(`${e.instancePath}/`)),
-    );
+  for (let i = 0; i < list.length; i++) {
+    const e = list[i];
+    if (e?.keyword !== 'anyOf') continue;
+    // Its branch errors are the run right before it: walking back keeps this linear (a body with
+    // thousands of bad values must not cost the event loop quadratic time).
+    let start = i;
+    while (start > 0 && isBranchOf(list[start - 1], e)) start--;
+    const branches = list.slice(start, i);
     for (const b of branches) consumed.add(b);
     consumed.add(e);
     summaries.set(branches[0] ?? e, anyOfItems(e, branches, prefix));
@@ -163,6 +166,14 @@ export function mapErrors(errors: ErrorObject[] | null | undefined, prefix: stri
     else if (!consumed.has(e) && e.propertyName === undefined) out.push(single(e, prefix));
   }
   return out;
+}
+
+function isBranchOf(b: ErrorObject | undefined, e: ErrorObject): boolean {
+  return (
+    b !== undefined &&
+    b.schemaPath.startsWith(`${e.schemaPath}/`) &&
+    (b.instancePath === e.instancePath || b.instancePath.startsWith(`${e.instancePath}/`))
+  );
 }
 
 function anyOfItems(e: ErrorObject, branches: ErrorObject[], prefix: string): ErrorItem[] {

@@ -1,34 +1,53 @@
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket, type us_socket_context_t } from 'uWebSockets.js';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
+import type { SdkOp } from '../schemas/sdk.ts';
 import { bearerKey, identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { opEntry } from './entries.ts';
-import { Exchange, RouteMetric, utf8 } from './http.ts';
+import { Exchange, RouteMetric } from './http.ts';
+import { parseJson } from './json.ts';
+import { AnswerQueue, MAX_BACKPRESSURE, type Slot } from './ws-answers.ts';
 
 export const wsRoute = { path: '/api/sdk/ws', allow: 'GET' } as const;
 
 /** Largest operation frame (the SDK body limit); larger frames get payload_too_large. */
 const FRAME_LIMIT = 64 * 1024;
-/** uWS closes the connection past this; kept above FRAME_LIMIT so an oversized frame gets an answer. */
-const MAX_PAYLOAD = 256 * 1024;
-/** Answers a connection may have waiting for earlier ones before it is told to slow down. */
+/**
+ * uWS closes the connection (1006, no answer) on a frame past this, so it sits above the largest
+ * body a client may send anywhere (a 1 MiB batch) plus framing: every frame a client could mistake
+ * for allowed gets payload_too_large. uWS buffers a fragmented frame up to this much per socket.
+ */
+const MAX_PAYLOAD = 1024 * 1024 + 16 * 1024;
+/** Answers a connection may have unsent (running, or ready for a slow reader) before frames are refused. */
 const MAX_QUEUED = 4096;
+/**
+ * Characters of ready answers a connection may hold (one answer listing many violations can be
+ * long). It also bounds the refusals: past it the connection closes with 1013 once flushed.
+ */
+const MAX_QUEUED_CHARS = 4 * 1024 * 1024;
+
+const overLimit = 'Too many operations in flight on this connection; wait for answers before sending more.';
+
+/** A frame after the caller-independent checks: an operation to run, or its answer already. */
+type Frame = { seq: number; op: SdkOp } | { seq: number | null; answer: string };
 
 interface Connection {
-  caller: Caller;
-  closed: boolean;
-  /** Answers in arrival order; a slot's text is null while its append is still running. */
-  queue: Slot[];
-}
-
-interface Slot {
-  text: string | null;
+  /** The key is looked up again for every frame: revocation and the identity switch apply to open sockets. */
+  key: string;
+  answers: AnswerQueue;
+  /** Frames (in arrival order) waiting for the key lookup in flight, so appends keep their order. */
+  waiting: { frame: Frame; slot: Slot }[];
+  lookingUp: boolean;
 }
 
 /**
  * The WebSocket SDK channel (API.md section 3.2). The key comes in `Authorization` or as the
- * subprotocol `bearer.<key>` (browsers cannot set headers) and is checked before the upgrade.
- * Each text frame is one batch operation plus `seq`; answers go out in the order frames arrived.
+ * subprotocol `bearer.<key>` (browsers cannot set headers) and is checked before the upgrade and
+ * again (through the CallerCache) for each frame. Each text frame is one batch operation plus
+ * `seq`; answers go out in the order frames arrived (gateway/ws-answers.ts).
+ *
+ * uWS itself fails the connection (1006, queued answers lost) on a frame over MAX_PAYLOAD and on a
+ * text frame that is not UTF-8 (RFC 6455 section 8.1 requires it; it cannot be switched off).
  */
 export class SdkSocketChannel {
   private readonly sockets = new Set<WebSocket<Connection>>();
@@ -41,22 +60,25 @@ export class SdkSocketChannel {
   register(app: TemplatedApp): void {
     app.ws<Connection>(wsRoute.path, {
       maxPayloadLength: MAX_PAYLOAD,
+      maxBackpressure: MAX_BACKPRESSURE,
+      closeOnBackpressureLimit: 0,
       idleTimeout: 120,
       sendPingsAutomatically: true,
       compression: uWS.DISABLED,
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => void this.sockets.add(ws),
       message: (ws, message, isBinary) => this.message(ws, message, isBinary),
+      drain: (ws) => ws.getUserData().answers.flush(ws),
       close: (ws) => {
-        ws.getUserData().closed = true;
+        ws.getUserData().answers.closed();
         this.sockets.delete(ws);
       },
     });
   }
 
-  /** Closes every connection (graceful shutdown): 1001 going away. */
+  /** Closes every connection (graceful shutdown): what uWS can take is sent, then 1001 going away. */
   closeAll(): void {
-    for (const ws of [...this.sockets]) ws.end(1001, 'server shutting down');
+    for (const ws of [...this.sockets]) ws.getUserData().answers.endNow(ws, 1001, 'server shutting down');
   }
 
   private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
@@ -76,7 +98,7 @@ export class SdkSocketChannel {
     const protocol = bearer ?? offered[0] ?? '';
     const decide = (caller: Caller | null): void => {
       if (caller === null) return ex.fail('invalid_key');
-      const data: Connection = { caller, closed: false, queue: [] };
+      const data: Connection = { key, answers: new AnswerQueue(), waiting: [], lookingUp: false };
       ex.upgrade((r) => r.upgrade(data, wsKey, protocol, extensions, context));
     };
     const cached = this.deps.callers.peek(key);
@@ -89,64 +111,87 @@ export class SdkSocketChannel {
 
   private message(ws: WebSocket<Connection>, message: ArrayBuffer, isBinary: boolean): void {
     const conn = ws.getUserData();
-    if (conn.queue.length >= MAX_QUEUED) return ws.end(1013, 'too many operations in flight');
-    if (isBinary) return this.answer(ws, conn, errorFrame(null, 'invalid_json', 'Frames must be text: one JSON operation each.'));
-    if (message.byteLength > FRAME_LIMIT) return this.answer(ws, conn, errorFrame(null, 'payload_too_large'));
-    let value: unknown;
-    try {
-      value = JSON.parse(utf8.decode(new Uint8Array(message)));
-    } catch {
-      return this.answer(ws, conn, errorFrame(null, 'invalid_json'));
+    const answers = conn.answers;
+    // A close is decided: the frame is not taken and gets no answer; the close code says why.
+    if (answers.ending) return;
+    const frame = this.parse(message, isBinary);
+    // Over the bound, a frame is refused with an answer while the client reads; a client that
+    // neither reads nor waits for answers is closed (1013 try again later) once they are flushed.
+    const full = answers.size >= MAX_QUEUED;
+    if (answers.chars >= MAX_QUEUED_CHARS || (full && answers.congested(ws))) return answers.endAfter(ws, 1013, 'too many operations in flight');
+    if (full) return answers.push(ws, errorFrame(frame.seq, 'unavailable', overLimit));
+    const slot = answers.reserve();
+    if (conn.waiting.length === 0) {
+      const caller = this.deps.callers.peek(conn.key);
+      if (caller !== undefined) return this.run(ws, conn, frame, slot, caller);
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      return this.answer(ws, conn, errorFrame(null, 'validation_failed', 'body: must be object', ''));
-    }
-    const { seq, ...op } = value as Record<string, unknown>;
-    if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) {
-      return this.answer(ws, conn, errorFrame(null, 'validation_failed', `seq: ${seq === undefined ? 'is required' : 'must be integer'}`, '/seq'));
-    }
-    const checked = this.deps.validators.op(op);
-    if (!checked.ok) return this.answer(ws, conn, JSON.stringify({ seq, errors: checked.errors }));
-    if (!identityOk(conn.caller, checked.value.external_id, checked.value.identity_hash)) {
-      return this.answer(ws, conn, errorFrame(seq, 'identity_verification_failed', undefined, '/identity_hash'));
-    }
-    const slot: Slot = { text: null };
-    conn.queue.push(slot);
-    this.deps.tracker.start();
-    this.deps.ingest.write([opEntry(conn.caller.project, checked.value, Date.now())]).then(
-      () => {
-        this.deps.metrics.acceptedWrites.inc();
-        this.settle(ws, conn, slot, `{"seq":${seq},"accepted":true}`);
-      },
+    conn.waiting.push({ frame, slot });
+    if (!conn.lookingUp) this.lookUp(ws, conn);
+  }
+
+  /** Loads the key (CallerCache: a Redis failure serves the last answer) and runs the waiting frames. */
+  private lookUp(ws: WebSocket<Connection>, conn: Connection): void {
+    conn.lookingUp = true;
+    const runWaiting = (answer: (frame: Frame, slot: Slot) => void): void => {
+      conn.lookingUp = false;
+      for (const { frame, slot } of conn.waiting.splice(0)) answer(frame, slot);
+    };
+    this.deps.callers.load(conn.key).then(
+      (caller) => runWaiting((frame, slot) => this.run(ws, conn, frame, slot, caller)),
       (err: unknown) => {
-        this.deps.tracker.redisFailed('ingest append', err);
-        this.settle(ws, conn, slot, errorFrame(seq, 'unavailable'));
+        this.deps.tracker.redisFailed('key lookup', err);
+        runWaiting((frame, slot) => conn.answers.fill(ws, slot, errorFrame(frame.seq, 'unavailable')));
       },
     );
   }
 
-  /** An answer that needs no append: queued behind earlier answers still waiting. */
-  private answer(ws: WebSocket<Connection>, conn: Connection, text: string): void {
-    conn.queue.push({ text });
-    this.flush(ws, conn);
+  private run(ws: WebSocket<Connection>, conn: Connection, frame: Frame, slot: Slot, caller: Caller | null): void {
+    const answers = conn.answers;
+    if (caller === null) {
+      answers.fill(ws, slot, errorFrame(frame.seq, 'invalid_key'));
+      return answers.endAfter(ws, 1008, 'key revoked or unknown');
+    }
+    if ('answer' in frame) return answers.fill(ws, slot, frame.answer);
+    const { seq, op } = frame;
+    if (!identityOk(caller, op.external_id, op.identity_hash)) {
+      return answers.fill(ws, slot, errorFrame(seq, 'identity_verification_failed', undefined, '/identity_hash'));
+    }
+    this.deps.tracker.start();
+    this.deps.ingest.write([opEntry(caller.project, op, Date.now())]).then(
+      () => {
+        this.deps.metrics.acceptedWrites.inc();
+        this.deps.tracker.done();
+        answers.fill(ws, slot, `{"seq":${seq},"accepted":true}`);
+      },
+      (err: unknown) => {
+        this.deps.tracker.redisFailed('ingest append', err);
+        this.deps.tracker.done();
+        answers.fill(ws, slot, errorFrame(seq, 'unavailable'));
+      },
+    );
   }
 
-  private settle(ws: WebSocket<Connection>, conn: Connection, slot: Slot, text: string): void {
-    this.deps.tracker.done();
-    slot.text = text;
-    this.flush(ws, conn);
-  }
-
-  /** Sends the answers at the head of the queue that are ready, in one corked write. */
-  private flush(ws: WebSocket<Connection>, conn: Connection): void {
-    const queue = conn.queue;
-    if (conn.closed || queue[0]?.text == null) return;
-    let ready = 0;
-    while (ready < queue.length && queue[ready]?.text != null) ready++;
-    const out = queue.splice(0, ready);
-    ws.cork(() => {
-      for (const slot of out) if (slot.text !== null) ws.send(slot.text, false);
-    });
+  /** The checks that need no caller: text, size, JSON, seq, the operation's schema. */
+  private parse(message: ArrayBuffer, isBinary: boolean): Frame {
+    if (isBinary) return { seq: null, answer: errorFrame(null, 'invalid_json', 'Frames must be text: one JSON operation each.') };
+    if (message.byteLength > FRAME_LIMIT) return { seq: null, answer: errorFrame(null, 'payload_too_large') };
+    let value: unknown;
+    try {
+      value = parseJson(new Uint8Array(message));
+    } catch {
+      return { seq: null, answer: errorFrame(null, 'invalid_json') };
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      return { seq: null, answer: errorFrame(null, 'validation_failed', 'body: must be object', '') };
+    }
+    const { seq, ...op } = value as Record<string, unknown>;
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) {
+      const what = seq === undefined ? 'is required' : 'must be integer';
+      return { seq: null, answer: errorFrame(null, 'validation_failed', `seq: ${what}`, '/seq') };
+    }
+    const checked = this.deps.validators.op(op);
+    if (!checked.ok) return { seq, answer: JSON.stringify({ seq, errors: checked.errors }) };
+    return { seq, op: checked.value };
   }
 }
 
