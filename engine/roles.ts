@@ -7,7 +7,7 @@ export interface RoleContext {
   config: Config;
   log: Logger;
   metrics: Metrics;
-  /** Unique per process: `<hostname>-<pid>-<random>`. */
+  /** Unique per process (engine/worker-id.ts). */
   workerId: string;
 }
 

@@ -12,6 +12,13 @@ export class UnavailableError extends Error {
 
 const replayChunkBytes = 4 * 1024 * 1024;
 
+export interface IngestWriterOptions {
+  /** How often a spilling writer checks whether Redis is back, ms (default 250). */
+  replayEveryMs?: number;
+  /** Whether the gateway a journal is named after still runs (its journal is no orphan); default: none does. */
+  isLive?: (name: string) => boolean;
+}
+
 /**
  * Where a buffered write becomes durable: the user's partition stream in Redis, or, while Redis is
  * unreachable, the spill journal. Once one write spilled, every later write spills too until the
@@ -31,7 +38,7 @@ export class IngestWriter {
     private readonly topology: Topology,
     private readonly journal: SpillJournal,
     private readonly log: Logger,
-    private readonly replayEveryMs = 250,
+    private readonly options: IngestWriterOptions = {},
   ) {}
 
   /** True while writes go to the spill journal. */
@@ -41,12 +48,12 @@ export class IngestWriter {
 
   /** Adopts journals a crashed gateway left behind (replayed before anything new) and starts replaying. */
   async start(): Promise<void> {
-    this.orphans = await this.journal.adoptOrphans();
+    this.orphans = await this.journal.adoptOrphans(this.options.isLive ?? (() => false));
     if (this.orphans.length > 0) {
       this.spilling = true;
       this.log.warn('replaying spill journals left by an earlier process', { files: this.orphans.length });
     }
-    this.timer = setInterval(() => void this.replay(), this.replayEveryMs);
+    this.timer = setInterval(() => void this.replay(), this.options.replayEveryMs ?? 250);
     this.timer.unref();
     await this.replay();
   }

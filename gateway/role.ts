@@ -4,6 +4,7 @@ import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import type { RoleFactory } from '../engine/roles.ts';
 import { Topology } from '../engine/topology.ts';
+import { workerRunsHere } from '../engine/worker-id.ts';
 import { buildApp } from './app.ts';
 import { CallerCache } from './auth.ts';
 import { Tracker, type GatewayDeps } from './context.ts';
@@ -24,7 +25,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId 
   // of waiting in a queue that could still send it later, after the journal took it.
   const ingestRedis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS, offlineQueue: false });
   const journal = new SpillJournal(join(config.DATA_DIR, 'spill'), workerId, config.SPILL_MAX_BYTES);
-  const ingest = new IngestWriter(ingestRedis, topology, journal, log);
+  const ingest = new IngestWriter(ingestRedis, topology, journal, log, { isLive: workerRunsHere });
   await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
   await ingest.start();
   const tracker = new Tracker(log);

@@ -71,12 +71,15 @@ export class SpillJournal {
   }
 
   /**
-   * Claims the journals other processes left in the directory (renamed so that two gateways on one
-   * data directory never replay the same file) and returns their paths, oldest first.
+   * Claims the journals that gateways no longer running left in the directory (renamed so that two
+   * gateways on one data directory never replay the same file) and returns their paths, oldest
+   * first. `isLive(name)` tells a journal that a running gateway is still appending to.
    */
-  async adoptOrphans(): Promise<string[]> {
+  async adoptOrphans(isLive: (name: string) => boolean): Promise<string[]> {
     const own = `${this.name}.journal`;
-    const files = (await readdir(this.dir)).filter((f) => f.endsWith('.journal') && f !== own).sort();
+    const files = (await readdir(this.dir))
+      .filter((f) => f.endsWith('.journal') && f !== own && !isLive(f.slice(0, -'.journal'.length)))
+      .sort();
     const adopted: string[] = [];
     for (const file of files) {
       const target = join(this.dir, `${file}.adopted-${this.name}`);

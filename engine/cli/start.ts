@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Config } from '../../schemas/config.ts';
 import { createLogger } from '../log.ts';
 import { Metrics } from '../metrics.ts';
 import { RoleNames, type RoleFactory, type RoleName, type RunningRole } from '../roles.ts';
+import { newWorkerId } from '../worker-id.ts';
 import type { Parsed } from './main.ts';
 import { UsageError } from './usage.ts';
 
@@ -20,7 +19,7 @@ export async function startCommand(
   if (port !== undefined && !/^\d{1,5}$/.test(String(port))) throw new UsageError(`--port must be a number, got "${port}"`);
   const config: Config = Object.freeze({ ...baseConfig, ...(port === undefined ? {} : { PORT: Number(port) }) });
   const names = selectRoles(values['roles'], available);
-  const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const workerId = newWorkerId();
   const log = createLogger(config.LOG_LEVEL, { worker: workerId });
   const metrics = new Metrics();
   const running: RunningRole[] = [];

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -7,6 +7,7 @@ import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
+import { newWorkerId, workerRunsHere } from '../../engine/worker-id.ts';
 import { IngestWriter, UnavailableError } from '../../gateway/ingest-writer.ts';
 import { SpillJournal } from '../../gateway/spill-journal.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
@@ -47,7 +48,7 @@ t.test('writes accepted while Redis is down are journaled, then replayed in orde
   t.teardown(() => redis.disconnect());
   await new Promise((r) => redis.once('ready', r));
   const dir = mkdtempSync(join(tmpdir(), 'spill-'));
-  const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw1', 1 << 20), log, 50);
+  const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw1', 1 << 20), log, { replayEveryMs: 50 });
   await writer.start();
   t.teardown(() => writer.close());
 
@@ -80,7 +81,7 @@ t.test('a full journal answers UnavailableError and keeps what it took', async (
   const redis = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 200, offlineQueue: false });
   t.teardown(() => redis.disconnect());
   const dir = mkdtempSync(join(tmpdir(), 'spill-'));
-  const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw1', 400), log, 50);
+  const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw1', 400), log, { replayEveryMs: 50 });
   await writer.start();
   t.teardown(() => writer.close());
   let accepted = 0;
@@ -107,10 +108,24 @@ t.test('a journal left by a crashed gateway is replayed at start, before new wri
   const dir = mkdtempSync(join(tmpdir(), 'spill-'));
   const left = [0, 1, 2].map((n) => JSON.stringify(entry('u', n)));
   writeFileSync(join(dir, 'dead.journal'), left.join('\n') + '\n' + '{"torn', 'utf8');
-  const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw2', 1 << 20), log, 50);
+  const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw2', 1 << 20), log, { replayEveryMs: 50 });
   await writer.start();
   t.teardown(() => writer.close());
   await writer.write([entry('u', 3)]);
   await until('orphan replayed', () => !writer.isSpilling);
   t.same(perUser(await streamed(redis)).get('u'), [0, 1, 2, 3], 'orphaned entries first, the torn line skipped, then the new write');
+});
+
+t.test('regression: a journal of a gateway still running on this host is not adopted; a dead one is', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'spill-'));
+  const live = newWorkerId();
+  const dead = live.replace(/-(\d+)-/, `-${2 ** 22 + 7}-`);
+  writeFileSync(join(dir, `${live}.journal`), JSON.stringify(entry('u', 1)) + '\n');
+  writeFileSync(join(dir, `${dead}.journal`), JSON.stringify(entry('u', 2)) + '\n');
+  t.equal(workerRunsHere(live), true);
+  t.equal(workerRunsHere(dead), false);
+  t.equal(workerRunsHere('otherhost-1-abcdef'), false);
+  const adopted = await new SpillJournal(dir, 'gw3', 1 << 20).adoptOrphans(workerRunsHere);
+  t.same(adopted.map((p) => p.slice(dir.length + 1)), [`${dead}.journal.adopted-gw3`]);
+  t.same(readdirSync(dir).sort(), [`${dead}.journal.adopted-gw3`, `${live}.journal`].sort(), 'the live journal stays where its gateway appends');
 });
