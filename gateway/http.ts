@@ -155,38 +155,62 @@ export interface GetRouteSpec extends RouteSpec {
 type BodyResult = { ok: true; value: unknown } | { ok: false; code: ErrorCode };
 
 /**
+ * The start every keyed route shares: draining (503), the Bearer key (401), and what the handler
+ * reads from the request while it is valid. Null when the request was already answered.
+ */
+function begin(deps: GatewayDeps, spec: RouteSpec, res: HttpResponse, req: HttpRequest): { ex: Exchange; key: string; info: RequestInfo } | null {
+  const ex = new Exchange(res, spec.metric, deps.tracker);
+  if (deps.tracker.draining) {
+    ex.unavailable();
+    return null;
+  }
+  const key = bearerKey(req.getHeader('authorization'));
+  if (key === null) {
+    ex.fail('missing_key');
+    return null;
+  }
+  return { ex, key, info: { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash') } };
+}
+
+/** Calls `found` with the key's caller: at once when cached, else after the lookup; 503 when Redis fails. */
+function withCaller(deps: GatewayDeps, ex: Exchange, key: string, found: (caller: Caller | null) => void): void {
+  const cached = deps.callers.peek(key);
+  if (cached !== undefined) return found(cached);
+  deps.callers.load(key).then(found, (err: unknown) => {
+    deps.tracker.redisFailed('key lookup', err);
+    ex.unavailable();
+  });
+}
+
+/** 401 for an unknown or revoked key, 403 for an SDK key on a REST-only route; true when the caller may go on. */
+function admitted(ex: Exchange, spec: RouteSpec, caller: Caller | null): caller is Caller {
+  if (caller === null) ex.fail('invalid_key');
+  else if (spec.restOnly && caller.type !== 'rest') ex.fail('wrong_key_type');
+  else return true;
+  return false;
+}
+
+/**
  * A route with a JSON body. Checks in API order: auth (401, 403), Content-Type (415), size (413,
  * from Content-Length at once, else while streaming), UTF-8 and JSON (400). The key lookup runs
  * while the body streams; the answer is decided when both are done.
  */
 export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const ex = new Exchange(res, spec.metric, deps.tracker);
-    if (deps.tracker.draining) return ex.unavailable();
-    const key = bearerKey(req.getHeader('authorization'));
-    if (key === null) return ex.fail('missing_key');
-    const info: RequestInfo = { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash') };
-    let caller = deps.callers.peek(key);
+    const started = begin(deps, spec, res, req);
+    if (started === null) return;
+    const { ex, key, info } = started;
+    let caller: Caller | null | undefined;
     let body: BodyResult | undefined;
     const decide = (): void => {
-      if (caller === undefined || body === undefined || !ex.open) return;
-      if (caller === null) return ex.fail('invalid_key');
-      if (spec.restOnly && caller.type !== 'rest') return ex.fail('wrong_key_type');
+      if (caller === undefined || body === undefined || !ex.open || !admitted(ex, spec, caller)) return;
       if (!body.ok) return ex.fail(body.code);
       spec.handle(ex, caller, body.value, info);
     };
-    if (caller === undefined) {
-      deps.callers.load(key).then(
-        (found) => {
-          caller = found;
-          decide();
-        },
-        (err: unknown) => {
-          deps.tracker.redisFailed('key lookup', err);
-          ex.unavailable();
-        },
-      );
-    }
+    withCaller(deps, ex, key, (found) => {
+      caller = found;
+      decide();
+    });
     const early = headerError(req.getHeader('content-type'), req.getHeader('content-length'), spec.limit);
     if (early !== null) {
       body = { ok: false, code: early };
@@ -202,22 +226,11 @@ export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpRes
 /** A route without a body (GET): auth, then the handler. */
 export function getRoute(deps: GatewayDeps, spec: GetRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const ex = new Exchange(res, spec.metric, deps.tracker);
-    if (deps.tracker.draining) return ex.unavailable();
-    const key = bearerKey(req.getHeader('authorization'));
-    if (key === null) return ex.fail('missing_key');
-    const info: RequestInfo = { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash') };
-    const decide = (caller: Caller | null): void => {
-      if (!ex.open) return;
-      if (caller === null) return ex.fail('invalid_key');
-      if (spec.restOnly && caller.type !== 'rest') return ex.fail('wrong_key_type');
-      spec.handle(ex, caller, info);
-    };
-    const cached = deps.callers.peek(key);
-    if (cached !== undefined) return decide(cached);
-    deps.callers.load(key).then(decide, (err: unknown) => {
-      deps.tracker.redisFailed('key lookup', err);
-      ex.unavailable();
+    const started = begin(deps, spec, res, req);
+    if (started === null) return;
+    const { ex, key, info } = started;
+    withCaller(deps, ex, key, (caller) => {
+      if (ex.open && admitted(ex, spec, caller)) spec.handle(ex, caller, info);
     });
   };
 }
