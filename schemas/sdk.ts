@@ -152,8 +152,6 @@ export const SubscribeOpByType: Record<SubscriptionType, Type.TSchema> = {
 };
 export type SubscribeOp = { op: 'subscribe'; external_id: string; identity_hash?: string } & SubscriptionBody;
 
-export const OpNames = ['identify', 'subscribe', 'tags', 'event', 'receipt'] as const;
-export type OpName = (typeof OpNames)[number];
 /** Schemas of the ops other than subscribe (which is validated through SubscribeOpByType). */
 export const OpSchemas = { identify: IdentifyOp, tags: TagsOp, event: EventOp, receipt: ReceiptOp } as const;
 

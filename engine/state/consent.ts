@@ -23,16 +23,6 @@ export async function writeConsent(
   return stored;
 }
 
-/** Every stored consent of one user, by subscription type; unreadable values are skipped. */
-export async function readConsent(
-  redis: RedisClient,
-  topology: Topology,
-  project: string,
-  externalId: string,
-): Promise<Partial<Record<SubscriptionType, StoredConsent>>> {
-  return parseConsent(await redis.hgetall(topology.consent(project, externalId)));
-}
-
 /** Parses the fields of a consent hash (as returned by HGETALL). */
 export function parseConsent(hash: Record<string, string>): Partial<Record<SubscriptionType, StoredConsent>> {
   const out: Partial<Record<SubscriptionType, StoredConsent>> = {};
