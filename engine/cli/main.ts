@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.ts';
 import type { RoleFactory, RoleName } from '../roles.ts';
 import { keysCommand } from './keys.ts';
+import { migrateCommand } from './migrate.ts';
 import { projectCommand } from './project.ts';
 import { providersCommand } from './providers.ts';
 import { startCommand } from './start.ts';
@@ -14,7 +15,8 @@ const usage = `usage:
   engine keys create <project_id> --type sdk|rest [--json]
   engine keys list <project_id>
   engine keys revoke <key>
-  engine providers set <project_id> <apns|fcm|webpush|twilio|sendgrid> --file <credentials.json>`;
+  engine providers set <project_id> <apns|fcm|webpush|twilio|sendgrid> --file <credentials.json>
+  engine migrate`;
 
 /**
  * The `engine` command line (API.md section 10). The roles come from the composition root
@@ -36,6 +38,8 @@ export async function runCli(argv: string[], roles: Partial<Record<RoleName, Rol
         return await keysCommand(config, parse(rest, { type: { type: 'string' }, json: { type: 'boolean' } }));
       case 'providers':
         return await providersCommand(config, parse(rest, { file: { type: 'string' } }));
+      case 'migrate':
+        return await migrateCommand(config, parse(rest, {}));
       case undefined:
       case 'help':
       case '--help':

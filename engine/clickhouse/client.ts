@@ -1,0 +1,71 @@
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import {
+  ClickHouseLogLevel,
+  createClient,
+  type ClickHouseClient,
+  type ClickHouseClientConfigOptions,
+  type ErrorLogParams,
+  type LogParams,
+  type Logger as ClientLogger,
+  type WarnLogParams,
+} from '@clickhouse/client';
+import type { Config } from '../../schemas/config.ts';
+import type { Logger } from '../log.ts';
+
+export type ClickHouse = ClickHouseClient;
+
+const require = createRequire(import.meta.url);
+
+/** Where the client points, for messages: the server URL or the embedded data directory. */
+export function clickHouseLocation(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>): string {
+  return config.CLICKHOUSE_URL ?? `embedded ${join(config.DATA_DIR, 'clickhouse')}`;
+}
+
+/**
+ * One `@clickhouse/client` for both modes (DESIGN.md "Storage"): a ClickHouse server when
+ * CLICKHOUSE_URL is set, otherwise the in-process chDB engine with its data under
+ * DATA_DIR/clickhouse. The same SQL runs on both; values always travel as query parameters
+ * (`{name:Type}` with `query_params`), never inside the SQL text.
+ *
+ * Embedded mode binds one data directory per process (chDB), so only one process of a deployment
+ * may open it; this throws when the engine cannot be opened. chDB applies `clickhouse_settings`
+ * as session-wide `SET`s that outlive the call, so inserts go through insertRows (./insert.ts),
+ * which always sets the deduplication token.
+ *
+ * The client's own warnings and errors go to `logger` as JSON lines; without one they are
+ * dropped, since every failed call also rejects and its caller reports it.
+ */
+export function createClickHouse(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>, logger?: Logger): ClickHouse {
+  const log = clientLog(logger);
+  if (config.CLICKHOUSE_URL !== undefined) return createClient({ url: config.CLICKHOUSE_URL, log });
+  const path = join(config.DATA_DIR, 'clickhouse');
+  mkdirSync(path, { recursive: true });
+  // chdb types its connection against @clickhouse/client-common, which @clickhouse/client 1.23
+  // now declares itself: the same interface declared twice, so TypeScript needs the cast (the
+  // tests in test/clickhouse exercise it).
+  // Loaded only here: the engine maps ~150 MB into the process, which server mode never needs.
+  const { createChdbConnection } = require('chdb/connection') as typeof import('chdb/connection');
+  const connection = createChdbConnection({ path }) as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
+  return createClient({ connection, log });
+}
+
+function clientLog(logger: Logger | undefined): NonNullable<ClickHouseClientConfigOptions['log']> {
+  if (!logger) return { level: ClickHouseLogLevel.OFF };
+  const sink = logger;
+  const fields = ({ module, args }: LogParams, err?: Error) => ({ module, ...(args ? { args } : {}), ...(err ? { err } : {}) });
+  // The client instantiates LoggerClass itself, without arguments, hence a class closing over sink.
+  class Forward implements ClientLogger {
+    trace(): void {}
+    debug(): void {}
+    info(): void {}
+    warn(p: WarnLogParams): void {
+      sink.warn(`clickhouse: ${p.message}`, fields(p, p.err));
+    }
+    error(p: ErrorLogParams): void {
+      sink.error(`clickhouse: ${p.message}`, fields(p, p.err));
+    }
+  }
+  return { LoggerClass: Forward, level: ClickHouseLogLevel.WARN };
+}

@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ClickHouse } from './client.ts';
+import { insertRows } from './insert.ts';
+
+/** One numbered SQL file of ./migrations. */
+export interface Migration {
+  version: number;
+  /** The file name without its number and `.sql` (`message_deliveries`). */
+  name: string;
+  /** sha256 of the file: an applied migration whose file changed is refused (append-only). */
+  checksum: string;
+  statements: string[];
+}
+
+/** The migrations on disk disagree with the ledger, or a file is misnamed. */
+export class MigrationError extends Error {}
+
+const dir = fileURLToPath(new URL('./migrations/', import.meta.url));
+const fileName = /^(\d{4})_([a-z0-9_]+)\.sql$/;
+let loaded: Migration[] | undefined;
+
+/**
+ * The migrations of ./migrations in version order, read once per process (STYLE.md 13). Files are
+ * `NNNN_name.sql`, numbered from 0001 without gaps. Statements end with `;` at the end of a line;
+ * `--` lines are comments. Every statement must be idempotent DDL (`IF NOT EXISTS`), because two
+ * runners may apply the same migration at once.
+ */
+export function loadMigrations(): Migration[] {
+  if (loaded) return loaded;
+  const migrations = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .map((file, i) => {
+      const match = fileName.exec(file);
+      if (!match?.[1] || !match[2]) throw new MigrationError(`migration file "${file}" is not named NNNN_name.sql`);
+      const version = Number(match[1]);
+      if (version !== i + 1) throw new MigrationError(`migration ${file}: expected version ${i + 1}`);
+      const text = readFileSync(join(dir, file), 'utf8');
+      const statements = text
+        .split('\n')
+        .filter((line) => !line.trimStart().startsWith('--'))
+        .join('\n')
+        .split(/;\s*$/m)
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+      return { version, name: match[2], checksum: createHash('sha256').update(text).digest('hex'), statements };
+    });
+  loaded = migrations;
+  return migrations;
+}
+
+/**
+ * Applies the migrations the ledger (`schema_migrations`) does not list yet, in order, and
+ * returns those this call applied. Called by `engine migrate` and by every role that opens
+ * ClickHouse at start. Safe to run again (nothing pending: returns []) and from two runners at
+ * once: both may run a pending migration's idempotent DDL, and its ledger row is deduplicated
+ * (token and ReplacingMergeTree), so the end state is the same as one run. A migration is recorded
+ * only after all its statements succeeded, so a crash mid-way re-runs it next time.
+ */
+export async function migrate(ch: ClickHouse): Promise<Migration[]> {
+  const migrations = loadMigrations();
+  const [ledger] = migrations;
+  if (!ledger) return [];
+  // The ledger's own table must exist before it can be read; its DDL is idempotent.
+  await run(ch, ledger);
+  const applied = await appliedChecksums(ch);
+  const done: Migration[] = [];
+  for (const migration of migrations) {
+    const checksum = applied.get(migration.version);
+    if (checksum !== undefined) {
+      if (checksum !== migration.checksum) {
+        throw new MigrationError(`migration ${migration.version} (${migration.name}) changed after it was applied; add a new migration instead`);
+      }
+      continue;
+    }
+    await run(ch, migration);
+    await insertRows(
+      ch,
+      'schema_migrations',
+      [{ version: migration.version, name: migration.name, checksum: migration.checksum }],
+      `schema_migrations:${migration.version}`,
+    );
+    done.push(migration);
+  }
+  return done;
+}
+
+/** Version -> checksum of every recorded migration. */
+export async function appliedChecksums(ch: ClickHouse): Promise<Map<number, string>> {
+  const result = await ch.query({
+    query: 'SELECT version, checksum FROM schema_migrations FINAL ORDER BY version',
+    format: 'JSONEachRow',
+  });
+  const rows = await result.json<{ version: number; checksum: string }>();
+  return new Map(rows.map((r) => [Number(r.version), r.checksum]));
+}
+
+async function run(ch: ClickHouse, migration: Migration): Promise<void> {
+  for (const query of migration.statements) await ch.command({ query });
+}

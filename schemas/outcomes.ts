@@ -1,0 +1,48 @@
+import Type, { type Static } from 'typebox';
+import { SubscriptionTypeSchema } from './sdk.ts';
+
+/**
+ * One entry of the delivery-outcomes stream (field `d`, JSON): the dispatch actor appends one per
+ * delivery attempt, and the recorder inserts it as one `message_deliveries` row (DESIGN.md
+ * invariant 6). The fields are those of a MessageDelivery (API.md section 5) except `receipt`,
+ * which is joined from receipts when read, plus `project`. Times are ms since the epoch.
+ *
+ * `id` is the dedup key: the dispatch actor derives it from (notification_id, subscription,
+ * attempt), so an outcome appended again after a dispatch crash carries the same `id`, and the
+ * recorder's insert deduplication token over a batch's stream IDs drops a redelivered batch.
+ */
+export const DeliveryStatus = Type.Union([Type.Literal('sent'), Type.Literal('failed'), Type.Literal('skipped')]);
+export const Channel = Type.Union([Type.Literal('PUSH'), Type.Literal('SMS'), Type.Literal('EMAIL')]);
+
+const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const OutcomeEntry = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    project: Type.String({ minLength: 1 }),
+    notification_id: Type.String({ minLength: 1 }),
+    external_id: Type.String({ minLength: 1, maxLength: 128 }),
+    channel: Channel,
+    /** Null when the user had no subscription to try (`skipped` with `no_subscription`). */
+    subscription_type: Nullable(SubscriptionTypeSchema),
+    /** The last characters of the token (`…a9f3`); never the whole token. Null as above. */
+    token_tail: Nullable(Type.String({ maxLength: 16 })),
+    attempt: Type.Integer({ minimum: 1 }),
+    status: DeliveryStatus,
+    /** Set when `failed` or `skipped` (API.md 5 lists the codes); null when `sent`. */
+    error_code: Nullable(Type.String({ minLength: 1 })),
+    /** The operator hint of `error_code`; null when `sent`. */
+    hint: Nullable(Type.String()),
+    provider_message_id: Nullable(Type.String()),
+    /** Time the provider took to answer; null when no request was made. */
+    latency_ms: Nullable(Type.Integer({ minimum: 0 })),
+    /** A failed attempt that will be retried as a new entry with `attempt` + 1. */
+    retrying: Type.Boolean(),
+    at: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export type DeliveryStatus = Static<typeof DeliveryStatus>;
+export type Channel = Static<typeof Channel>;
+export type OutcomeEntry = Static<typeof OutcomeEntry>;

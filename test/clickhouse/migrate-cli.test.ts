@@ -1,0 +1,60 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { createClickHouse } from '../../engine/clickhouse/client.ts';
+import { loadMigrations } from '../../engine/clickhouse/migrations.ts';
+import { runEngine, testEnv } from '../helpers/engine.ts';
+
+// `engine migrate` touches no Redis key; the prefix only satisfies testEnv.
+const env = testEnv('clickhouse-cli:');
+t.teardown(() => rmSync(env['DATA_DIR'] ?? '', { recursive: true, force: true }));
+
+t.test('engine migrate prints the versions it applied, then that none are pending', async (t) => {
+  const first = await runEngine(['migrate'], env);
+  t.equal(first.code, 0, first.stderr);
+  t.same(
+    first.stdout.trim().split('\n'),
+    loadMigrations().map((m) => `applied ${String(m.version).padStart(4, '0')}_${m.name}`),
+  );
+  const second = await runEngine(['migrate'], env);
+  t.equal(second.code, 0, second.stderr);
+  t.equal(second.stdout.trim(), 'no migrations pending');
+});
+
+t.test('a ClickHouse server that cannot be reached is a message and exit 1', async (t) => {
+  const run = await runEngine(['migrate'], { ...env, CLICKHOUSE_URL: 'http://127.0.0.1:1' });
+  t.equal(run.code, 1);
+  t.match(run.stderr, /engine: migrate failed on ClickHouse \(http:\/\/127\.0\.0\.1:1\)/);
+});
+
+t.test('an embedded store that cannot be opened is a message and exit 1', async (t) => {
+  const file = join(env['DATA_DIR'] ?? '', 'not-a-directory');
+  writeFileSync(file, '');
+  const run = await runEngine(['migrate'], { ...env, DATA_DIR: file });
+  t.equal(run.code, 1);
+  t.match(run.stderr, /engine: migrate failed on ClickHouse \(embedded .*not-a-directory\/clickhouse\)/);
+});
+
+t.test('engine migrate takes no arguments', async (t) => {
+  const run = await runEngine(['migrate', 'extra'], env);
+  t.equal(run.code, 2);
+});
+
+t.test("the client's own errors reach our structured logger", async (t) => {
+  const lines: { msg: string; fields: Record<string, unknown> | undefined }[] = [];
+  const capture = (msg: string, fields?: Record<string, unknown>): void => {
+    lines.push({ msg, fields });
+  };
+  const ch = createClickHouse({ CLICKHOUSE_URL: 'http://127.0.0.1:1', DATA_DIR: env['DATA_DIR'] ?? '' }, {
+    debug: capture,
+    info: capture,
+    warn: capture,
+    error: capture,
+  });
+  t.teardown(() => ch.close());
+  await t.rejects(ch.query({ query: 'SELECT 1' }), /ECONNREFUSED/);
+  t.ok(
+    lines.some((l) => l.msg.startsWith('clickhouse: ') && l.fields?.['err'] instanceof Error),
+    'one line names the failure with its error',
+  );
+});

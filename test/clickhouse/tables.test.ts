@@ -1,0 +1,188 @@
+import { Ajv } from 'ajv';
+import t from 'tap';
+import { insertRows } from '../../engine/clickhouse/insert.ts';
+import { migrate } from '../../engine/clickhouse/migrations.ts';
+import { OutcomeEntry } from '../../schemas/outcomes.ts';
+import { embeddedClickHouse, rows } from './embedded.ts';
+
+const ch = embeddedClickHouse(t);
+t.before(async () => {
+  await migrate(ch);
+});
+
+const at = '2026-11-22 10:00:01.234';
+/** One row per table the recorder inserts into, with every column set. */
+const samples: Record<string, Record<string, unknown>> = {
+  message_deliveries: {
+    project: 'p1',
+    id: 'n1:s1:1',
+    stream_id: '1700000000000-0',
+    notification_id: 'n1',
+    external_id: 'u1',
+    channel: 'PUSH',
+    subscription_type: 'IOS_PUSH',
+    token_tail: '…a9f3',
+    attempt: 1,
+    status: 'failed',
+    error_code: 'apns_410_Unregistered',
+    hint: 'The device token is no longer valid; the subscription was retired.',
+    provider_message_id: null,
+    latency_ms: 12,
+    retrying: false,
+    at,
+  },
+  receipts: { project: 'p1', svc_message_id: 'n1', external_id: 'u1', receipt: 'opened', stream_id: '1700000000001-0', at },
+  events: {
+    project: 'p1',
+    external_id: 'u1',
+    name: 'purchase',
+    properties: JSON.stringify({ amount: 12.5 }),
+    idempotency_key: 'k1',
+    stream_id: '1700000000002-0',
+    at,
+  },
+  users: {
+    project: 'p1',
+    external_id: 'u1',
+    tags: { level: '7', language: 'pt-BR' },
+    tag_numbers: { level: 7 },
+    subscription_types: ['IOS_PUSH', 'EMAIL'],
+    opted_out: ['SMS'],
+    created_at: at,
+    updated_at: at,
+    version: 1,
+    stream_id: '1700000000003-0',
+  },
+};
+
+const expectedColumns: Record<string, Record<string, string>> = {
+  message_deliveries: {
+    project: 'LowCardinality(String)',
+    id: 'String',
+    stream_id: 'String',
+    notification_id: 'String',
+    external_id: 'String',
+    channel: 'LowCardinality(String)',
+    subscription_type: 'LowCardinality(Nullable(String))',
+    token_tail: 'Nullable(String)',
+    attempt: 'UInt16',
+    status: 'LowCardinality(String)',
+    error_code: 'LowCardinality(Nullable(String))',
+    hint: 'Nullable(String)',
+    provider_message_id: 'Nullable(String)',
+    latency_ms: 'Nullable(UInt32)',
+    retrying: 'Bool',
+    at: "DateTime64(3, 'UTC')",
+  },
+  receipts: {
+    project: 'LowCardinality(String)',
+    svc_message_id: 'String',
+    external_id: 'String',
+    receipt: 'LowCardinality(String)',
+    stream_id: 'String',
+    at: "DateTime64(3, 'UTC')",
+  },
+  events: {
+    project: 'LowCardinality(String)',
+    external_id: 'String',
+    name: 'String',
+    properties: 'String',
+    idempotency_key: 'Nullable(String)',
+    stream_id: 'String',
+    at: "DateTime64(3, 'UTC')",
+  },
+  users: {
+    project: 'LowCardinality(String)',
+    external_id: 'String',
+    tags: 'Map(String, String)',
+    tag_numbers: 'Map(String, Float64)',
+    subscription_types: 'Array(LowCardinality(String))',
+    opted_out: 'Array(LowCardinality(String))',
+    created_at: "DateTime64(3, 'UTC')",
+    updated_at: "DateTime64(3, 'UTC')",
+    version: 'UInt64',
+    stream_id: 'String',
+  },
+};
+
+const count = async (table: string): Promise<number> =>
+  Number((await rows<{ n: string }>(ch, 'SELECT count() AS n FROM {table:Identifier}', { table }))[0]?.n);
+
+t.test('each table has the expected columns', async (t) => {
+  for (const [table, columns] of Object.entries(expectedColumns)) {
+    const described = await rows<{ name: string; type: string }>(ch, 'DESCRIBE TABLE {table:Identifier}', { table });
+    t.same(Object.fromEntries(described.map((c) => [c.name, c.type])), columns, table);
+  }
+});
+
+t.test('an insert repeated three times with one deduplication token leaves one row', async (t) => {
+  for (const [table, row] of Object.entries(samples)) {
+    for (let i = 0; i < 3; i++) await insertRows(ch, table, [row], `batch:${table}:1`);
+    t.equal(await count(table), 1, table);
+  }
+  const [stored] = await rows<Record<string, unknown>>(ch, 'SELECT * FROM message_deliveries');
+  t.same(stored, { ...samples['message_deliveries'], at }, 'a delivery row reads back as written');
+});
+
+t.test('regression: an insert after a deduplicated one is not dropped by the leftover token', async (t) => {
+  // chDB applies settings as session-wide SETs; without insertRows resetting the token, this
+  // different row would be taken for the previous block and silently dropped.
+  const row = { ...samples['receipts'], stream_id: '1700000000009-0', receipt: 'clicked' };
+  await insertRows(ch, 'receipts', [row]);
+  t.equal(await count('receipts'), 2);
+});
+
+t.test('the users mirror keeps the newest version of a user', async (t) => {
+  await insertRows(ch, 'users', [{ ...samples['users'], version: 3, tags: { level: '9' }, tag_numbers: { level: 9 } }], 'batch:users:3');
+  await insertRows(ch, 'users', [{ ...samples['users'], version: 2, tags: { level: '8' }, tag_numbers: { level: 8 } }], 'batch:users:2');
+  const final = await rows<{ level: number }>(ch, "SELECT tag_numbers['level'] AS level FROM users FINAL WHERE project = {p:String} AND external_id = {u:String}", {
+    p: 'p1',
+    u: 'u1',
+  });
+  t.same(final, [{ level: 9 }]);
+});
+
+t.test('query parameters make an injection attempt inert', async (t) => {
+  const attempts = ["x' OR 1=1 --", "u1' OR '1'='1", 'u1; DROP TABLE events', "\\' OR 1=1 --"];
+  for (const value of attempts) {
+    const found = await rows(ch, 'SELECT external_id FROM events WHERE project = {p:String} AND external_id = {u:String}', { p: 'p1', u: value });
+    t.same(found, [], `${JSON.stringify(value)} matches nothing`);
+  }
+  await insertRows(ch, 'events', [{ ...samples['events'], external_id: "x' OR 1=1 --", stream_id: '1700000000010-0' }], 'batch:events:2');
+  const exact = await rows<{ external_id: string }>(ch, 'SELECT external_id FROM events WHERE project = {p:String} AND external_id = {u:String}', {
+    p: 'p1',
+    u: "x' OR 1=1 --",
+  });
+  t.same(exact, [{ external_id: "x' OR 1=1 --" }], 'the value is matched literally');
+  t.equal(await count('events'), 2, 'no table was dropped or changed');
+});
+
+t.test('an outcome stream entry validates and maps onto message_deliveries columns', async (t) => {
+  const entry: OutcomeEntry = {
+    id: 'n1:s1:1',
+    project: 'p1',
+    notification_id: 'n1',
+    external_id: 'u1',
+    channel: 'PUSH',
+    subscription_type: 'IOS_PUSH',
+    token_tail: '…a9f3',
+    attempt: 1,
+    status: 'failed',
+    error_code: 'apns_410_Unregistered',
+    hint: 'The device token is no longer valid; the subscription was retired.',
+    provider_message_id: null,
+    latency_ms: 12,
+    retrying: true,
+    at: Date.parse('2026-11-22T10:00:01.234Z'),
+  };
+  const validate = new Ajv({ allErrors: true }).compile(OutcomeEntry);
+  t.ok(validate(entry), JSON.stringify(validate.errors));
+  t.notOk(validate({ ...entry, status: 'lost' }), 'an unknown status is refused');
+  t.notOk(validate({ ...entry, receipt: 'opened' }), 'receipt is not part of an outcome');
+  const columns = (await rows<{ name: string }>(ch, 'DESCRIBE TABLE message_deliveries')).map((c) => c.name);
+  t.same(
+    Object.keys(OutcomeEntry.properties).filter((field) => !columns.includes(field)),
+    [],
+    'every outcome field has its column',
+  );
+});
