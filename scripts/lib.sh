@@ -34,12 +34,12 @@ ensure_node() {
   [ "$major" = 20 ] || say "warning: Node $(node -v) found; this project is built and tested on Node 20"
 }
 
-# `npm ci` when node_modules is missing or older than the lock file. npm writes
+# Installs the locked versions when node_modules is missing or older than the lock file. npm writes
 # node_modules/.package-lock.json on every install, so its age is the install's age.
 ensure_node_modules() {
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    say "installing npm packages from package-lock.json (npm ci)"
-    npm ci --no-audit --no-fund >&2
+    say "installing npm packages from package-lock.json"
+    npm_install_locked
   fi
 }
 
@@ -90,4 +90,11 @@ ensure_local_redis() {
   redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$dir" \
     --appendonly yes --save "" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
   wait_for_redis "$url" || die "redis-server did not answer within 10 s; see $data_dir/redis.log"
+}
+
+# `npm install` with the committed lock installs exactly its versions. Not `npm ci`: it refuses a
+# lock without entries for chdb's optional engine packages of other platforms (macOS, arm64), which
+# the registry these machines reach does not serve, so npm cannot lock them.
+npm_install_locked() {
+  npm install --no-audit --no-fund >&2
 }
