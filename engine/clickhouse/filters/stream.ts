@@ -1,0 +1,45 @@
+import type { ClickHouse } from '../client.ts';
+import type { CompiledFilters } from './compile.ts';
+
+/**
+ * Reads the audience of compiled filters in chunks of at most `chunkSize` external_ids, in
+ * external_id order, awaiting `onChunk` before reading on (the consumer sets the pace). Returns
+ * how many ids were passed on.
+ *
+ * Each chunk is its own query resuming after the last id seen (keyset paging along the users
+ * sort key), rather than one long result stream: the embedded engine buffers a whole result
+ * before handing it over, so only pages keep an audience of millions out of memory in both modes.
+ * Every id comes once; a user whose tags change while the audience is read is judged by the state
+ * at the time their page is read.
+ */
+export async function streamAudience(
+  ch: ClickHouse,
+  compiled: CompiledFilters,
+  onChunk: (ids: string[]) => Promise<void> | void,
+  chunkSize = 10_000,
+): Promise<number> {
+  if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new RangeError(`chunkSize must be a positive integer, got ${chunkSize}`);
+  let after = '';
+  let total = 0;
+  for (;;) {
+    const result = await ch.query({
+      query: compiled.query,
+      query_params: { ...compiled.params, after, limit: chunkSize },
+      format: 'JSONEachRow',
+    });
+    const ids = (await result.json<{ external_id: string }>()).map((r) => r.external_id);
+    const last = ids.at(-1);
+    if (last === undefined) return total;
+    total += ids.length;
+    await onChunk(ids);
+    if (ids.length < chunkSize) return total;
+    after = last;
+  }
+}
+
+/** How many users the compiled filters match now. */
+export async function countAudience(ch: ClickHouse, compiled: CompiledFilters): Promise<number> {
+  const result = await ch.query({ query: compiled.count, query_params: compiled.params, format: 'JSONEachRow' });
+  const [row] = await result.json<{ count: string | number }>();
+  return Number(row?.count ?? 0);
+}
