@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
@@ -41,13 +41,18 @@ function perUser(entries: IngestEntry[]): Map<string, number[]> {
   return out;
 }
 
-t.test('writes accepted while Redis is down are journaled, then replayed in order', async (t) => {
+/** A private Redis (stopped at the end) with a writer-style client connected to it, and a journal directory. */
+async function privateSetup(t: Test): Promise<{ server: PrivateRedis; redis: ReturnType<typeof createRedis>; dir: string }> {
   const server = await PrivateRedis.start();
   t.teardown(() => server.stop());
   const redis = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 500, offlineQueue: false });
   t.teardown(() => redis.disconnect());
   await new Promise((r) => redis.once('ready', r));
-  const dir = mkdtempSync(join(tmpdir(), 'spill-'));
+  return { server, redis, dir: mkdtempSync(join(tmpdir(), 'spill-')) };
+}
+
+t.test('writes accepted while Redis is down are journaled, then replayed in order', async (t) => {
+  const { server, redis, dir } = await privateSetup(t);
   const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw1', 1 << 20), log, { replayEveryMs: 50 });
   await writer.start();
   t.teardown(() => writer.close());
@@ -100,12 +105,7 @@ t.test('a full journal answers UnavailableError and keeps what it took', async (
 });
 
 t.test('a journal left by a crashed gateway is replayed at start, before new writes', async (t) => {
-  const server = await PrivateRedis.start();
-  t.teardown(() => server.stop());
-  const redis = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 500, offlineQueue: false });
-  t.teardown(() => redis.disconnect());
-  await new Promise((r) => redis.once('ready', r));
-  const dir = mkdtempSync(join(tmpdir(), 'spill-'));
+  const { redis, dir } = await privateSetup(t);
   const left = [0, 1, 2].map((n) => JSON.stringify(entry('u', n)));
   writeFileSync(join(dir, 'dead.journal'), left.join('\n') + '\n' + '{"torn', 'utf8');
   const writer = new IngestWriter(redis, topology, new SpillJournal(dir, 'gw2', 1 << 20), log, { replayEveryMs: 50 });
