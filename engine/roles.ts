@@ -1,4 +1,5 @@
 import type { Config } from '../schemas/config.ts';
+import type { ClickHouseStore } from './clickhouse/store.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -9,6 +10,8 @@ export interface RoleContext {
   metrics: Metrics;
   /** Unique per process (engine/worker-id.ts). */
   workerId: string;
+  /** The process's one ClickHouse client, opened and migrated on first use. */
+  clickhouse: ClickHouseStore;
 }
 
 /** A running role; close() is idempotent and finishes in-flight work before it resolves. */
@@ -21,3 +24,6 @@ export type RoleFactory = (ctx: RoleContext) => Promise<RunningRole>;
 
 export const RoleNames = ['gateway', 'apply', 'fanout', 'dispatch', 'recorder', 'scheduler'] as const;
 export type RoleName = (typeof RoleNames)[number];
+
+/** Roles that use ClickHouse; `engine start` opens and migrates it before starting them. */
+export const ClickHouseRoles: readonly RoleName[] = ['recorder', 'fanout'];

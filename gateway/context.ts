@@ -1,5 +1,6 @@
 import type { Config } from '../schemas/config.ts';
 import type { IngestEntry } from '../schemas/ingest.ts';
+import type { ClickHouseStore } from '../engine/clickhouse/store.ts';
 import type { Logger } from '../engine/log.ts';
 import type { Metrics } from '../engine/metrics.ts';
 import type { RedisClient } from '../engine/redis.ts';
@@ -19,6 +20,8 @@ export interface GatewayDeps {
   callers: CallerCache;
   tracker: Tracker;
   ingest: IngestSink;
+  /** The process's ClickHouse (query routes, /readyz); a failure to open it is a 503. */
+  clickhouse: Pick<ClickHouseStore, 'get' | 'ping'>;
 }
 
 /**

@@ -40,9 +40,8 @@ export function registerOpsRoutes(app: TemplatedApp, deps: GatewayDeps): void {
   app.get(opsRoutes.readyz.path, (res) => {
     const ex = new Exchange(res, ready, deps.tracker);
     if (deps.tracker.draining) return ex.unavailable();
-    // ClickHouse is not part of this build yet; Redis is the only dependency to check.
-    pingWithin(deps.redis, READY_TIMEOUT_MS).then(
-      (ok) => (ok ? ex.send(200, '{"ok":true}') : ex.unavailable()),
+    Promise.all([pingWithin(deps.redis, READY_TIMEOUT_MS), deps.clickhouse.ping()]).then(
+      ([redis, clickhouse]) => (redis && clickhouse ? ex.send(200, '{"ok":true}') : ex.unavailable()),
       () => ex.unavailable(),
     );
   });

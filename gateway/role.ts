@@ -18,7 +18,7 @@ import { Validators } from './validation.ts';
  * idempotent: new requests get 503, in-flight ones finish (at most SHUTDOWN_MS), then the listen
  * socket and the WebSockets close and Redis is quit.
  */
-export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId }) => {
+export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId, clickhouse }) => {
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   // Its own connection without an offline queue: a write during an outage spills at once instead
@@ -39,6 +39,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId 
     callers: new CallerCache(new Keystore(redis, topology), config.KEY_CACHE_MS),
     tracker,
     ingest,
+    clickhouse,
   };
   const { app, channel } = buildApp(deps);
   let listenSocket: us_listen_socket;

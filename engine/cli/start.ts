@@ -1,7 +1,8 @@
 import type { Config } from '../../schemas/config.ts';
 import { createLogger } from '../log.ts';
 import { Metrics } from '../metrics.ts';
-import { RoleNames, type RoleFactory, type RoleName, type RunningRole } from '../roles.ts';
+import { ClickHouseStore } from '../clickhouse/store.ts';
+import { ClickHouseRoles, RoleNames, type RoleFactory, type RoleName, type RunningRole } from '../roles.ts';
 import { newWorkerId } from '../worker-id.ts';
 import type { Parsed } from './main.ts';
 import { UsageError } from './usage.ts';
@@ -22,15 +23,20 @@ export async function startCommand(
   const workerId = newWorkerId();
   const log = createLogger(config.LOG_LEVEL, { worker: workerId });
   const metrics = new Metrics();
+  const clickhouse = new ClickHouseStore(config, log);
   const running: RunningRole[] = [];
   try {
+    // Migrations run at start (API.md 10) wherever ClickHouse is needed from the first moment;
+    // a gateway alone opens it on its first query, so several gateways may share one machine.
+    if (names.some((name) => ClickHouseRoles.includes(name))) await clickhouse.get();
     for (const name of names) {
       const factory = available[name];
-      if (factory) running.push(await factory({ config, log, metrics, workerId }));
+      if (factory) running.push(await factory({ config, log, metrics, workerId, clickhouse }));
     }
   } catch (err) {
-    log.error('start failed', { err });
+    log.error('start failed', { err, clickhouse: clickhouse.location });
     await closeAll(running);
+    await clickhouse.close();
     return 1;
   }
   log.info('started', { roles: names });
@@ -44,6 +50,7 @@ export async function startCommand(
   log.info('stopping');
   const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_MS + 1000);
   await closeAll(running);
+  await clickhouse.close();
   clearTimeout(timer);
   return 0;
 }

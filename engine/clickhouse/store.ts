@@ -1,0 +1,70 @@
+import type { Config } from '../../schemas/config.ts';
+import type { Logger } from '../log.ts';
+import { clickHouseLocation, createClickHouse, type ClickHouse } from './client.ts';
+import { migrate } from './migrations.ts';
+
+/** How long a readiness ping waits for ClickHouse. */
+const PING_TIMEOUT_MS = 1000;
+
+/**
+ * The process's one ClickHouse client (DESIGN.md "Storage"), shared by every role of the process:
+ * the embedded engine binds its data directory to one process, so the recorder and the query
+ * routes must use the same client. Opened on first use and migrated before anyone gets it; a
+ * failed open (another process holds the embedded engine, the server is down) is retried by the
+ * next call. close() is idempotent.
+ */
+export class ClickHouseStore {
+  private opening: Promise<ClickHouse> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>,
+    private readonly log: Logger,
+  ) {}
+
+  /** Where the client points, for messages. */
+  get location(): string {
+    return clickHouseLocation(this.config);
+  }
+
+  /** The migrated client; rejects when ClickHouse cannot be opened or migrated now. */
+  get(): Promise<ClickHouse> {
+    if (this.closing) return Promise.reject(new Error('the ClickHouse store is closed'));
+    this.opening ??= this.open().catch((err: unknown) => {
+      this.opening = undefined;
+      throw err;
+    });
+    return this.opening;
+  }
+
+  /** True when ClickHouse opens and answers within a second (GET /readyz). */
+  async ping(): Promise<boolean> {
+    try {
+      const ch = await this.get();
+      const answer = await ch.ping({ select: true, abort_signal: AbortSignal.timeout(PING_TIMEOUT_MS) });
+      return answer.success;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const ch = await this.opening?.catch(() => undefined);
+      await ch?.close();
+    })();
+    return this.closing;
+  }
+
+  private async open(): Promise<ClickHouse> {
+    const ch = createClickHouse(this.config, this.log);
+    try {
+      const applied = await migrate(ch);
+      for (const m of applied) this.log.info('migration applied', { version: m.version, name: m.name });
+      return ch;
+    } catch (err) {
+      await ch.close().catch(() => undefined);
+      throw err;
+    }
+  }
+}
