@@ -33,6 +33,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Rows the recorder inserted into ClickHouse, by table (a redelivered batch counts again). */
+  readonly recordedRows = new Counter({
+    name: 'svc_recorded_rows_total',
+    help: 'Rows inserted into ClickHouse by the recorder, by table',
+    labelNames: ['table'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -6,10 +6,13 @@ import type { SubscriptionType } from '../schemas/sdk.ts';
  *
  * Layout (P = KEY_PREFIX, N = partition, proj = project id, ext = external_id):
  *   P ingest:{pN}                    stream of IngestEntry (field d), consumer group "apply"
- *   P changes:{pN}                   stream of Change (field d), for the ClickHouse recorder
+ *   P changes:{pN}                   stream of Change (field d), consumer group "recorder"
+ *   P outcomes:{pN}                  stream of OutcomeEntry (field d) of the users of partition N,
+ *                                    written by dispatch, consumer group "recorder"
  *   P outbox:{pN}                    stream of subscription claims to settle (actors/partition)
  *   P applied:{pN}                   last applied ingest stream ID of partition N
- *   P lease:{pN}                     worker id that owns partition N (PX = LEASE_MS)
+ *   P lease:{pN}                     worker id whose apply role owns partition N (PX = LEASE_MS)
+ *   P lease:recorder:{pN}            the same for the recorder role
  *   P user:{pN}:proj:ext             hash: created_at, updated_at (ms)
  *   P tags:{pN}:proj:ext             hash: tag key -> encoded value (engine/state/tag-codec.ts)
  *   P subs:{pN}:proj:ext             hash: "TYPE:token" -> JSON StoredSubscription
@@ -17,10 +20,12 @@ import type { SubscriptionType } from '../schemas/sdk.ts';
  *   P idem:{pN}:proj:key             event idempotency key marker (PX 8 days)
  *   P token:{pT}:proj:TYPE:token     hash: owner, registered_at (pT = partition of the token),
  *                                    d:ext -> detach owed to user ext (engine/lua/claimToken-1.lua)
- *   P workers                        sorted set: worker id -> heartbeat expiry (ms)
+ *   P workers                        sorted set: apply worker id -> heartbeat expiry (ms)
+ *   P workers:recorder               the same for recorder workers
  *   P project:id                     hash: name, identity_verification, identity_secret, created_at
  *   P project:id:keys                set of key hashes of the project
  *   P project:id:providers           hash: provider name -> JSON credentials (schemas/providers.ts)
+ *   P project:id:segments            hash: segment name -> JSON Segment (schemas/segments.ts); All is never stored
  *   P projects                       set of project ids
  *   P key:sha256hex                  hash: project_id, type, created_at, revoked_at, prefix
  * Project ids never contain ':', so "proj:ext" is unambiguous.
@@ -53,6 +58,10 @@ export class Topology {
     return `${this.prefix}changes:${this.tag(partition)}`;
   }
 
+  outcomes(partition: number): string {
+    return `${this.prefix}outcomes:${this.tag(partition)}`;
+  }
+
   outbox(partition: number): string {
     return `${this.prefix}outbox:${this.tag(partition)}`;
   }
@@ -63,6 +72,10 @@ export class Topology {
 
   lease(partition: number): string {
     return `${this.prefix}lease:${this.tag(partition)}`;
+  }
+
+  recorderLease(partition: number): string {
+    return `${this.prefix}lease:recorder:${this.tag(partition)}`;
   }
 
   user(project: string, externalId: string): string {
@@ -89,6 +102,10 @@ export class Topology {
     return `${this.prefix}workers`;
   }
 
+  recorderWorkers(): string {
+    return `${this.prefix}workers:recorder`;
+  }
+
   project(id: string): string {
     return `${this.prefix}project:${id}`;
   }
@@ -99,6 +116,10 @@ export class Topology {
 
   providers(id: string): string {
     return `${this.prefix}project:${id}:providers`;
+  }
+
+  segments(id: string): string {
+    return `${this.prefix}project:${id}:segments`;
   }
 
   projects(): string {

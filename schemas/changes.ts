@@ -26,5 +26,18 @@ export const ReceiptChange = Type.Object({
   ts: Type.Integer(),
 });
 
-export const Change = Type.Union([EventChange, ReceiptChange]);
+/**
+ * The user was created or its tags, subscriptions or consent changed: the recorder writes the
+ * user's current state to the ClickHouse `users` mirror, versioned by this change's own stream ID
+ * (all changes of a user are in one stream, so later changes have higher IDs). Written by the
+ * apply script once per user and batch, and by the synchronous consent writer.
+ */
+export const UserChange = Type.Object({
+  kind: Type.Literal('user'),
+  project: Type.String(),
+  external_id: Type.String(),
+});
+
+export const Change = Type.Union([EventChange, ReceiptChange, UserChange]);
 export type Change = Static<typeof Change>;
+export type UserChange = Static<typeof UserChange>;

@@ -20,6 +20,9 @@
     detach          drop the subscription if it was registered at or before the detach's
                     registered_at; never creates a user
   Events and receipts create a user but do not move its updated_at (they are not state changes).
+  Every user the batch created or changed gets one `user` change after the batch's entries
+  (schemas/changes.ts UserChange), so the recorder refreshes its row in the ClickHouse mirror.
+  changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
   Invalid entries (not JSON, wrong shape) are skipped and counted, never retried forever.
 
   KEYS[1] lease:{pN}
@@ -34,19 +37,18 @@
   ARGV[5] idempotency key lifetime, ms
   ARGV[6] most tags per user
   ARGV[7] most subscriptions per user
-  ARGV[8] approximate length bound of changes:{pN}
-  ARGV[9], ARGV[10], ...  stream ID, entry JSON; pairs in ascending ID order
+  ARGV[8], ARGV[9], ...  stream ID, entry JSON; pairs in ascending ID order
 
   Returns {code, applied, invalid, appliedId, registrations}: code 0 ok, 1 not the lease owner,
   2 gap; appliedId is the partition's last applied ID after the call; registrations counts the
   outbox entries written (the caller settles the outbox when it is above 0).
 ]]
 local OK, NOT_OWNER, GAP = 0, 1, 2
-local FIRST_ENTRY = 9
+local FIRST_ENTRY = 8
 
 local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local worker, prefix, tag, group = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local idemTtl, maxTags, maxSubs, changesMax = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local idemTtl, maxTags, maxSubs = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 
 if redis.call('GET', leaseKey) ~= worker then
   return { NOT_OWNER, 0, 0, '', 0 }
@@ -154,13 +156,24 @@ local function registeredAt(sub)
   return (sub and tonumber(sub.registered_at)) or 0
 end
 
+-- Users created or changed by this batch, in first-touch order: { project, external_id }.
+local touched, touchedSeen = {}, {}
+local function markTouched(e)
+  local id = e.project .. ':' .. e.external_id
+  if touchedSeen[id] then return end
+  touchedSeen[id] = true
+  touched[#touched + 1] = { e.project, e.external_id }
+end
+
 local function touchUser(e, changed)
   local key = userKey('user', e)
   local times = redis.call('HMGET', key, 'created_at', 'updated_at')
   if not times[1] then
     redis.call('HSET', key, 'created_at', int(e.at), 'updated_at', int(e.at))
-  elseif changed and (tonumber(times[2]) or 0) < e.at then
-    redis.call('HSET', key, 'updated_at', int(e.at))
+    markTouched(e)
+  elseif changed then
+    if (tonumber(times[2]) or 0) < e.at then redis.call('HSET', key, 'updated_at', int(e.at)) end
+    markTouched(e)
   end
 end
 
@@ -226,7 +239,7 @@ local function detach(e)
 end
 
 local function change(record)
-  redis.call('XADD', changesKey, 'MAXLEN', '~', changesMax, '*', 'd', encode(record))
+  redis.call('XADD', changesKey, '*', 'd', encode(record))
 end
 
 local function event(e, id)
@@ -268,6 +281,10 @@ for _, i in ipairs(fresh) do
   else
     invalid = invalid + 1
   end
+end
+
+for _, user in ipairs(touched) do
+  change({ kind = 'user', project = user[1], external_id = user[2] })
 end
 
 if #fresh > 0 then

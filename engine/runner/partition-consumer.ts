@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
+import type { PartitionWork } from './partition-runner.ts';
 import { toEntries, type PartitionHandler, type StreamEntry } from './types.ts';
 
 export interface PartitionConsumerOptions {
@@ -18,7 +19,7 @@ export interface PartitionConsumerOptions {
   handler: PartitionHandler;
   log: Logger;
   /** Called once when an apply is fenced: another worker owns the partition now. */
-  onLost(partition: number): void;
+  onLost(): void;
 }
 
 const RETRY_MS = 500;
@@ -29,7 +30,7 @@ const RETRY_MS = 500;
  * only rightful consumer) and applies them in ID order, then reads new entries (XREADGROUP `>`)
  * one batch at a time, so at most one batch is in flight. Reads block on a connection of their own.
  */
-export class PartitionConsumer {
+export class PartitionConsumer implements PartitionWork {
   private stopping = false;
   private reading = false;
   private done: Promise<void> = Promise.resolve();
@@ -125,7 +126,7 @@ export class PartitionConsumer {
       const outcome = await handler.apply(partition, entries);
       if (outcome.kind === 'lost') {
         this.stopping = true;
-        this.opts.onLost(partition);
+        this.opts.onLost();
         return false;
       }
       if (outcome.kind === 'applied') {

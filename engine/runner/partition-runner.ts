@@ -1,27 +1,33 @@
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
-import type { Topology } from '../topology.ts';
-import { PartitionConsumer } from './partition-consumer.ts';
 import { Rendezvous } from './rendezvous.ts';
-import type { PartitionHandler } from './types.ts';
+
+/** The work a runner does on one owned partition (a stream consumer). */
+export interface PartitionWork {
+  start(): void;
+  /** Stops after the work in flight; resolves once stopped. */
+  stop(): Promise<void>;
+}
 
 export interface PartitionRunnerOptions {
   redis: RedisClient;
-  topology: Topology;
+  /** How many partitions there are (PARTITIONS). */
+  partitions: number;
+  /** The lease key of a partition, one per role (engine/topology.ts). */
+  leaseKey(partition: number): string;
+  /** Sorted set of the live workers of this role, among which partitions are shared. */
+  workersKey: string;
   /** Unique per process; the lease value and the consumer name. */
   workerId: string;
   /** Lease and heartbeat lifetime, ms (LEASE_MS); they are renewed every third of it. */
   leaseMs: number;
-  /** Most entries applied in one batch (APPLY_BATCH). */
-  batchSize: number;
-  /** Consumer group of the ingest streams. */
-  group: string;
-  handler: PartitionHandler;
+  /** Builds the work of a newly owned partition; it calls `onLost` when it finds itself fenced. */
+  work(partition: number, onLost: () => void): PartitionWork;
   log: Logger;
 }
 
 interface Held {
-  consumer: PartitionConsumer;
+  consumer: PartitionWork;
   /** Last time the lease was confirmed ours (ms); past LEASE_MS without renewal it is gone. */
   confirmedAt: number;
   /** Set once the partition is being given up: the consumer is finishing its batch. */
@@ -29,7 +35,7 @@ interface Held {
 }
 
 /**
- * Owns partitions through leases and runs a PartitionConsumer on each. Every LEASE_MS/3 it
+ * Owns partitions through leases and runs the role's work (a stream consumer) on each. Every LEASE_MS/3 it
  * heartbeats into the `workers` set, assigns partitions among the live workers by rendezvous
  * hashing, renews the leases it holds, gives up partitions no longer assigned to it (after their
  * batch in flight) and takes free leases of partitions assigned to it. A dead worker's leases
@@ -46,7 +52,7 @@ export class PartitionRunner {
   private reported = '';
 
   constructor(private readonly opts: PartitionRunnerOptions) {
-    this.rendezvous = new Rendezvous(opts.topology.partitions);
+    this.rendezvous = new Rendezvous(opts.partitions);
   }
 
   /** Starts the lease loop; the first round runs at once. */
@@ -61,11 +67,11 @@ export class PartitionRunner {
   }
 
   private async shutdown(): Promise<void> {
-    const { redis, topology, workerId, log } = this.opts;
+    const { redis, workersKey, workerId, log } = this.opts;
     // Leave the worker set first (after a round in flight, which may still heartbeat), so the
     // others take each partition as soon as its lease is released.
     await this.ticking;
-    await redis.zrem(topology.workers(), workerId).catch((err: unknown) => log.warn('heartbeat removal failed', { err }));
+    await redis.zrem(workersKey, workerId).catch((err: unknown) => log.warn('heartbeat removal failed', { err }));
     while (this.held.size > 0) {
       await Promise.all([...this.held.entries()].map(([p, held]) => this.leave(p, held)));
     }
@@ -86,14 +92,14 @@ export class PartitionRunner {
   }
 
   private async tick(): Promise<void> {
-    const { redis, topology, workerId, leaseMs } = this.opts;
+    const { redis, workersKey, workerId, leaseMs } = this.opts;
     const now = Date.now();
     let wanted = new Set<number>();
     if (!this.closing) {
       const [, , live] = await Promise.all([
-        redis.zadd(topology.workers(), now + leaseMs, workerId),
-        redis.zremrangebyscore(topology.workers(), '-inf', now),
-        redis.zrangebyscore(topology.workers(), now, '+inf'),
+        redis.zadd(workersKey, now + leaseMs, workerId),
+        redis.zremrangebyscore(workersKey, '-inf', now),
+        redis.zrangebyscore(workersKey, now, '+inf'),
       ]);
       wanted = this.rendezvous.assigned(live, workerId);
     }
@@ -107,9 +113,9 @@ export class PartitionRunner {
 
   /** Renews a held lease, and starts giving the partition up when it is no longer wanted. */
   private async keep(partition: number, held: Held, wanted: boolean, now: number): Promise<void> {
-    const { redis, topology, workerId, leaseMs, log } = this.opts;
+    const { redis, leaseKey, workerId, leaseMs, log } = this.opts;
     try {
-      const renewed = await redis.renewLease(topology.lease(partition), workerId, leaseMs);
+      const renewed = await redis.renewLease(leaseKey(partition), workerId, leaseMs);
       if (renewed === 1) held.confirmedAt = now;
       else return this.drop(partition, held);
     } catch (err) {
@@ -121,10 +127,10 @@ export class PartitionRunner {
 
   /** Gives a partition up: its consumer finishes the batch in flight, then the lease is released. */
   private leave(partition: number, held: Held): Promise<void> {
-    const { redis, topology, workerId, log } = this.opts;
+    const { redis, leaseKey, workerId, log } = this.opts;
     held.leaving ??= held.consumer.stop().then(async () => {
       if (this.held.get(partition) !== held) return;
-      await redis.releaseLease(topology.lease(partition), workerId).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
+      await redis.releaseLease(leaseKey(partition), workerId).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
       this.held.delete(partition);
       if (!this.closing) this.report();
     });
@@ -146,26 +152,15 @@ export class PartitionRunner {
   }
 
   private async acquire(partition: number, now: number): Promise<void> {
-    const { redis, topology, workerId, leaseMs, batchSize, group, handler, log } = this.opts;
-    const taken = await redis.set(topology.lease(partition), workerId, 'PX', leaseMs, 'NX');
+    const { redis, leaseKey, workerId, leaseMs } = this.opts;
+    const taken = await redis.set(leaseKey(partition), workerId, 'PX', leaseMs, 'NX');
     if (taken !== 'OK' || this.closing) {
-      if (taken === 'OK') await redis.releaseLease(topology.lease(partition), workerId);
+      if (taken === 'OK') await redis.releaseLease(leaseKey(partition), workerId);
       return;
     }
-    const consumer = new PartitionConsumer({
-      redis,
-      stream: topology.ingest(partition),
-      partition,
-      group,
-      consumer: workerId,
-      batchSize,
-      blockMs: Math.min(1000, leaseMs),
-      handler,
-      log,
-      onLost: (p) => {
-        const held = this.held.get(p);
-        if (held?.consumer === consumer) this.drop(p, held);
-      },
+    const consumer = this.opts.work(partition, () => {
+      const held = this.held.get(partition);
+      if (held?.consumer === consumer) this.drop(partition, held);
     });
     this.held.set(partition, { consumer, confirmedAt: now });
     consumer.start();

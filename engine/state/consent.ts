@@ -1,3 +1,4 @@
+import type { UserChange } from '../../schemas/changes.ts';
 import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { StoredConsent } from '../../schemas/state.ts';
 import type { RedisClient } from '../redis.ts';
@@ -7,7 +8,9 @@ import type { Topology } from '../topology.ts';
  * Consent of one user per subscription type (API.md section 3.1), in the user's consent hash
  * (engine/topology.ts): field = subscription type, value = JSON StoredConsent. Written
  * synchronously by the gateway, never through the ingest log, so it holds for users that are not
- * known yet and is visible to the dispatch actor as soon as the write is acknowledged.
+ * known yet and is visible to the dispatch actor as soon as the write is acknowledged. The same
+ * transaction appends a `user` change (schemas/changes.ts) to the user's partition stream, so the
+ * ClickHouse mirror learns the new consent; both keys carry the partition's hash tag.
  */
 export async function writeConsent(
   redis: RedisClient,
@@ -19,7 +22,14 @@ export async function writeConsent(
   at: number,
 ): Promise<StoredConsent> {
   const stored: StoredConsent = { opted_out: optedOut, at };
-  await redis.hset(topology.consent(project, externalId), type, JSON.stringify(stored));
+  const change: UserChange = { kind: 'user', project, external_id: externalId };
+  const results = await redis
+    .multi()
+    .hset(topology.consent(project, externalId), type, JSON.stringify(stored))
+    .xadd(topology.changes(topology.partitionOf(project, externalId)), '*', 'd', JSON.stringify(change))
+    .exec();
+  const failed = results?.find(([err]) => err !== null)?.[0];
+  if (results === null || failed) throw failed ?? new Error('consent transaction aborted');
   return stored;
 }
 

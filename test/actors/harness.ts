@@ -6,6 +6,9 @@ import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { Change } from '../../schemas/changes.ts';
 
+/** A change that is recorded as a row of its own (not a user refresh). */
+export type RecordChange = Exclude<Change, { kind: 'user' }>;
+
 /** Polls `check` until it returns a value other than undefined/false, or throws after `ms`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -91,12 +94,25 @@ export class Harness {
     return { user, tags, subs };
   }
 
-  /** Every change of every partition, in stream order per partition. */
-  async changes(): Promise<Change[]> {
-    const all: Change[] = [];
+  /** Every event and receipt change of every partition, in stream order per partition. */
+  async changes(): Promise<RecordChange[]> {
+    const all: RecordChange[] = [];
     for (let p = 0; p < this.topology.partitions; p++) {
       for (const [, fields] of await this.redis.xrange(this.topology.changes(p), '-', '+')) {
-        all.push(JSON.parse(fields[1] ?? 'null') as Change);
+        const change = JSON.parse(fields[1] ?? 'null') as Change;
+        if (change.kind !== 'user') all.push(change);
+      }
+    }
+    return all;
+  }
+
+  /** The users named by `user` changes, as "project:external_id", in stream order. */
+  async userChanges(): Promise<string[]> {
+    const all: string[] = [];
+    for (let p = 0; p < this.topology.partitions; p++) {
+      for (const [, fields] of await this.redis.xrange(this.topology.changes(p), '-', '+')) {
+        const change = JSON.parse(fields[1] ?? 'null') as Change;
+        if (change.kind === 'user') all.push(`${change.project}:${change.external_id}`);
       }
     }
     return all;

@@ -1,0 +1,18 @@
+/** How the recorder batches (issue 3: at most about 1 s or 10k rows, whichever comes first). */
+export interface RecorderLimits {
+  maxBatch: number;
+  lingerMs: number;
+  retryMs: number;
+}
+
+export const RecorderLimits: Readonly<RecorderLimits> = {
+  /** Most entries of one stream in one insert; also the COUNT that re-reads a pending batch. */
+  maxBatch: 10_000,
+  /** Longest an entry waits in a batch before the batch is inserted, ms. */
+  lingerMs: 1000,
+  /** Pause before a failed insert is tried again, ms. */
+  retryMs: 500,
+};
+
+/** Consumer group of the changes and outcomes streams. */
+export const RECORDER_GROUP = 'recorder';

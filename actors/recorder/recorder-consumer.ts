@@ -1,0 +1,203 @@
+import type { Logger } from '../../engine/log.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
+import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
+import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
+import type { RecorderSink, StreamKind } from './sink.ts';
+
+export interface RecorderConsumerOptions {
+  /** Shared client for non-blocking commands. */
+  redis: RedisClient;
+  partition: number;
+  /** The partition's changes and outcomes streams (same hash tag, so one read serves both). */
+  streams: Record<StreamKind, string>;
+  /** Consumer name in the group: the worker id. */
+  consumer: string;
+  sink: Pick<RecorderSink, 'record'>;
+  log: Logger;
+  limits?: Readonly<RecorderLimits>;
+}
+
+interface Batch {
+  entries: StreamEntry[];
+  /** When the first entry arrived (ms); the batch is due `lingerMs` later. */
+  since: number;
+}
+
+const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
+
+/**
+ * Records one owned partition's changes and outcomes streams into ClickHouse (consumer group
+ * "recorder"). Each stream has its own batch, inserted when it holds `maxBatch` entries or its
+ * first entry is `lingerMs` old, acknowledged only after ClickHouse took it, then trimmed.
+ *
+ * Exactly once: nothing new is read while a batch is being inserted, so the group's pending
+ * entries of a stream are always exactly its current batch. After a crash the next owner takes
+ * over the pending entries (XAUTOCLAIM, COUNT maxBatch) and gets that same batch back; its
+ * deduplication token is `stream|first id|last id`, the same as before, so rows the crashed
+ * owner already inserted are dropped by ClickHouse (insert_deduplication_token).
+ */
+export class RecorderConsumer implements PartitionWork {
+  private readonly limits: Readonly<RecorderLimits>;
+  private readonly batches = new Map<StreamKind, Batch>();
+  private stopping = false;
+  private reading = false;
+  private done: Promise<void> = Promise.resolve();
+  private blocking: RedisClient | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly opts: RecorderConsumerOptions) {
+    this.limits = opts.limits ?? RecorderLimits;
+  }
+
+  start(): void {
+    this.done = this.run();
+  }
+
+  /** Inserts what is batched (a blocked read is abandoned), then stops. */
+  stop(): Promise<void> {
+    if (!this.stopping) {
+      this.stopping = true;
+      if (this.reading) this.blocking?.disconnect();
+      this.wake?.();
+    }
+    return this.done;
+  }
+
+  private async run(): Promise<void> {
+    const { redis, log, partition } = this.opts;
+    this.blocking = redis.duplicate() as RedisClient;
+    this.blocking.on('error', () => {
+      // Failed reads surface as rejected commands, handled below.
+    });
+    try {
+      let claimed = false;
+      while (!this.stopping) {
+        try {
+          if (!claimed) {
+            for (const kind of kinds) await this.claimPending(kind);
+            claimed = true;
+          }
+          await this.readOnce();
+          await this.flushDue(Date.now());
+        } catch (err) {
+          if (this.stopping) break;
+          log.warn('recorder consumer error', { partition, err });
+          await this.pause(this.limits.retryMs);
+        }
+      }
+      await this.flushAll();
+    } finally {
+      this.blocking.disconnect();
+    }
+  }
+
+  /** Inserts every entry pending in the group for this stream, whoever read it, one batch at a time. */
+  private async claimPending(kind: StreamKind): Promise<void> {
+    const { redis, streams, consumer } = this.opts;
+    await this.ensureGroup(streams[kind]);
+    let cursor = '0-0';
+    do {
+      const reply = await redis.xautoclaim(streams[kind], RECORDER_GROUP, consumer, 0, cursor, 'COUNT', this.limits.maxBatch);
+      cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
+      const entries = toEntries(reply[1]);
+      if (entries.length > 0) await this.flush(kind, entries);
+    } while (cursor !== '0-0' && !this.stopping);
+  }
+
+  private async ensureGroup(stream: string): Promise<void> {
+    try {
+      await this.opts.redis.xgroup('CREATE', stream, RECORDER_GROUP, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
+    }
+  }
+
+  /** One read of both streams, at most up to a full batch, blocking until the next batch is due. */
+  private async readOnce(): Promise<void> {
+    const { streams, consumer } = this.opts;
+    const blocking = this.blocking;
+    if (!blocking) return;
+    const now = Date.now();
+    let room = this.limits.maxBatch;
+    let wait = this.limits.lingerMs;
+    for (const batch of this.batches.values()) {
+      room = Math.min(room, this.limits.maxBatch - batch.entries.length);
+      wait = Math.min(wait, batch.since + this.limits.lingerMs - now);
+    }
+    if (room <= 0 || wait <= 0) return;
+    this.reading = true;
+    let reply: [string, unknown][] | null;
+    try {
+      reply = (await blocking.xreadgroup(
+        'GROUP', RECORDER_GROUP, consumer, 'COUNT', room, 'BLOCK', wait, 'STREAMS', streams.changes, streams.outcomes, '>', '>',
+      )) as [string, unknown][] | null;
+    } finally {
+      this.reading = false;
+    }
+    const arrived = Date.now();
+    for (const [stream, items] of reply ?? []) {
+      const kind = kinds.find((k) => streams[k] === stream);
+      const entries = toEntries(items);
+      if (kind === undefined || entries.length === 0) continue;
+      const batch = this.batches.get(kind);
+      if (batch) batch.entries.push(...entries);
+      else this.batches.set(kind, { entries, since: arrived });
+    }
+  }
+
+  private async flushDue(now: number): Promise<void> {
+    for (const [kind, batch] of [...this.batches]) {
+      if (batch.entries.length >= this.limits.maxBatch || now - batch.since >= this.limits.lingerMs) {
+        await this.flush(kind, batch.entries);
+        this.batches.delete(kind);
+      }
+    }
+  }
+
+  /** On stop: inserts what is batched; a batch that fails stays pending for the next owner. */
+  private async flushAll(): Promise<void> {
+    for (const [kind, batch] of [...this.batches]) {
+      try {
+        await this.flush(kind, batch.entries);
+      } catch (err) {
+        this.opts.log.warn('recorder batch left pending at stop', { partition: this.opts.partition, stream: kind, err });
+      }
+      this.batches.delete(kind);
+    }
+  }
+
+  /** Inserts a batch (retrying until it is taken or the consumer stops), then acks and trims. */
+  private async flush(kind: StreamKind, entries: StreamEntry[]): Promise<void> {
+    const { redis, streams, sink, log, partition } = this.opts;
+    const first = entries[0]?.id;
+    const last = entries.at(-1)?.id;
+    if (first === undefined || last === undefined) return;
+    const stream = streams[kind];
+    const token = `${stream}|${first}|${last}`;
+    for (;;) {
+      try {
+        await sink.record(kind, entries, token);
+        break;
+      } catch (err) {
+        if (this.stopping) throw err;
+        log.warn('recorder insert failed; retrying', { partition, stream: kind, entries: entries.length, err });
+        await this.pause(this.limits.retryMs);
+      }
+    }
+    const ids = entries.map((e) => e.id);
+    await redis.xack(stream, RECORDER_GROUP, ...ids);
+    // Everything below the batch's last ID is acknowledged: the recorder is the streams' only group.
+    await redis.xtrim(stream, 'MINID', '~', last);
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

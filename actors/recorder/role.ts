@@ -1,0 +1,47 @@
+import { createRedis } from '../../engine/redis.ts';
+import type { RoleFactory } from '../../engine/roles.ts';
+import { PartitionRunner } from '../../engine/runner/partition-runner.ts';
+import { Topology } from '../../engine/topology.ts';
+import { RecorderConsumer } from './recorder-consumer.ts';
+import { RecorderSink } from './sink.ts';
+
+/**
+ * The `recorder` role: owns a share of the partitions through leases of its own (independent of
+ * the apply role's) and records each one's changes and outcomes streams into ClickHouse
+ * (DESIGN.md: changes -> users/events/receipts, outcomes -> message_deliveries). close() inserts
+ * what is batched, acknowledges it and releases the leases.
+ */
+export const recorderRole: RoleFactory = async (ctx) => {
+  const { config, log, metrics, workerId } = ctx;
+  const ch = await ctx.clickhouse.get();
+  const redis = createRedis(config);
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  const sink = new RecorderSink(ch, redis, topology, metrics, log);
+  const runner = new PartitionRunner({
+    redis,
+    partitions: topology.partitions,
+    leaseKey: (p) => topology.recorderLease(p),
+    workersKey: topology.recorderWorkers(),
+    workerId,
+    leaseMs: config.LEASE_MS,
+    log,
+    work: (partition) =>
+      new RecorderConsumer({
+        redis,
+        partition,
+        streams: { changes: topology.changes(partition), outcomes: topology.outcomes(partition) },
+        consumer: workerId,
+        sink,
+        log,
+      }),
+  });
+  runner.start();
+  let closing: Promise<void> | undefined;
+  return {
+    name: 'recorder',
+    close: () =>
+      (closing ??= runner.close().then(async () => {
+        await redis.quit();
+      })),
+  };
+};

@@ -1,0 +1,80 @@
+import type { ClickHouse } from '../../engine/clickhouse/client.ts';
+import { insertRows } from '../../engine/clickhouse/insert.ts';
+import type { Logger } from '../../engine/log.ts';
+import type { Metrics } from '../../engine/metrics.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import type { StreamEntry } from '../../engine/runner/types.ts';
+import { readUser } from '../../engine/state/read-user.ts';
+import type { Topology } from '../../engine/topology.ts';
+import { deliveryRow, eventRow, parseChange, parseOutcome, receiptRow, userRow } from './rows.ts';
+
+/** Which stream a batch came from: they hold different entries. */
+export type StreamKind = 'changes' | 'outcomes';
+
+/**
+ * Turns one batch of stream entries into ClickHouse rows and inserts them, one insert per table,
+ * each with the batch's deduplication token: a batch inserted again after a crash (the same
+ * entries, so the same token) is dropped by ClickHouse, table by table.
+ */
+export class RecorderSink {
+  constructor(
+    private readonly ch: ClickHouse,
+    private readonly redis: RedisClient,
+    private readonly topology: Topology,
+    private readonly metrics: Pick<Metrics, 'recordedRows'>,
+    private readonly log: Logger,
+  ) {}
+
+  async record(kind: StreamKind, entries: StreamEntry[], token: string): Promise<void> {
+    if (kind === 'outcomes') return this.recordOutcomes(entries, token);
+    return this.recordChanges(entries, token);
+  }
+
+  private async recordOutcomes(entries: StreamEntry[], token: string): Promise<void> {
+    const rows: Record<string, unknown>[] = [];
+    for (const entry of entries) {
+      const outcome = parseOutcome(entry);
+      if (outcome) rows.push(deliveryRow(outcome, entry.id));
+    }
+    this.reportInvalid('outcomes', entries.length - rows.length, token);
+    await this.insert('message_deliveries', rows, token);
+  }
+
+  /**
+   * Events and receipts become rows as they are. A `user` change becomes the user's current
+   * state read from Redis, once per user and batch, versioned by the user's last change in it.
+   */
+  private async recordChanges(entries: StreamEntry[], token: string): Promise<void> {
+    const events: Record<string, unknown>[] = [];
+    const receipts: Record<string, unknown>[] = [];
+    const users = new Map<string, { project: string; externalId: string; streamId: string }>();
+    let invalid = 0;
+    for (const entry of entries) {
+      const change = parseChange(entry);
+      if (change === null) invalid++;
+      else if (change.kind === 'event') events.push(eventRow(change));
+      else if (change.kind === 'receipt') receipts.push(receiptRow(change));
+      else users.set(`${change.project}\0${change.external_id}`, { project: change.project, externalId: change.external_id, streamId: entry.id });
+    }
+    this.reportInvalid('changes', invalid, token);
+    const states = await Promise.all(
+      [...users.values()].map(async (u) => {
+        const user = await readUser(this.redis, this.topology, u.project, u.externalId);
+        return user === null ? null : userRow(u.project, user, u.streamId);
+      }),
+    );
+    await this.insert('events', events, token);
+    await this.insert('receipts', receipts, token);
+    await this.insert('users', states.filter((row) => row !== null), token);
+  }
+
+  private async insert(table: string, rows: Record<string, unknown>[], token: string): Promise<void> {
+    if (rows.length === 0) return;
+    await insertRows(this.ch, table, rows, token);
+    this.metrics.recordedRows.labels(table).inc(rows.length);
+  }
+
+  private reportInvalid(stream: StreamKind, count: number, token: string): void {
+    if (count > 0) this.log.warn('invalid stream entries skipped', { stream, count, batch: token });
+  }
+}

@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { ALL_SEGMENT } from '../../schemas/segments.ts';
+import { compileFilters, type CompiledFilters } from '../clickhouse/filters/compile.ts';
+import type { SegmentStore } from './store.ts';
+
+/** Reads a query file once, without its `--` header (the header documents the parameters). */
+function sqlFile(name: string): string {
+  return readFileSync(new URL(`./${name}`, import.meta.url), 'utf8')
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('--'))
+    .join('\n')
+    .trim();
+}
+
+const allPage = sqlFile('all-page.sql');
+const allCount = sqlFile('all-count.sql');
+
+/**
+ * The audience of `All` (every user with at least one live subscription) in the shape of
+ * compileFilters, so countAudience and streamAudience serve it like any filter list.
+ */
+export function allAudience(project: string): CompiledFilters {
+  return { query: allPage, count: allCount, params: { project } };
+}
+
+/**
+ * A segment name resolved to its compiled audience over the users mirror, or null when the
+ * project has no segment of that name. `nowMs` fixes the window of event conditions. Rejects when
+ * Redis cannot be read.
+ */
+export async function resolveSegment(
+  segments: Pick<SegmentStore, 'get'>,
+  project: string,
+  name: string,
+  nowMs = Date.now(),
+): Promise<CompiledFilters | null> {
+  if (name === ALL_SEGMENT) return allAudience(project);
+  const segment = await segments.get(project, name);
+  return segment === null ? null : compileFilters(project, segment.filters, nowMs);
+}
