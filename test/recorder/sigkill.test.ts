@@ -1,0 +1,68 @@
+import t from 'tap';
+import { createClickHouse } from '../../engine/clickhouse/client.ts';
+import { loadConfig } from '../../engine/config.ts';
+import { createRedis } from '../../engine/redis.ts';
+import { Topology } from '../../engine/topology.ts';
+import { rows } from '../clickhouse/embedded.ts';
+import { deployment } from '../helpers/engine.ts';
+import { eventually } from '../helpers/http.ts';
+import { outcome } from './outcomes.ts';
+
+const TOTAL = 60_000;
+
+t.test('a recorder killed with SIGKILL again and again mid-batch, then restarted, records every entry exactly once', async (t) => {
+  const d = await deployment(t);
+  const config = loadConfig(d.env);
+  const redis = createRedis(config);
+  t.teardown(() => redis.disconnect());
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  const project = d.project.project_id;
+  for (let n = 0; n < TOTAL; n += 1000) {
+    const pipeline = redis.pipeline();
+    for (let i = n; i < n + 1000; i++) {
+      const o = outcome(project, i, { external_id: `u${i % 500}` });
+      pipeline.xadd(topology.outcomes(topology.partitionOf(project, o.external_id)), '*', 'd', JSON.stringify(o));
+    }
+    await pipeline.exec();
+  }
+  const pending = async (): Promise<{ pending: number; unread: number }> => {
+    let total = 0;
+    let unread = 0;
+    for (let p = 0; p < topology.partitions; p++) {
+      const stream = topology.outcomes(p);
+      if ((await redis.exists(stream)) === 0) continue;
+      const groups = (await redis.xinfo('GROUPS', stream)) as unknown[][];
+      const group = groups.find((g) => g[g.indexOf('name') + 1] === 'recorder');
+      if (!group) {
+        unread += Number(await redis.xlen(stream));
+        continue;
+      }
+      total += Number(group[group.indexOf('pending') + 1]);
+      unread += Number(group[group.indexOf('lag') + 1]);
+    }
+    return { pending: total, unread };
+  };
+
+  let caughtMidBatch = 0;
+  for (let kill = 0; kill < 4; kill++) {
+    const recorder = await d.start(['recorder']);
+    await new Promise((r) => setTimeout(r, 1200 + 300 * kill));
+    await recorder.kill();
+    const left = await pending();
+    if (left.pending > 0) caughtMidBatch++;
+    t.comment(`kill ${kill + 1}: ${left.pending} pending, ${left.unread} unread`);
+  }
+  t.ok(caughtMidBatch > 0, 'at least one kill left a batch read but not acknowledged');
+
+  const last = await d.start(['recorder']);
+  await eventually('every entry acknowledged', async () => {
+    const left = await pending();
+    return left.pending === 0 && left.unread === 0 ? true : undefined;
+  }, 120_000);
+  t.equal(await last.stop(), 0, 'the last recorder stops cleanly');
+
+  const ch = createClickHouse({ DATA_DIR: d.env['DATA_DIR'] ?? '' });
+  t.teardown(() => ch.close());
+  const [counts] = await rows<{ rows: string; ids: string }>(ch, 'SELECT count() AS rows, uniqExact(id) AS ids FROM message_deliveries WHERE project = {p:String}', { p: project });
+  t.same({ rows: Number(counts?.rows), ids: Number(counts?.ids) }, { rows: TOTAL, ids: TOTAL }, 'every outcome once, none twice');
+});
