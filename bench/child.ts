@@ -11,14 +11,14 @@ export interface Child {
 
 /**
  * Spawns a server process and resolves once it printed a JSON log line
- * `{"msg":"listening","port":N}` (and, when `readyMsg` is given, that message too). Rejects when it
+ * `{"msg":"listening","port":N}` (unless `listens` is false) and, when `readyMsg` is given, that message too. Rejects when it
  * exits first or does not get there within `timeoutMs`.
  */
 export function startChild(
   name: string,
   args: string[],
   env: Record<string, string>,
-  opts: { readyMsg?: string; timeoutMs: number },
+  opts: { readyMsg?: string; timeoutMs: number; listens?: boolean },
 ): Promise<Child> {
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -47,7 +47,7 @@ export function startChild(
       }
       if (entry['msg'] === 'listening' && typeof entry['port'] === 'number') port = entry['port'];
       if (entry['msg'] === opts.readyMsg) ready = true;
-      if (port > 0 && ready) {
+      if ((port > 0 || opts.listens === false) && ready) {
         clearTimeout(timer);
         proc.removeListener('exit', onExit);
         resolve({ name, port, proc, stop });

@@ -18,6 +18,7 @@ import { startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';
 import { printTable, writeReport, type Report } from './report.ts';
+import { positive } from './settings.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL = 0.75;
@@ -148,14 +149,6 @@ async function track(started: Promise<Child>): Promise<Child> {
   const child = await started;
   children.push(child);
   return child;
-}
-
-function positive(name: string, fallback: number, zeroAllowed = false): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1)) throw new Error(`${name} must be a whole number of at least ${zeroAllowed ? 0 : 1}, got "${raw}"`);
-  return value;
 }
 
 function log(line: string): void {

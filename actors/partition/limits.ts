@@ -6,8 +6,6 @@ export const ApplyLimits = {
   maxSubscriptions: 20,
   /** Lifetime of an event idempotency key: the promise is 7 days, one more for clock slack. */
   idempotencyMs: 8 * 24 * 60 * 60 * 1000,
-  /** Approximate bound of each changes:{pN} stream until its consumer (the recorder) trims it. */
-  changesMaxLen: 100_000,
 } as const;
 
 /** Consumer group of the ingest streams. */

@@ -45,7 +45,6 @@ export class PartitionActor implements PartitionHandler {
       ApplyLimits.idempotencyMs,
       ApplyLimits.maxTags,
       ApplyLimits.maxSubscriptions,
-      ApplyLimits.changesMaxLen,
     ];
     for (const entry of entries) args.push(entry.id, fieldOf(entry, 'd') ?? '');
     const [code, applied, invalid, appliedId, registrations] = await redis.applyBatch(...args);

@@ -1,5 +1,6 @@
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
+import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import { PartitionRunner } from '../../engine/runner/partition-runner.ts';
 import { Topology } from '../../engine/topology.ts';
 import { APPLY_GROUP } from './limits.ts';
@@ -17,13 +18,25 @@ export const applyRole: RoleFactory = async (ctx) => {
   const actor = new PartitionActor({ redis, topology, workerId, settler: new OutboxSettler(redis, topology), log, metrics });
   const runner = new PartitionRunner({
     redis,
-    topology,
+    partitions: topology.partitions,
+    leaseKey: (p) => topology.lease(p),
+    workersKey: topology.workers(),
     workerId,
     leaseMs: config.LEASE_MS,
-    batchSize: config.APPLY_BATCH,
-    group: APPLY_GROUP,
-    handler: actor,
     log,
+    work: (partition, onLost) =>
+      new PartitionConsumer({
+        redis,
+        stream: topology.ingest(partition),
+        partition,
+        group: APPLY_GROUP,
+        consumer: workerId,
+        batchSize: config.APPLY_BATCH,
+        blockMs: Math.min(1000, config.LEASE_MS),
+        handler: actor,
+        log,
+        onLost,
+      }),
   });
   runner.start();
   let closing: Promise<void> | undefined;

@@ -21,11 +21,17 @@ function parsed<T>(entry: StreamEntry, check: (v: unknown) => v is T): T | null 
 }
 
 export const parseChange = (entry: StreamEntry): Change | null => parsed(entry, isChange);
-export const parseOutcome = (entry: StreamEntry): OutcomeEntry | null => parsed(entry, isOutcome);
 
-/** A message_deliveries row (migration 0002) of an outcome read from stream entry `streamId`. */
-export function deliveryRow(o: OutcomeEntry, streamId: string): Record<string, unknown> {
-  return { ...o, stream_id: streamId };
+/**
+ * The message_deliveries row (migration 0002) of an outcome entry as JSON text, or null when the
+ * entry is not a valid OutcomeEntry. A valid entry's fields are exactly the table's columns but
+ * `stream_id`, so its own JSON is the row once `stream_id` (a stream ID: digits and a dash, no
+ * escaping needed) is put in front.
+ */
+export function deliveryLine(entry: StreamEntry): string | null {
+  const json = fieldOf(entry, 'd');
+  if (json === undefined || parsed(entry, isOutcome) === null) return null;
+  return `{"stream_id":"${entry.id}",${json.trimStart().slice(1)}`;
 }
 
 /** An events row (migration 0004). */

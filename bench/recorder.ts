@@ -1,0 +1,150 @@
+/**
+ * Recorder benchmark (issue 3): how many delivery outcomes per second one recorder process moves
+ * from the Redis outcomes streams into ClickHouse `message_deliveries` (read through the consumer
+ * group, validate, insert in batches, acknowledge, trim), next to a baseline measured in the same
+ * run: the same rows, already JSON text, inserted straight into the same embedded ClickHouse by
+ * this process in batches of the same size (what ClickHouse alone takes). Goal: 200k rows/s.
+ * Run with `node --import tsx bench/recorder.ts` (or `make bench`).
+ *
+ * Environment: BENCH_ROWS (outcomes, default 1000000), REDIS_URL. Writes
+ * bench/reports/recorder-<date>.json and latest-recorder.json; deletes its key prefix and data.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RecorderLimits } from '../actors/recorder/limits.ts';
+import { createClickHouse } from '../engine/clickhouse/client.ts';
+import { insertJsonLines } from '../engine/clickhouse/insert.ts';
+import { loadConfig } from '../engine/config.ts';
+import { createRedis, type RedisClient } from '../engine/redis.ts';
+import { Topology } from '../engine/topology.ts';
+import type { OutcomeEntry } from '../schemas/outcomes.ts';
+import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { startChild } from './child.ts';
+import { writeReport } from './report.ts';
+import { positive } from './settings.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const GOAL_ROWS_PER_SEC = 200_000;
+const ROWS = positive('BENCH_ROWS', 1_000_000);
+const prefix = `benchrec${Date.now().toString(36)}:`;
+const dataDir = mkdtempSync(join(tmpdir(), 'bench-recorder-'));
+const env = { ...process.env, KEY_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+const config = loadConfig(env);
+const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+const PROJECT = 'benchproject';
+const errors = ['apns_410_Unregistered', 'fcm_404_UNREGISTERED', 'timeout', 'webpush_410', 'twilio_21610'];
+const types = ['IOS_PUSH', 'ANDROID_PUSH', 'WEB_PUSH'] as const;
+
+/** A realistic outcome: mostly sent, some failed with a provider code, a few skipped. */
+function outcome(n: number, project: string): OutcomeEntry {
+  const roll = n % 100;
+  const status = roll < 90 ? 'sent' : roll < 98 ? 'failed' : 'skipped';
+  const code = status === 'sent' ? null : status === 'skipped' ? 'opted_out' : (errors[n % errors.length] ?? 'timeout');
+  return {
+    id: `${project}-d${n}`,
+    project,
+    notification_id: `n${Math.floor(n / 5000)}`,
+    external_id: `user-${n % 200_000}`,
+    channel: 'PUSH',
+    subscription_type: types[n % types.length] ?? 'IOS_PUSH',
+    token_tail: `…${(n % 65536).toString(16).padStart(4, '0')}`,
+    attempt: 1,
+    status,
+    error_code: code,
+    hint: code === null ? null : 'See the error code reference.',
+    provider_message_id: status === 'sent' ? `pm-${n}` : null,
+    latency_ms: status === 'skipped' ? null : 5 + (n % 40),
+    retrying: false,
+    at: Date.now() - (ROWS - n),
+  };
+}
+
+async function fill(redis: RedisClient): Promise<void> {
+  for (let n = 0; n < ROWS; n += 5000) {
+    const pipeline = redis.pipeline();
+    for (let i = n; i < Math.min(ROWS, n + 5000); i++) {
+      const o = outcome(i, PROJECT);
+      pipeline.xadd(topology.outcomes(topology.partitionOf(PROJECT, o.external_id)), '*', 'd', JSON.stringify(o));
+    }
+    await pipeline.exec();
+  }
+}
+
+/** Outcomes still unread or unacknowledged by the recorder group, over every partition. */
+async function outstanding(redis: RedisClient): Promise<number> {
+  let total = 0;
+  for (let p = 0; p < topology.partitions; p++) {
+    const stream = topology.outcomes(p);
+    const length = await redis.xlen(stream);
+    if (length === 0) continue;
+    const groups = (await redis.xinfo('GROUPS', stream).catch(() => [])) as unknown[][];
+    const group = groups.find((g) => g[g.indexOf('name') + 1] === 'recorder');
+    if (!group) total += length;
+    else total += Number(group[group.indexOf('pending') + 1]) + Number(group[group.indexOf('lag') + 1]);
+  }
+  return total;
+}
+
+async function main(): Promise<void> {
+  const started = new Date().toISOString();
+  const redis = createRedis(config);
+  process.stderr.write(`filling ${ROWS} outcomes into ${topology.partitions} partitions...\n`);
+  await fill(redis);
+
+  const recorder = await startChild('recorder', [join(root, 'bin/engine.js'), 'start', '--roles', 'recorder'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false });
+  const t0 = performance.now();
+  while ((await outstanding(redis)) > 0) await new Promise((r) => setTimeout(r, 20));
+  const recorderSeconds = (performance.now() - t0) / 1000;
+  await recorder.stop();
+
+  const ch = createClickHouse({ DATA_DIR: dataDir });
+  const counted = await ch.query({ query: 'SELECT count() AS c FROM message_deliveries WHERE project = {p:String}', query_params: { p: PROJECT }, format: 'JSONEachRow' });
+  const recorded = Number((await counted.json<{ c: string }>())[0]?.c);
+
+  // Baseline: the same row shape inserted directly, batch by batch, into the same engine.
+  const baselineProject = `${PROJECT}-baseline`;
+  let baselineMs = 0;
+  for (let n = 0; n < ROWS; n += RecorderLimits.maxBatch) {
+    const lines: string[] = [];
+    for (let i = n; i < Math.min(ROWS, n + RecorderLimits.maxBatch); i++) lines.push(JSON.stringify({ ...outcome(i, baselineProject), stream_id: `${i}-0` }));
+    const t = performance.now();
+    await insertJsonLines(ch, 'message_deliveries', lines, `baseline|${n}`);
+    baselineMs += performance.now() - t;
+  }
+  await ch.close();
+  redis.disconnect();
+
+  const recorderRate = Math.round(ROWS / recorderSeconds);
+  const baselineRate = Math.round(ROWS / (baselineMs / 1000));
+  const report = {
+    benchmark: 'recorder',
+    started_at: started,
+    finished_at: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version },
+    settings: { rows: ROWS, partitions: topology.partitions, max_batch: RecorderLimits.maxBatch },
+    goal_rows_per_sec: GOAL_ROWS_PER_SEC,
+    recorder: { seconds: Number(recorderSeconds.toFixed(2)), rows_per_sec: recorderRate, rows_recorded: recorded },
+    baseline_direct_insert: { seconds: Number((baselineMs / 1000).toFixed(2)), rows_per_sec: baselineRate },
+    ratio_to_baseline: Number((recorderRate / baselineRate).toFixed(2)),
+    notes: [
+      'Measures: one `engine start --roles recorder` process draining a backlog of outcomes from Redis into embedded ClickHouse (consumer-group reads, validation, inserts of up to 10k rows, acknowledgements, trims), from its start until no outcome is unread or pending.',
+      'Baseline: this process inserting the same rows, already as JSON text, into the same engine through the same raw insert in batches of 10k rows; insert time only (what ClickHouse alone takes on this machine).',
+      'Does not measure: the changes stream (users, events, receipts), a ClickHouse server, more than one recorder process.',
+      `Machine: ${cpus().length} cores shared by Redis, the recorder and ClickHouse (in the recorder's process).`,
+    ],
+  };
+  console.log(`recorder: ${recorderRate} rows/s (${ROWS} rows in ${recorderSeconds.toFixed(2)} s; ${recorded} rows in ClickHouse)`);
+  console.log(`baseline, direct inserts: ${baselineRate} rows/s; recorder at ${Math.round(report.ratio_to_baseline * 100)}% of it`);
+  console.log(`goal ${GOAL_ROWS_PER_SEC} rows/s: ${recorderRate >= GOAL_ROWS_PER_SEC ? 'met' : 'not met'}`);
+  for (const note of report.notes) console.log(`- ${note}`);
+  console.log(`report: ${await writeReport(join(root, 'bench/reports'), report)}`);
+}
+
+try {
+  await main();
+} finally {
+  await cleanupPrefix(prefix, config.REDIS_URL.split(',')[0]);
+  rmSync(dataDir, { recursive: true, force: true });
+}
