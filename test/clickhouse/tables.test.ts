@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv';
 import t from 'tap';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
+import { insertJsonLines, insertRows } from '../../engine/clickhouse/insert.ts';
 import { migrate } from '../../engine/clickhouse/migrations.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { embeddedClickHouse, rows } from './embedded.ts';
@@ -130,6 +130,16 @@ t.test('regression: an insert after a deduplicated one is not dropped by the lef
   const row = { ...samples['receipts'], stream_id: '1700000000009-0', receipt: 'clicked' };
   await insertRows(ch, 'receipts', [row]);
   t.equal(await count('receipts'), 2);
+});
+
+t.test('JSON-text inserts: a repeated token leaves one block, and the token does not outlive its insert', async (t) => {
+  const line = (id: string) => JSON.stringify({ ...samples['message_deliveries'], project: 'raw', id });
+  for (let i = 0; i < 3; i++) await insertJsonLines(ch, 'message_deliveries', [line('r1'), line('r2')], 'raw:1');
+  const ids = async () => (await rows<{ id: string }>(ch, "SELECT id FROM message_deliveries WHERE project = 'raw' ORDER BY id")).map((r) => r.id);
+  t.same(await ids(), ['r1', 'r2'], 'three inserts with one token: one copy');
+  await insertJsonLines(ch, 'message_deliveries', [line('r3')], 'raw:2');
+  await insertRows(ch, 'message_deliveries', [{ ...samples['message_deliveries'], project: 'raw', id: 'r4' }]);
+  t.same(await ids(), ['r1', 'r2', 'r3', 'r4'], 'other tokens, and no token, insert');
 });
 
 t.test('the users mirror keeps the newest version of a user', async (t) => {
