@@ -216,3 +216,18 @@ t.test('an invalid entry is skipped and the partition keeps going', async (t) =>
   await h.settled();
   t.same((await h.state(project, 'invalid-1')).tags, { ok: 'syes' });
 });
+
+t.test('applies publish user changes for created or changed users, and none for events of known users', async (t) => {
+  const before = (await h.userChanges()).filter((u) => u.includes(':mirror-'));
+  t.same(before, [], 'no changes for these users yet');
+  await h.append(identify('mirror-1', T0), setTags('mirror-1', T0 + 1, { a: 's1' }), subscribe('mirror-2', T0 + 2, 'mirror2@example.com'));
+  await h.settled();
+  const first = (await h.userChanges()).filter((u) => u.includes(':mirror-'));
+  // The entries may be applied in one batch or several: at most one change per user and batch.
+  t.same([...new Set(first)].sort(), [`${project}:mirror-1`, `${project}:mirror-2`], 'created and changed users');
+  t.ok(first.filter((u) => u.endsWith(':mirror-1')).length <= 2, 'mirror-1 at most once per entry');
+  await h.append({ op: 'event', project, external_id: 'mirror-1', at: T0 + 3, name: 'opened', ts: T0 + 3 });
+  await h.settled();
+  const second = (await h.userChanges()).filter((u) => u.includes(':mirror-'));
+  t.equal(second.length, first.length, 'an event of a known user changes nothing in the mirror');
+});
