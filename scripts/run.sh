@@ -65,6 +65,13 @@ Try it (the engine starts below, at $base):
   # read alice back (REST key)
   curl -s $base/api/users/alice -H 'Authorization: Bearer $rest_key'
 
+  # her events, a segment and its size, delivery records (REST key; ClickHouse, within a second)
+  curl -s "$base/api/events?external_id=alice" -H 'Authorization: Bearer $rest_key'
+  curl -sS -i -w '\n' -X POST $base/api/segments -H 'Authorization: Bearer $rest_key' $json \
+    -d '{"name":"pro users","filters":[{"field":"tag","key":"plan","relation":"=","value":"pro"}]}'
+  curl -s "$base/api/segments/pro%20users/count" -H 'Authorization: Bearer $rest_key'
+  curl -s "$base/api/deliveries?status=failed&limit=10" -H 'Authorization: Bearer $rest_key'
+
   # health and Prometheus metrics
   curl -s $base/healthz
   curl -s $base/metrics | grep '^svc_'
