@@ -1,9 +1,12 @@
 import uWS, { type TemplatedApp } from 'uWebSockets.js';
 import { consentRoutes, registerConsentRoutes } from './consent-routes.ts';
 import type { GatewayDeps } from './context.ts';
+import { deliveriesRoutes, registerDeliveriesRoutes } from './deliveries-routes.ts';
+import { eventsRoutes, registerEventsRoutes } from './events-routes.ts';
 import { Exchange, RouteMetric } from './http.ts';
 import { opsRoutes, registerOpsRoutes } from './ops-routes.ts';
 import { registerSdkRoutes, sdkRoutes } from './sdk-routes.ts';
+import { registerSegmentsRoutes, segmentsRoutes } from './segments-routes.ts';
 import { registerUsersRoutes, usersRoutes } from './users-routes.ts';
 import { SdkSocketChannel, wsRoute } from './websocket.ts';
 
@@ -12,6 +15,9 @@ const knownPaths = [
   ...Object.values(sdkRoutes),
   ...Object.values(consentRoutes),
   ...Object.values(usersRoutes),
+  ...Object.values(deliveriesRoutes),
+  ...Object.values(eventsRoutes),
+  ...Object.values(segmentsRoutes),
   ...Object.values(opsRoutes),
   wsRoute,
 ];
@@ -27,6 +33,9 @@ export function buildApp(deps: GatewayDeps): { app: TemplatedApp; channel: SdkSo
   registerSdkRoutes(app, deps);
   registerConsentRoutes(app, deps);
   registerUsersRoutes(app, deps);
+  registerDeliveriesRoutes(app, deps);
+  registerEventsRoutes(app, deps);
+  registerSegmentsRoutes(app, deps);
   registerOpsRoutes(app, deps);
   const channel = new SdkSocketChannel(deps);
   channel.register(app);

@@ -7,6 +7,7 @@ import type { GatewayDeps, Tracker } from './context.ts';
 
 const statusLines: Record<number, string> = {
   200: '200 OK',
+  201: '201 Created',
   202: '202 Accepted',
   204: '204 No Content',
   400: '400 Bad Request',
@@ -133,6 +134,8 @@ export interface RequestInfo {
   param: string;
   /** `X-Identity-Hash`, '' when absent. */
   identityHash: string;
+  /** The raw (still percent-encoded) query string without `?`, '' when absent. */
+  query: string;
 }
 
 export interface RouteSpec {
@@ -169,7 +172,12 @@ function begin(deps: GatewayDeps, spec: RouteSpec, res: HttpResponse, req: HttpR
     ex.fail('missing_key');
     return null;
   }
-  return { ex, key, info: { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash') } };
+  return {
+    ex,
+    key,
+    // uWS returns undefined, not '', for a URL without a query.
+    info: { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash'), query: req.getQuery() ?? '' },
+  };
 }
 
 /** Calls `found` with the key's caller: at once when cached, else after the lookup; 503 when Redis fails. */

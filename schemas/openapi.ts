@@ -1,4 +1,4 @@
-import Type, { type TSchema } from 'typebox';
+import Type, { type TObject, type TSchema } from 'typebox';
 import { ErrorCodes } from './errors.ts';
 import {
   Accepted,
@@ -18,6 +18,8 @@ import {
   TagsOp,
 } from './sdk.ts';
 import { UserView } from './users.ts';
+import { DeliveriesPage, DeliveriesQuery, DeliveryStats, DeliveryStatsQuery, EventsPage, EventsQuery } from './queries.ts';
+import { Segment, SegmentBody, SegmentCount, SegmentList } from './segments.ts';
 
 /**
  * The OpenAPI 3.1 document of the built routes, generated from the same TypeBox schemas the gateway
@@ -37,12 +39,14 @@ type Status = keyof typeof statusText;
 const statusText = {
   101: 'Switching Protocols: the WebSocket is open',
   200: 'OK',
+  201: 'Created',
   202: 'Accepted: durably appended to the ingest log',
   400: 'invalid_json or validation_failed',
   401: 'missing_key, invalid_key or identity_verification_failed',
   403: 'wrong_key_type',
   404: 'not_found',
   405: 'method_not_allowed',
+  409: 'idempotency_conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
   503: 'unavailable',
@@ -54,7 +58,11 @@ interface Operation {
   ok: [Status, TSchema];
   errors: Status[];
   pathParam?: boolean;
+  /** Name of the path parameter (default external_id). */
+  pathName?: string;
   identityHeader?: boolean;
+  /** Query parameters: each property of the object schema, required when the schema says so. */
+  query?: TObject;
   auth?: 'sdk' | 'rest' | 'none';
   /** Media type of the success answer (default application/json). */
   contentType?: string;
@@ -104,6 +112,39 @@ const operations: Record<string, Record<string, Operation>> = {
   '/api/users/{external_id}': {
     get: { summary: 'The applied state of a user', ok: [200, UserView], errors: [401, 403, 404, 503], pathParam: true, auth: 'rest' },
   },
+  '/api/deliveries': {
+    get: {
+      summary: 'Delivery records, newest first; follow next_cursor for the next page',
+      ok: [200, DeliveriesPage],
+      errors: [400, 401, 403, 503],
+      query: DeliveriesQuery,
+      auth: 'rest',
+    },
+  },
+  '/api/deliveries/stats': {
+    get: { summary: 'Delivery record counts per group_by value', ok: [200, DeliveryStats], errors: [400, 401, 403, 503], query: DeliveryStatsQuery, auth: 'rest' },
+  },
+  '/api/events': {
+    get: { summary: 'Tracked events, newest first; follow next_cursor for the next page', ok: [200, EventsPage], errors: [400, 401, 403, 503], query: EventsQuery, auth: 'rest' },
+  },
+  '/api/segments': {
+    post: { summary: 'Create a segment (a second one of the same name is 409)', body: SegmentBody, ok: [201, Segment], errors: [...bodyErrors, 403, 409], auth: 'rest' },
+    get: { summary: 'Every segment, All included, sorted by name', ok: [200, SegmentList], errors: [401, 403, 503], auth: 'rest' },
+  },
+  '/api/segments/{name}': {
+    get: { summary: 'One segment', ok: [200, Segment], errors: [400, 401, 403, 404, 503], pathParam: true, pathName: 'name', auth: 'rest' },
+    delete: {
+      summary: 'Delete a segment (All cannot be deleted: 400); answers the deleted segment',
+      ok: [200, Segment],
+      errors: [400, 401, 403, 404, 503],
+      pathParam: true,
+      pathName: 'name',
+      auth: 'rest',
+    },
+  },
+  '/api/segments/{name}/count': {
+    get: { summary: 'The current number of users in a segment', ok: [200, SegmentCount], errors: [400, 401, 403, 404, 503], pathParam: true, pathName: 'name', auth: 'rest' },
+  },
   '/api/sdk/ws': {
     get: {
       summary:
@@ -121,7 +162,11 @@ const operations: Record<string, Record<string, Operation>> = {
 
 function operation(op: Operation): Record<string, unknown> {
   const parameters: unknown[] = [];
-  if (op.pathParam) parameters.push({ name: 'external_id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } });
+  if (op.pathParam) parameters.push({ name: op.pathName ?? 'external_id', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } });
+  if (op.query) {
+    const required = new Set(op.query.required ?? []);
+    for (const [name, schema] of Object.entries(op.query.properties)) parameters.push({ name, in: 'query', required: required.has(name), schema });
+  }
   if (op.identityHeader) {
     parameters.push({
       name: 'X-Identity-Hash',

@@ -1,19 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { ALL_SEGMENT } from '../../schemas/segments.ts';
 import { compileFilters, type CompiledFilters } from '../clickhouse/filters/compile.ts';
+import { QueryFile } from '../clickhouse/query-file.ts';
 import type { SegmentStore } from './store.ts';
 
-/** Reads a query file once, without its `--` header (the header documents the parameters). */
-function sqlFile(name: string): string {
-  return readFileSync(new URL(`./${name}`, import.meta.url), 'utf8')
-    .split('\n')
-    .filter((line) => !line.trimStart().startsWith('--'))
-    .join('\n')
-    .trim();
-}
-
-const allPage = sqlFile('all-page.sql');
-const allCount = sqlFile('all-count.sql');
+const allPage = QueryFile.load('segment-all-page').text([]);
+const allCount = QueryFile.load('segment-all-count').text([]);
 
 /**
  * The audience of `All` (every user with at least one live subscription) in the shape of

@@ -1,0 +1,196 @@
+/**
+ * Dashboard query benchmark (issue 3): how long the queries behind GET /api/deliveries and
+ * /api/deliveries/stats take on a large message_deliveries table, next to a baseline measured in
+ * the same run (`SELECT count()` of the project: one pass over the primary key, no filter).
+ * Run with `node --import tsx bench/deliveries-query.ts`.
+ *
+ * It fills an embedded ClickHouse under a temporary directory with ROWS synthetic records
+ * (bench/deliveries-fill.sql: one big project with 94% of them and five small ones, 30 days,
+ * 1 000 000 users, 20 000 notifications), merges them (a settled table, as after background
+ * merges), then times each query through the same functions the routes call
+ * (engine/clickhouse/deliveries.ts): WARMUP runs, then RUNS measured runs, one at a time.
+ *
+ * Environment: ROWS (default 20000000), RUNS (default 30), WARMUP (default 5), BENCH_DATA_DIR (a
+ * directory to keep the filled table in and reuse when it holds ROWS rows; default a temporary
+ * one, removed at the end). Writes bench/reports/deliveries-query-<date>.json and
+ * bench/reports/latest-deliveries-query.json.
+ *
+ * Does not measure: HTTP, auth and JSON answers (the gateway's share, small next to the query),
+ * concurrent queries, the recorder inserting meanwhile, a ClickHouse server (CLICKHOUSE_URL).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClickHouse, type ClickHouse } from '../engine/clickhouse/client.ts';
+import { deliveryStats, listDeliveries } from '../engine/clickhouse/deliveries.ts';
+import { migrate } from '../engine/clickhouse/migrations.ts';
+import type { DeliveryFilter, DeliveryPosition } from '../schemas/queries.ts';
+
+const GOAL_P95_MS = 50;
+const DAY = 86_400_000;
+const BIG = 'bench-big';
+const reports = fileURLToPath(new URL('./reports', import.meta.url));
+const fillSql = readFileSync(new URL('./deliveries-fill.sql', import.meta.url), 'utf8');
+
+function positive(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+const settings = { rows: positive('ROWS', 20_000_000), runs: positive('RUNS', 30), warmup: positive('WARMUP', 5) };
+
+interface Result {
+  query: string;
+  description: string;
+  rows_returned: number;
+  p50_ms: number;
+  p95_ms: number;
+  max_ms: number;
+  /** p95 over the baseline's p95. */
+  vs_baseline: number | null;
+  goal_met: boolean | null;
+}
+
+async function count(ch: ClickHouse, query: string, params: Record<string, unknown> = {}): Promise<number> {
+  const result = await ch.query({ query, query_params: params, format: 'JSONEachRow' });
+  const [row] = await result.json<{ n: string | number }>();
+  return Number(row?.n ?? 0);
+}
+
+/** Fills the table unless it already holds `rows` rows; returns the fill time (null when reused). */
+async function fill(ch: ClickHouse, start: number): Promise<number | null> {
+  if ((await count(ch, 'SELECT count() AS n FROM message_deliveries')) === settings.rows) return null;
+  await ch.command({ query: 'TRUNCATE TABLE message_deliveries' });
+  const t0 = performance.now();
+  const params = { rows: settings.rows, big: BIG, small: 'bench-small', start_ms: start, span_ms: 30 * DAY, users: 1_000_000, notifications: 20_000 };
+  await ch.command({ query: fillSql, query_params: params });
+  await ch.command({ query: 'OPTIMIZE TABLE message_deliveries FINAL' });
+  return performance.now() - t0;
+}
+
+/** Times `run` (given the run's number, warm-up included) after the warm-up runs. */
+async function time(run: (i: number) => Promise<number>): Promise<{ p50: number; p95: number; max: number; rows: number }> {
+  let rows = 0;
+  for (let i = 0; i < settings.warmup; i++) rows = await run(i);
+  const samples: number[] = [];
+  for (let i = 0; i < settings.runs; i++) {
+    const t0 = performance.now();
+    rows = await run(settings.warmup + i);
+    samples.push(performance.now() - t0);
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number): number => Math.round((samples[Math.min(samples.length - 1, Math.ceil(q * samples.length) - 1)] ?? 0) * 10) / 10;
+  return { p50: at(0.5), p95: at(0.95), max: at(1), rows };
+}
+
+/** The cursor after `pages` pages of `filter`, as a client following next_cursor would hold it. */
+async function positionAfter(ch: ClickHouse, filter: DeliveryFilter, pages: number): Promise<DeliveryPosition | null> {
+  let after: DeliveryPosition | null = null;
+  for (let i = 0; i < pages; i++) after = (await listDeliveries(ch, BIG, filter, 100, after)).next;
+  return after;
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadStart = loadavg()[0];
+  const keep = process.env['BENCH_DATA_DIR'];
+  const dataDir = keep ?? mkdtempSync(join(tmpdir(), 'bench-deliveries-'));
+  const ch = createClickHouse({ DATA_DIR: dataDir });
+  try {
+    await migrate(ch);
+    const start = Date.UTC(2026, 9, 23);
+    console.log(`filling ${settings.rows} rows under ${dataDir} ...`);
+    const fillMs = await fill(ch, start);
+    const parts = await count(ch, "SELECT count() AS n FROM system.parts WHERE table = 'message_deliveries' AND active");
+    const bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG });
+    // A different user and notification on every run: the query condition cache (on by default)
+    // would otherwise answer repeats of one lookup from memory, which a new lookup never gets.
+    const notifications = await ch
+      .query({
+        query: 'SELECT DISTINCT notification_id FROM message_deliveries WHERE project = {p:String} AND at >= fromUnixTimestamp64Milli({at:Int64}) LIMIT {n:UInt32}',
+        query_params: { p: BIG, at: start + 10 * DAY, n: settings.warmup + settings.runs },
+        format: 'JSONEachRow',
+      })
+      .then((r) => r.json<{ notification_id: string }>())
+      .then((rows) => rows.map((r) => r.notification_id));
+    const user = (i: number): string => `user-${(123_457 + i * 7_919) % 1_000_000}`;
+    const notification = (i: number): string => notifications[i % notifications.length] ?? '';
+    console.log(`${fillMs === null ? 'reused' : `filled in ${Math.round(fillMs / 1000)} s`}; ${parts} parts; ${bigRows} rows in the big project`);
+
+    const failedPush: DeliveryFilter = { status: 'failed', channel: 'PUSH' };
+    const rare: DeliveryFilter = { error_code: 'apns_403_InvalidProviderToken' };
+    const deep = await positionAfter(ch, failedPush, 20);
+    const deepRare = await positionAfter(ch, rare, 10);
+    const lastDay = { since: start + 29 * DAY, until: start + 30 * DAY };
+    const page = (filter: DeliveryFilter, after: DeliveryPosition | null = null) => async () => (await listDeliveries(ch, BIG, filter, 100, after)).deliveries.length;
+    const lookup = (filter: (i: number) => DeliveryFilter) => async (i: number) => (await listDeliveries(ch, BIG, filter(i), 100, null)).deliveries.length;
+    const queries: [string, string, (i: number) => Promise<number>][] = [
+      ['baseline', 'SELECT count() FROM message_deliveries WHERE project = big', () => count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG })],
+      ['latest', 'first page, no filter', page({})],
+      ['status+channel', 'first page, status=failed channel=PUSH', page(failedPush)],
+      ['status+channel p21', 'page 21 of the same via cursor', page(failedPush, deep)],
+      ['external_id', 'first page, one user (about 19 records in 30 days; another user each run)', lookup((i) => ({ external_id: user(i) }))],
+      ['notification_id', 'first page, one notification (about 940 records; another one each run)', lookup((i) => ({ notification_id: notification(i) }))],
+      ['error_code', 'first page, error_code=apns_403_InvalidProviderToken (0.4% of records)', page(rare)],
+      ['error_code p11', 'page 11 of the same via cursor', page(rare, deepRare)],
+      ['last day', 'first page, since/until the last 24 hours', page(lastDay)],
+      ['stats hour 30d', 'stats group_by=hour over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'hour')).length],
+      ['stats hour 1d', 'stats group_by=hour over the last 24 hours', async () => (await deliveryStats(ch, BIG, lastDay, 'hour')).length],
+      ['stats status 30d', 'stats group_by=status over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'status')).length],
+      ['stats error_code 1d', 'stats group_by=error_code, status=failed, last 24 hours', async () => (await deliveryStats(ch, BIG, { ...lastDay, status: 'failed' }, 'error_code')).length],
+    ];
+    const results: Result[] = [];
+    let baselineP95: number | null = null;
+    for (const [query, description, run] of queries) {
+      const m = await time(run);
+      if (query === 'baseline') baselineP95 = m.p95;
+      const isBaseline = query === 'baseline';
+      results.push({
+        query,
+        description,
+        rows_returned: m.rows,
+        p50_ms: m.p50,
+        p95_ms: m.p95,
+        max_ms: m.max,
+        vs_baseline: isBaseline || baselineP95 === null || baselineP95 === 0 ? null : Math.round((m.p95 / baselineP95) * 10) / 10,
+        goal_met: isBaseline ? null : m.p95 < GOAL_P95_MS,
+      });
+      console.log(`${query.padEnd(20)} p50 ${String(m.p50).padStart(7)} ms  p95 ${String(m.p95).padStart(7)} ms  max ${String(m.max).padStart(7)} ms  rows ${m.rows}`);
+    }
+    const report = {
+      benchmark: 'deliveries-query',
+      started_at: startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version, load_average_start: loadStart, load_average_end: loadavg()[0] },
+      settings: { ...settings, goal_p95_ms: GOAL_P95_MS },
+      table: { rows: settings.rows, big_project_rows: bigRows, active_parts: parts, fill_ms: fillMs === null ? null : Math.round(fillMs) },
+      results,
+      notes: [
+        'Measures: one query at a time through engine/clickhouse/deliveries.ts (the functions the routes call) on the embedded engine in this process, including reading the JSON rows and the receipts lookup of each page (receipts is empty here).',
+        'Baseline: SELECT count() of the big project in the same run: the cheapest read of the project, for comparing runs on other machines.',
+        'Table: merged with OPTIMIZE FINAL after the fill, as a settled table is after background merges; a table still merging fresh parts reads more parts.',
+        `Machine: ${cpus().length} cores shared with whatever else runs (load average in machine); compare ratios to the baseline across machines rather than absolute times.`,
+        'Lookups of one user or one notification use another value on every run, so the query condition cache cannot answer them from an earlier run; the other queries repeat, as a dashboard refreshing does.',
+      ],
+    };
+    const failed = results.filter((r) => r.goal_met === false).map((r) => r.query);
+    console.log(failed.length === 0 ? `every query met p95 < ${GOAL_P95_MS} ms` : `p95 >= ${GOAL_P95_MS} ms: ${failed.join(', ')}`);
+    await mkdir(reports, { recursive: true });
+    const text = `${JSON.stringify(report, null, 2)}\n`;
+    const stamp = report.started_at.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
+    const file = join(reports, `deliveries-query-${stamp}.json`);
+    await writeFile(file, text);
+    await writeFile(join(reports, 'latest-deliveries-query.json'), text);
+    console.log(`report: ${file}`);
+  } finally {
+    await ch.close();
+    if (keep === undefined) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,6 +1,0 @@
--- How many users of a project are in the segment All: users whose newest version (FINAL) has at
--- least one live subscription type.
--- Parameters: project String.
-SELECT count() AS count
-FROM users FINAL
-WHERE project = {project:String} AND notEmpty(subscription_types)

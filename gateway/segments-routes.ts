@@ -1,0 +1,170 @@
+import { Ajv } from 'ajv';
+import type { TemplatedApp } from 'uWebSockets.js';
+import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
+import { checkFilters } from '../engine/clickhouse/filters/check.ts';
+import type { CompiledFilters } from '../engine/clickhouse/filters/compile.ts';
+import { countAudience } from '../engine/clickhouse/filters/stream.ts';
+import { resolveSegment } from '../engine/segments/audience.ts';
+import { SegmentStore } from '../engine/segments/store.ts';
+import type { ErrorItem } from '../schemas/errors.ts';
+import type { FilterEntry } from '../schemas/filters.ts';
+import { ALL_SEGMENT, SegmentEnvelope, type Segment, type SegmentCount, type SegmentList } from '../schemas/segments.ts';
+import type { GatewayDeps } from './context.ts';
+import { bodyRoute, getRoute, RouteMetric, type Exchange } from './http.ts';
+import type { Checked } from './validation.ts';
+
+export const segmentsRoutes = {
+  segments: { path: '/api/segments', allow: 'GET, POST' },
+  segment: { path: '/api/segments/:name', allow: 'GET, DELETE' },
+  count: { path: '/api/segments/:name/count', allow: 'GET' },
+} as const;
+
+/** The body limit of segment definitions, as for notifications (API.md section 9). */
+const BODY_LIMIT = 1024 * 1024;
+
+// Compiled once per process (STYLE.md 6).
+const envelope = new Ajv({ allErrors: true }).compile(SegmentEnvelope);
+
+/**
+ * Segments (API.md 4.1, REST key): `POST` and `GET /api/segments`, `GET` and `DELETE
+ * /api/segments/{name}`, `GET /api/segments/{name}/count` (the current size, from the users mirror
+ * in ClickHouse). Definitions live in Redis (engine/segments/store.ts).
+ */
+export function registerSegmentsRoutes(app: TemplatedApp, deps: GatewayDeps): void {
+  const store = new SegmentStore(deps.redis, deps.topology);
+  const metricOf = (path: string): RouteMetric => new RouteMetric(deps.metrics.requests, path);
+  const list = metricOf(segmentsRoutes.segments.path);
+  const one = metricOf(segmentsRoutes.segment.path);
+  const count = metricOf(segmentsRoutes.count.path);
+  const redisFailed = (ex: Exchange, what: string) => (err: unknown) => {
+    deps.tracker.redisFailed(what, err);
+    ex.unavailable();
+  };
+  const send = (ex: Exchange, status: number, body: Segment | SegmentList | SegmentCount): void => ex.send(status, JSON.stringify(body));
+
+  app.post(
+    segmentsRoutes.segments.path,
+    bodyRoute(deps, {
+      metric: list,
+      restOnly: true,
+      hasParam: false,
+      limit: BODY_LIMIT,
+      handle: (ex, caller, body) => {
+        const checked = checkBody(body);
+        if (!checked.ok) return ex.fail('validation_failed', checked.errors);
+        const { name, filters } = checked.value;
+        store.create(caller.project, name, filters).then(
+          (segment) => (segment === null ? ex.fail('idempotency_conflict', [taken(name)]) : send(ex, 201, segment)),
+          redisFailed(ex, 'segment create'),
+        );
+      },
+    }),
+  );
+
+  app.get(
+    segmentsRoutes.segments.path,
+    getRoute(deps, {
+      metric: list,
+      restOnly: true,
+      hasParam: false,
+      handle: (ex, caller) => {
+        store.list(caller.project).then((segments) => send(ex, 200, { segments }), redisFailed(ex, 'segment list'));
+      },
+    }),
+  );
+
+  app.get(
+    segmentsRoutes.segment.path,
+    getRoute(deps, {
+      metric: one,
+      restOnly: true,
+      hasParam: true,
+      handle: (ex, caller, info) => {
+        const name = pathName(info.param);
+        if (!name.ok) return ex.fail('validation_failed', name.errors);
+        store.get(caller.project, name.value).then(
+          (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
+          redisFailed(ex, 'segment read'),
+        );
+      },
+    }),
+  );
+
+  app.del(
+    segmentsRoutes.segment.path,
+    getRoute(deps, {
+      metric: one,
+      restOnly: true,
+      hasParam: true,
+      handle: (ex, caller, info) => {
+        const name = pathName(info.param);
+        if (!name.ok) return ex.fail('validation_failed', name.errors);
+        if (name.value === ALL_SEGMENT) return ex.fail('validation_failed', [errorItem('/name', 'the All segment always exists and cannot be deleted')]);
+        store.delete(caller.project, name.value).then(
+          (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
+          redisFailed(ex, 'segment delete'),
+        );
+      },
+    }),
+  );
+
+  app.get(
+    segmentsRoutes.count.path,
+    getRoute(deps, {
+      metric: count,
+      restOnly: true,
+      hasParam: true,
+      handle: (ex, caller, info) => {
+        const name = pathName(info.param);
+        if (!name.ok) return ex.fail('validation_failed', name.errors);
+        const counted = (compiled: CompiledFilters): void => {
+          deps.clickhouse
+            .get()
+            .then((ch) => countAudience(ch, compiled))
+            .then(
+              (size) => send(ex, 200, { name: name.value, count: size }),
+              (err: unknown) => {
+                deps.log.warn('segment count failed', { err });
+                ex.unavailable();
+              },
+            );
+        };
+        resolveSegment(store, caller.project, name.value).then(
+          (compiled) => (compiled === null ? ex.fail('not_found') : counted(compiled)),
+          redisFailed(ex, 'segment read'),
+        );
+      },
+    }),
+  );
+}
+
+/** The envelope (name, no other fields) and the filters entry by entry: every violation of both. */
+function checkBody(body: unknown): Checked<{ name: string; filters: FilterEntry[] }> {
+  const errors: ErrorItem[] = envelope(body) ? [] : mapErrors(envelope.errors, '');
+  const value = isObject(body) ? body : {};
+  const filters = value['filters'] === undefined ? null : checkFilters(value['filters'], '/filters');
+  if (filters !== null && !filters.ok) errors.push(...filters.errors);
+  if (errors.length > 0 || filters === null || !filters.ok) return { ok: false, errors };
+  return { ok: true, value: { name: value['name'] as string, filters: filters.value } };
+}
+
+function taken(name: string): ErrorItem {
+  return { code: 'idempotency_conflict', message: `A segment named ${JSON.stringify(name)} already exists.`, path: '/name' };
+}
+
+/** A path segment name: percent-decoded, 1 to 128 characters (as in the body). */
+function pathName(raw: string): Checked<string> {
+  let value: string;
+  try {
+    value = decodeURIComponent(raw);
+  } catch {
+    return { ok: false, errors: [errorItem('/name', 'must be valid percent-encoded UTF-8')] };
+  }
+  const length = [...value].length;
+  if (length < 1 || length > 128) return { ok: false, errors: [errorItem('/name', 'must be 1 to 128 characters')] };
+  return { ok: true, value };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

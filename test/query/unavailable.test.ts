@@ -1,0 +1,16 @@
+import t from 'tap';
+import { deployment } from '../helpers/engine.ts';
+import { call } from '../helpers/http.ts';
+
+t.test('the query routes answer 503 with Retry-After while ClickHouse cannot be reached', async (t) => {
+  const d = await deployment(t, { env: { CLICKHOUSE_URL: 'http://127.0.0.1:9' } });
+  const gw = await d.start(['gateway']);
+  for (const path of ['/api/deliveries', '/api/deliveries/stats?group_by=hour', '/api/events?limit=5']) {
+    const answer = await call(`${gw.url}${path}`, 'GET', d.project.rest_key);
+    t.equal(answer.status, 503, path);
+    t.equal(answer.headers.get('retry-after'), '1', path);
+    t.same(answer.body, { errors: [{ code: 'unavailable', message: 'The service cannot meet this call now.' }] }, path);
+  }
+  const bad = await call(`${gw.url}/api/deliveries?limit=0`, 'GET', d.project.rest_key);
+  t.equal(bad.status, 400, 'a bad request is still a 400: it never reaches ClickHouse');
+});
