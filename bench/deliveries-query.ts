@@ -19,7 +19,6 @@
  * concurrent queries, the recorder inserting meanwhile, a ClickHouse server (CLICKHOUSE_URL).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,20 +26,14 @@ import { createClickHouse, type ClickHouse } from '../engine/clickhouse/client.t
 import { deliveryStats, listDeliveries } from '../engine/clickhouse/deliveries.ts';
 import { migrate } from '../engine/clickhouse/migrations.ts';
 import type { DeliveryFilter, DeliveryPosition } from '../schemas/queries.ts';
+import { writeReport } from './report.ts';
+import { positive } from './settings.ts';
 
 const GOAL_P95_MS = 50;
 const DAY = 86_400_000;
 const BIG = 'bench-big';
 const reports = fileURLToPath(new URL('./reports', import.meta.url));
 const fillSql = readFileSync(new URL('./deliveries-fill.sql', import.meta.url), 'utf8');
-
-function positive(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
 
 const settings = { rows: positive('ROWS', 20_000_000), runs: positive('RUNS', 30), warmup: positive('WARMUP', 5) };
 
@@ -180,13 +173,7 @@ async function main(): Promise<void> {
     };
     const failed = results.filter((r) => r.goal_met === false).map((r) => r.query);
     console.log(failed.length === 0 ? `every query met p95 < ${GOAL_P95_MS} ms` : `p95 >= ${GOAL_P95_MS} ms: ${failed.join(', ')}`);
-    await mkdir(reports, { recursive: true });
-    const text = `${JSON.stringify(report, null, 2)}\n`;
-    const stamp = report.started_at.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
-    const file = join(reports, `deliveries-query-${stamp}.json`);
-    await writeFile(file, text);
-    await writeFile(join(reports, 'latest-deliveries-query.json'), text);
-    console.log(`report: ${file}`);
+    console.log(`report: ${await writeReport(reports, report)}`);
   } finally {
     await ch.close();
     if (keep === undefined) rmSync(dataDir, { recursive: true, force: true });
