@@ -154,7 +154,7 @@ const operations: Record<string, Record<string, Operation>> = {
     },
   },
   '/healthz': { get: { summary: 'The process runs', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [], auth: 'none' } },
-  '/readyz': { get: { summary: 'Redis answers', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [503], auth: 'none' } },
+  '/readyz': { get: { summary: 'Redis and ClickHouse answer', ok: [200, Type.Object({ ok: Type.Boolean() })], errors: [503], auth: 'none' } },
   '/metrics': { get: { summary: 'Prometheus text format', ok: [200, Type.String()], errors: [], auth: 'none', contentType: 'text/plain' } },
   '/api/docs': { get: { summary: 'This reference, interactive', ok: [200, Type.String()], errors: [], auth: 'none', contentType: 'text/html' } },
   '/api/openapi.json': { get: { summary: 'This document', ok: [200, Type.Object({})], errors: [], auth: 'none' } },
