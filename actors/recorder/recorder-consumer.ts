@@ -1,6 +1,7 @@
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
+import { ConsumerLoop, ensureGroup } from '../../engine/runner/consumer-loop.ts';
 import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
 import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
 import type { RecorderSink, StreamKind } from './sink.ts';
@@ -40,84 +41,60 @@ const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
 export class RecorderConsumer implements PartitionWork {
   private readonly limits: Readonly<RecorderLimits>;
   private readonly batches = new Map<StreamKind, Batch>();
-  private stopping = false;
-  private reading = false;
+  private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
-  private blocking: RedisClient | undefined;
-  private wake: (() => void) | undefined;
 
   constructor(private readonly opts: RecorderConsumerOptions) {
     this.limits = opts.limits ?? RecorderLimits;
+    this.loop = new ConsumerLoop(opts.redis);
   }
 
   start(): void {
-    this.done = this.run();
+    this.done = this.loop.run(() => this.run());
   }
 
   /** Inserts what is batched (a blocked read is abandoned), then stops. */
   stop(): Promise<void> {
-    if (!this.stopping) {
-      this.stopping = true;
-      if (this.reading) this.blocking?.disconnect();
-      this.wake?.();
-    }
+    this.loop.stop();
     return this.done;
   }
 
   private async run(): Promise<void> {
-    const { redis, log, partition } = this.opts;
-    this.blocking = redis.duplicate() as RedisClient;
-    this.blocking.on('error', () => {
-      // Failed reads surface as rejected commands, handled below.
-    });
-    try {
-      let claimed = false;
-      while (!this.stopping) {
-        try {
-          if (!claimed) {
-            for (const kind of kinds) await this.claimPending(kind);
-            claimed = true;
-          }
-          await this.readOnce();
-          await this.flushDue(Date.now());
-        } catch (err) {
-          if (this.stopping) break;
-          log.warn('recorder consumer error', { partition, err });
-          await this.pause(this.limits.retryMs);
+    const { log, partition } = this.opts;
+    let claimed = false;
+    while (!this.loop.stopping) {
+      try {
+        if (!claimed) {
+          for (const kind of kinds) await this.claimPending(kind);
+          claimed = true;
         }
+        await this.readOnce();
+        await this.flushDue(Date.now());
+      } catch (err) {
+        if (this.loop.stopping) break;
+        log.warn('recorder consumer error', { partition, err });
+        await this.loop.pause(this.limits.retryMs);
       }
-      await this.flushAll();
-    } finally {
-      this.blocking.disconnect();
     }
+    await this.flushAll();
   }
 
   /** Inserts every entry pending in the group for this stream, whoever read it, one batch at a time. */
   private async claimPending(kind: StreamKind): Promise<void> {
     const { redis, streams, consumer } = this.opts;
-    await this.ensureGroup(streams[kind]);
+    await ensureGroup(redis, streams[kind], RECORDER_GROUP);
     let cursor = '0-0';
     do {
       const reply = await redis.xautoclaim(streams[kind], RECORDER_GROUP, consumer, 0, cursor, 'COUNT', this.limits.maxBatch);
       cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
       const entries = toEntries(reply[1]);
       if (entries.length > 0) await this.flush(kind, entries);
-    } while (cursor !== '0-0' && !this.stopping);
-  }
-
-  private async ensureGroup(stream: string): Promise<void> {
-    try {
-      await this.opts.redis.xgroup('CREATE', stream, RECORDER_GROUP, '0', 'MKSTREAM');
-    } catch (err) {
-      if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
-    }
+    } while (cursor !== '0-0' && !this.loop.stopping);
   }
 
   /** One read of both streams, at most up to a full batch, blocking until the next batch is due. */
   private async readOnce(): Promise<void> {
     const { streams, consumer } = this.opts;
-    const blocking = this.blocking;
-    if (!blocking) return;
     const now = Date.now();
     let room = this.limits.maxBatch;
     let wait = this.limits.lingerMs;
@@ -126,15 +103,9 @@ export class RecorderConsumer implements PartitionWork {
       wait = Math.min(wait, batch.since + this.limits.lingerMs - now);
     }
     if (room <= 0 || wait <= 0) return;
-    this.reading = true;
-    let reply: [string, unknown][] | null;
-    try {
-      reply = (await blocking.xreadgroup(
-        'GROUP', RECORDER_GROUP, consumer, 'COUNT', room, 'BLOCK', wait, 'STREAMS', streams.changes, streams.outcomes, '>', '>',
-      )) as [string, unknown][] | null;
-    } finally {
-      this.reading = false;
-    }
+    const reply = (await this.loop.read((blocking) =>
+      blocking.xreadgroup('GROUP', RECORDER_GROUP, consumer, 'COUNT', room, 'BLOCK', wait, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
+    )) as [string, unknown][] | null;
     const arrived = Date.now();
     for (const [stream, items] of reply ?? []) {
       const kind = kinds.find((k) => streams[k] === stream);
@@ -180,24 +151,14 @@ export class RecorderConsumer implements PartitionWork {
         await sink.record(kind, entries, token);
         break;
       } catch (err) {
-        if (this.stopping) throw err;
+        if (this.loop.stopping) throw err;
         log.warn('recorder insert failed; retrying', { partition, stream: kind, entries: entries.length, err });
-        await this.pause(this.limits.retryMs);
+        await this.loop.pause(this.limits.retryMs);
       }
     }
     const ids = entries.map((e) => e.id);
     await redis.xack(stream, RECORDER_GROUP, ...ids);
     // Everything below the batch's last ID is acknowledged: the recorder is the streams' only group.
     await redis.xtrim(stream, 'MINID', '~', last);
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 }

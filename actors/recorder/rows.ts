@@ -10,17 +10,18 @@ const ajv = new Ajv();
 const isChange = ajv.compile<Change>(Change);
 const isOutcome = ajv.compile<OutcomeEntry>(OutcomeEntry);
 
-/** A stream entry's JSON (field `d`) when it matches `check`, else null (counted as invalid). */
-function parsed<T>(entry: StreamEntry, check: (v: unknown) => v is T): T | null {
+/** JSON text (a stream entry's field `d`) when it matches `check`, else null (counted as invalid). */
+function parsed<T>(json: string | undefined, check: (v: unknown) => v is T): T | null {
+  if (json === undefined) return null;
   try {
-    const value: unknown = JSON.parse(fieldOf(entry, 'd') ?? '');
+    const value: unknown = JSON.parse(json);
     return check(value) ? value : null;
   } catch {
     return null;
   }
 }
 
-export const parseChange = (entry: StreamEntry): Change | null => parsed(entry, isChange);
+export const parseChange = (entry: StreamEntry): Change | null => parsed(fieldOf(entry, 'd'), isChange);
 
 /**
  * The message_deliveries row (migration 0002) of an outcome entry as JSON text, or null when the
@@ -30,7 +31,7 @@ export const parseChange = (entry: StreamEntry): Change | null => parsed(entry, 
  */
 export function deliveryLine(entry: StreamEntry): string | null {
   const json = fieldOf(entry, 'd');
-  if (json === undefined || parsed(entry, isOutcome) === null) return null;
+  if (json === undefined || parsed(json, isOutcome) === null) return null;
   return `{"stream_id":"${entry.id}",${json.trimStart().slice(1)}`;
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
+import { ConsumerLoop, ensureGroup } from './consumer-loop.ts';
 import type { PartitionWork } from './partition-runner.ts';
 import { toEntries, type PartitionHandler, type StreamEntry } from './types.ts';
 
@@ -31,57 +32,36 @@ const RETRY_MS = 500;
  * one batch at a time, so at most one batch is in flight. Reads block on a connection of their own.
  */
 export class PartitionConsumer implements PartitionWork {
-  private stopping = false;
-  private reading = false;
+  private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
-  private blocking: RedisClient | undefined;
-  private wake: (() => void) | undefined;
 
-  constructor(private readonly opts: PartitionConsumerOptions) {}
+  constructor(private readonly opts: PartitionConsumerOptions) {
+    this.loop = new ConsumerLoop(opts.redis);
+  }
 
   start(): void {
-    this.done = this.run();
+    this.done = this.loop.run(() => this.run());
   }
 
   /** Stops after the batch in flight (a blocked read is abandoned; its entries stay pending). */
   stop(): Promise<void> {
-    if (!this.stopping) {
-      this.stopping = true;
-      if (this.reading) this.blocking?.disconnect();
-      this.wake?.();
-    }
+    this.loop.stop();
     return this.done;
   }
 
   private async run(): Promise<void> {
-    const { redis, log, partition } = this.opts;
-    this.blocking = redis.duplicate() as RedisClient;
-    this.blocking.on('error', () => {
-      // Failed reads surface as rejected commands, handled below.
-    });
-    try {
-      while (!this.stopping) {
-        try {
-          await this.ensureGroup();
-          await this.opts.handler.open(partition);
-          await this.claimPending();
-          while (!this.stopping) await this.readAndApply();
-        } catch (err) {
-          if (this.stopping) break;
-          log.warn('partition consumer error', { partition, err });
-          await this.pause(RETRY_MS);
-        }
+    const { redis, stream, group, log, partition } = this.opts;
+    while (!this.loop.stopping) {
+      try {
+        await ensureGroup(redis, stream, group);
+        await this.opts.handler.open(partition);
+        await this.claimPending();
+        while (!this.loop.stopping) await this.readAndApply();
+      } catch (err) {
+        if (this.loop.stopping) break;
+        log.warn('partition consumer error', { partition, err });
+        await this.loop.pause(RETRY_MS);
       }
-    } finally {
-      this.blocking.disconnect();
-    }
-  }
-
-  private async ensureGroup(): Promise<void> {
-    try {
-      await this.opts.redis.xgroup('CREATE', this.opts.stream, this.opts.group, '0', 'MKSTREAM');
-    } catch (err) {
-      if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
     }
   }
 
@@ -94,22 +74,14 @@ export class PartitionConsumer implements PartitionWork {
       cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
       const entries = toEntries(reply[1]);
       if (entries.length > 0 && !(await this.applyInOrder(entries))) return;
-    } while (cursor !== '0-0' && !this.stopping);
+    } while (cursor !== '0-0' && !this.loop.stopping);
   }
 
   private async readAndApply(): Promise<void> {
     const { stream, group, consumer, batchSize, blockMs } = this.opts;
-    const blocking = this.blocking;
-    if (!blocking) return;
-    this.reading = true;
-    let reply: [string, unknown][] | null;
-    try {
-      reply = (await blocking.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>')) as
-        | [string, unknown][]
-        | null;
-    } finally {
-      this.reading = false;
-    }
+    const reply = (await this.loop.read((blocking) =>
+      blocking.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>'),
+    )) as [string, unknown][] | null;
     const entries = toEntries(reply?.[0]?.[1]);
     if (entries.length > 0) await this.applyInOrder(entries);
   }
@@ -125,7 +97,7 @@ export class PartitionConsumer implements PartitionWork {
     for (;;) {
       const outcome = await handler.apply(partition, entries);
       if (outcome.kind === 'lost') {
-        this.stopping = true;
+        this.loop.stop();
         this.opts.onLost();
         return false;
       }
@@ -139,15 +111,5 @@ export class PartitionConsumer implements PartitionWork {
       if (missing.length === 0) throw new Error(`apply reported a gap after ${outcome.after} but the stream has nothing there`);
       entries = missing;
     }
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 }
