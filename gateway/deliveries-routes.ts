@@ -10,8 +10,7 @@ import {
 } from '../schemas/queries.ts';
 import type { GatewayDeps } from './context.ts';
 import { deliveryCursor, readDeliveryCursor } from './cursor.ts';
-import { getRoute, RouteMetric } from './http.ts';
-import { answerFromClickHouse } from './query-answer.ts';
+import { queryRoute } from './query-answer.ts';
 import { queryChecker, timeRange } from './query-string.ts';
 
 export const deliveriesRoutes = {
@@ -29,38 +28,25 @@ const checkStats = queryChecker<DeliveryStatsQueryT>(DeliveryStatsQuery);
 export function registerDeliveriesRoutes(app: TemplatedApp, deps: GatewayDeps): void {
   app.get(
     deliveriesRoutes.list.path,
-    getRoute(deps, {
-      metric: new RouteMetric(deps.metrics.requests, deliveriesRoutes.list.path),
-      restOnly: true,
-      hasParam: false,
-      handle: (ex, caller, info) => {
-        const checked = checkList(info.query);
-        if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-        const q = checked.value;
+    queryRoute(deps, {
+      path: deliveriesRoutes.list.path,
+      check: checkList,
+      what: 'deliveries query',
+      read: async (ch, project, q) => {
         // The schema's cursor format has decoded it once already: it is a position here.
         const after = q.cursor === undefined ? null : readDeliveryCursor(q.cursor);
-        answerFromClickHouse(deps, ex, 'deliveries query', async (ch) => {
-          const page = await listDeliveries(ch, caller.project, deliveryFilter(q), q.limit ?? PageLimits.default, after);
-          return { deliveries: page.deliveries, next_cursor: page.next === null ? null : deliveryCursor(page.next) };
-        });
+        const page = await listDeliveries(ch, project, deliveryFilter(q), q.limit ?? PageLimits.default, after);
+        return { deliveries: page.deliveries, next_cursor: page.next === null ? null : deliveryCursor(page.next) };
       },
     }),
   );
-
   app.get(
     deliveriesRoutes.stats.path,
-    getRoute(deps, {
-      metric: new RouteMetric(deps.metrics.requests, deliveriesRoutes.stats.path),
-      restOnly: true,
-      hasParam: false,
-      handle: (ex, caller, info) => {
-        const checked = checkStats(info.query);
-        if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-        const q = checked.value;
-        answerFromClickHouse(deps, ex, 'delivery stats query', async (ch) => ({
-          groups: await deliveryStats(ch, caller.project, deliveryFilter(q), q.group_by),
-        }));
-      },
+    queryRoute(deps, {
+      path: deliveriesRoutes.stats.path,
+      check: checkStats,
+      what: 'delivery stats query',
+      read: async (ch, project, q) => ({ groups: await deliveryStats(ch, project, deliveryFilter(q), q.group_by) }),
     }),
   );
 }

@@ -3,8 +3,7 @@ import { listEvents } from '../engine/clickhouse/events.ts';
 import { EventsQuery, PageLimits, type EventFilter, type EventsQuery as EventsQueryT } from '../schemas/queries.ts';
 import type { GatewayDeps } from './context.ts';
 import { eventCursor, readEventCursor } from './cursor.ts';
-import { getRoute, RouteMetric } from './http.ts';
-import { answerFromClickHouse } from './query-answer.ts';
+import { queryRoute } from './query-answer.ts';
 import { queryChecker, timeRange } from './query-string.ts';
 
 export const eventsRoutes = {
@@ -17,14 +16,11 @@ const check = queryChecker<EventsQueryT>(EventsQuery, ['limit']);
 export function registerEventsRoutes(app: TemplatedApp, deps: GatewayDeps): void {
   app.get(
     eventsRoutes.list.path,
-    getRoute(deps, {
-      metric: new RouteMetric(deps.metrics.requests, eventsRoutes.list.path),
-      restOnly: true,
-      hasParam: false,
-      handle: (ex, caller, info) => {
-        const checked = check(info.query);
-        if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-        const q = checked.value;
+    queryRoute(deps, {
+      path: eventsRoutes.list.path,
+      check,
+      what: 'events query',
+      read: async (ch, project, q) => {
         const filter: EventFilter = {
           ...(q.external_id === undefined ? {} : { external_id: q.external_id }),
           ...(q.name === undefined ? {} : { name: q.name }),
@@ -32,10 +28,8 @@ export function registerEventsRoutes(app: TemplatedApp, deps: GatewayDeps): void
         };
         // The schema's cursor format has decoded it once already: it is a position here.
         const after = q.cursor === undefined ? null : readEventCursor(q.cursor);
-        answerFromClickHouse(deps, ex, 'events query', async (ch) => {
-          const page = await listEvents(ch, caller.project, filter, q.limit ?? PageLimits.default, after);
-          return { events: page.events, next_cursor: page.next === null ? null : eventCursor(page.next) };
-        });
+        const page = await listEvents(ch, project, filter, q.limit ?? PageLimits.default, after);
+        return { events: page.events, next_cursor: page.next === null ? null : eventCursor(page.next) };
       },
     }),
   );

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Counter } from 'prom-client';
+import { errorItem } from '../engine/ajv-errors.ts';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
 import { bearerKey, type Caller } from './auth.ts';
 import { parseJson } from './json.ts';
@@ -293,19 +294,18 @@ function parse(bytes: Uint8Array): BodyResult {
   }
 }
 
-/** A path external_id: percent-decoded, 1 to 128 characters (API.md section 9). */
-export function pathExternalId(raw: string): { ok: true; value: string } | { ok: false; errors: ErrorItem[] } {
+/**
+ * A path parameter (an external_id, a segment name): percent-decoded, 1 to 128 characters
+ * (API.md section 9); errors name it as `/<name>`.
+ */
+export function pathParam(raw: string, name: string): { ok: true; value: string } | { ok: false; errors: ErrorItem[] } {
   let value: string;
   try {
     value = decodeURIComponent(raw);
   } catch {
-    return { ok: false, errors: [pathError('must be valid percent-encoded UTF-8')] };
+    return { ok: false, errors: [errorItem(`/${name}`, 'must be valid percent-encoded UTF-8')] };
   }
   const length = value.length > 128 ? [...value].length : value.length;
-  if (length < 1 || length > 128) return { ok: false, errors: [pathError('must be 1 to 128 characters')] };
+  if (length < 1 || length > 128) return { ok: false, errors: [errorItem(`/${name}`, 'must be 1 to 128 characters')] };
   return { ok: true, value };
-}
-
-function pathError(message: string): ErrorItem {
-  return { code: 'validation_failed', message: `external_id: ${message}`, path: '/external_id' };
 }

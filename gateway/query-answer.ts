@@ -1,6 +1,8 @@
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { ClickHouse } from '../engine/clickhouse/client.ts';
 import type { GatewayDeps } from './context.ts';
-import type { Exchange } from './http.ts';
+import { getRoute, RouteMetric, type Exchange } from './http.ts';
+import type { Checked } from './validation.ts';
 
 /** Most one warning per this long while ClickHouse fails, so an outage does not flood the log. */
 const WARN_EVERY_MS = 1000;
@@ -25,4 +27,28 @@ export function answerFromClickHouse(deps: GatewayDeps, ex: Exchange, what: stri
         ex.unavailable();
       },
     );
+}
+
+export interface QueryRouteSpec<Q> {
+  path: string;
+  /** Checks the query string: every bad parameter is a 400 naming it. */
+  check: (query: string) => Checked<Q>;
+  /** For the log when ClickHouse fails. */
+  what: string;
+  /** The answer's body for the caller's project. */
+  read: (ch: ClickHouse, project: string, query: Q) => Promise<unknown>;
+}
+
+/** A REST-key GET whose checked query string becomes one ClickHouse read (answerFromClickHouse). */
+export function queryRoute<Q>(deps: GatewayDeps, spec: QueryRouteSpec<Q>): (res: HttpResponse, req: HttpRequest) => void {
+  return getRoute(deps, {
+    metric: new RouteMetric(deps.metrics.requests, spec.path),
+    restOnly: true,
+    hasParam: false,
+    handle: (ex, caller, info) => {
+      const checked = spec.check(info.query);
+      if (!checked.ok) return ex.fail('validation_failed', checked.errors);
+      answerFromClickHouse(deps, ex, spec.what, (ch) => spec.read(ch, caller.project, checked.value));
+    },
+  });
 }

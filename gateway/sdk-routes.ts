@@ -5,7 +5,7 @@ import type { SdkOp } from '../schemas/sdk.ts';
 import { identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { eventEntry, identifyEntry, opEntry, receiptEntry, subscribeEntry, tagsEntry } from './entries.ts';
-import { bodyRoute, pathExternalId, RouteMetric, type Exchange, type RequestInfo } from './http.ts';
+import { bodyRoute, pathParam, RouteMetric, type Exchange, type RequestInfo } from './http.ts';
 import type { Checked } from './validation.ts';
 
 const SDK_LIMIT = 64 * 1024;
@@ -65,7 +65,7 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
   const byPathUser =
     <T>(check: (body: unknown) => Checked<T>, entry: (project: string, externalId: string, b: T, at: number) => IngestEntry) =>
     (ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void => {
-      const id = pathExternalId(info.param);
+      const id = pathParam(info.param, 'external_id');
       const checked = check(body);
       if (!id.ok || !checked.ok) return ex.fail('validation_failed', errorsOf(id, checked));
       single(ex, checked, caller, () => id.value, () => info.identityHash || undefined, (b, at) => entry(caller.project, id.value, b, at));

@@ -2,7 +2,6 @@ import { Ajv } from 'ajv';
 import type { TemplatedApp } from 'uWebSockets.js';
 import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
 import { checkFilters } from '../engine/clickhouse/filters/check.ts';
-import type { CompiledFilters } from '../engine/clickhouse/filters/compile.ts';
 import { countAudience } from '../engine/clickhouse/filters/stream.ts';
 import { resolveSegment } from '../engine/segments/audience.ts';
 import { SegmentStore } from '../engine/segments/store.ts';
@@ -10,7 +9,8 @@ import type { ErrorItem } from '../schemas/errors.ts';
 import type { FilterEntry } from '../schemas/filters.ts';
 import { ALL_SEGMENT, SegmentEnvelope, type Segment, type SegmentCount, type SegmentList } from '../schemas/segments.ts';
 import type { GatewayDeps } from './context.ts';
-import { bodyRoute, getRoute, RouteMetric, type Exchange } from './http.ts';
+import { bodyRoute, getRoute, pathParam, RouteMetric, type Exchange } from './http.ts';
+import { answerFromClickHouse } from './query-answer.ts';
 import type { Checked } from './validation.ts';
 
 export const segmentsRoutes = {
@@ -73,67 +73,47 @@ export function registerSegmentsRoutes(app: TemplatedApp, deps: GatewayDeps): vo
     }),
   );
 
-  app.get(
-    segmentsRoutes.segment.path,
+  /** A route of one segment: the path's name checked (400 naming `/name`) before `handle`. */
+  const named = (metric: RouteMetric, handle: (ex: Exchange, project: string, name: string) => void) =>
     getRoute(deps, {
-      metric: one,
+      metric,
       restOnly: true,
       hasParam: true,
       handle: (ex, caller, info) => {
-        const name = pathName(info.param);
+        const name = pathParam(info.param, 'name');
         if (!name.ok) return ex.fail('validation_failed', name.errors);
-        store.get(caller.project, name.value).then(
-          (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
-          redisFailed(ex, 'segment read'),
-        );
+        handle(ex, caller.project, name.value);
       },
+    });
+
+  app.get(
+    segmentsRoutes.segment.path,
+    named(one, (ex, project, name) => {
+      store.get(project, name).then(
+        (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
+        redisFailed(ex, 'segment read'),
+      );
     }),
   );
 
   app.del(
     segmentsRoutes.segment.path,
-    getRoute(deps, {
-      metric: one,
-      restOnly: true,
-      hasParam: true,
-      handle: (ex, caller, info) => {
-        const name = pathName(info.param);
-        if (!name.ok) return ex.fail('validation_failed', name.errors);
-        if (name.value === ALL_SEGMENT) return ex.fail('validation_failed', [errorItem('/name', 'the All segment always exists and cannot be deleted')]);
-        store.delete(caller.project, name.value).then(
-          (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
-          redisFailed(ex, 'segment delete'),
-        );
-      },
+    named(one, (ex, project, name) => {
+      if (name === ALL_SEGMENT) return ex.fail('validation_failed', [errorItem('/name', 'the All segment always exists and cannot be deleted')]);
+      store.delete(project, name).then(
+        (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
+        redisFailed(ex, 'segment delete'),
+      );
     }),
   );
 
   app.get(
     segmentsRoutes.count.path,
-    getRoute(deps, {
-      metric: count,
-      restOnly: true,
-      hasParam: true,
-      handle: (ex, caller, info) => {
-        const name = pathName(info.param);
-        if (!name.ok) return ex.fail('validation_failed', name.errors);
-        const counted = (compiled: CompiledFilters): void => {
-          deps.clickhouse
-            .get()
-            .then((ch) => countAudience(ch, compiled))
-            .then(
-              (size) => send(ex, 200, { name: name.value, count: size }),
-              (err: unknown) => {
-                deps.log.warn('segment count failed', { err });
-                ex.unavailable();
-              },
-            );
-        };
-        resolveSegment(store, caller.project, name.value).then(
-          (compiled) => (compiled === null ? ex.fail('not_found') : counted(compiled)),
-          redisFailed(ex, 'segment read'),
-        );
-      },
+    named(count, (ex, project, name) => {
+      resolveSegment(store, project, name).then((compiled) => {
+        if (compiled === null) return ex.fail('not_found');
+        answerFromClickHouse(deps, ex, 'segment count', async (ch): Promise<SegmentCount> => ({ name, count: await countAudience(ch, compiled) }));
+      }, redisFailed(ex, 'segment read'));
     }),
   );
 }
@@ -150,19 +130,6 @@ function checkBody(body: unknown): Checked<{ name: string; filters: FilterEntry[
 
 function taken(name: string): ErrorItem {
   return { code: 'idempotency_conflict', message: `A segment named ${JSON.stringify(name)} already exists.`, path: '/name' };
-}
-
-/** A path segment name: percent-decoded, 1 to 128 characters (as in the body). */
-function pathName(raw: string): Checked<string> {
-  let value: string;
-  try {
-    value = decodeURIComponent(raw);
-  } catch {
-    return { ok: false, errors: [errorItem('/name', 'must be valid percent-encoded UTF-8')] };
-  }
-  const length = [...value].length;
-  if (length < 1 || length > 128) return { ok: false, errors: [errorItem('/name', 'must be 1 to 128 characters')] };
-  return { ok: true, value };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,7 +1,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import { readUser } from '../engine/state/read-user.ts';
 import type { GatewayDeps } from './context.ts';
-import { getRoute, pathExternalId, RouteMetric } from './http.ts';
+import { getRoute, pathParam, RouteMetric } from './http.ts';
 
 export const usersRoutes = {
   user: { path: '/api/users/:external_id', allow: 'GET' },
@@ -16,7 +16,7 @@ export function registerUsersRoutes(app: TemplatedApp, deps: GatewayDeps): void 
       restOnly: true,
       hasParam: true,
       handle: (ex, caller, info) => {
-        const id = pathExternalId(info.param);
+        const id = pathParam(info.param, 'external_id');
         if (!id.ok) return ex.fail('validation_failed', id.errors);
         readUser(deps.redis, deps.topology, caller.project, id.value).then(
           (user) => (user === null ? ex.fail('not_found') : ex.send(200, JSON.stringify(user))),
