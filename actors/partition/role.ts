@@ -1,7 +1,7 @@
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
 import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
-import { PartitionRunner } from '../../engine/runner/partition-runner.ts';
+import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
 import { Topology } from '../../engine/topology.ts';
 import { APPLY_GROUP } from './limits.ts';
 import { OutboxSettler } from './outbox-settler.ts';
@@ -16,14 +16,9 @@ export const applyRole: RoleFactory = async (ctx) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const actor = new PartitionActor({ redis, topology, workerId, settler: new OutboxSettler(redis, topology), log, metrics });
-  const runner = new PartitionRunner({
-    redis,
-    partitions: topology.partitions,
+  return runPartitionRole('apply', ctx, redis, {
     leaseKey: (p) => topology.lease(p),
     workersKey: topology.workers(),
-    workerId,
-    leaseMs: config.LEASE_MS,
-    log,
     work: (partition, onLost) =>
       new PartitionConsumer({
         redis,
@@ -38,13 +33,4 @@ export const applyRole: RoleFactory = async (ctx) => {
         onLost,
       }),
   });
-  runner.start();
-  let closing: Promise<void> | undefined;
-  return {
-    name: 'apply',
-    close: () =>
-      (closing ??= runner.close().then(async () => {
-        await redis.quit();
-      })),
-  };
 };

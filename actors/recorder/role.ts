@@ -1,6 +1,6 @@
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
-import { PartitionRunner } from '../../engine/runner/partition-runner.ts';
+import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
 import { Topology } from '../../engine/topology.ts';
 import { RecorderConsumer } from './recorder-consumer.ts';
 import { RecorderSink } from './sink.ts';
@@ -17,14 +17,9 @@ export const recorderRole: RoleFactory = async (ctx) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const sink = new RecorderSink(ch, redis, topology, metrics, log);
-  const runner = new PartitionRunner({
-    redis,
-    partitions: topology.partitions,
+  return runPartitionRole('recorder', ctx, redis, {
     leaseKey: (p) => topology.recorderLease(p),
     workersKey: topology.recorderWorkers(),
-    workerId,
-    leaseMs: config.LEASE_MS,
-    log,
     work: (partition) =>
       new RecorderConsumer({
         redis,
@@ -35,13 +30,4 @@ export const recorderRole: RoleFactory = async (ctx) => {
         log,
       }),
   });
-  runner.start();
-  let closing: Promise<void> | undefined;
-  return {
-    name: 'recorder',
-    close: () =>
-      (closing ??= runner.close().then(async () => {
-        await redis.quit();
-      })),
-  };
 };

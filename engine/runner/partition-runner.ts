@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
+import type { RoleContext, RunningRole } from '../roles.ts';
 import { Rendezvous } from './rendezvous.ts';
 
 /** The work a runner does on one owned partition (a stream consumer). */
@@ -174,4 +175,28 @@ export class PartitionRunner {
     this.reported = text;
     this.opts.log.info('partitions', { owned });
   }
+}
+
+/**
+ * Runs a partitioned role: a PartitionRunner with the process's worker id, LEASE_MS and
+ * PARTITIONS, started at once. close() gives up every partition after its work in flight, then
+ * quits `redis` (the role's own client); it is idempotent.
+ */
+export function runPartitionRole(
+  name: string,
+  ctx: RoleContext,
+  redis: RedisClient,
+  role: Pick<PartitionRunnerOptions, 'leaseKey' | 'workersKey' | 'work'>,
+): RunningRole {
+  const { config, log, workerId } = ctx;
+  const runner = new PartitionRunner({ redis, partitions: config.PARTITIONS, workerId, leaseMs: config.LEASE_MS, log, ...role });
+  runner.start();
+  let closing: Promise<void> | undefined;
+  return {
+    name,
+    close: () =>
+      (closing ??= runner.close().then(async () => {
+        await redis.quit();
+      })),
+  };
 }
