@@ -1,14 +1,17 @@
 /**
  * Dashboard query benchmark (issue 3): how long the queries behind GET /api/deliveries and
  * /api/deliveries/stats take on a large message_deliveries table, next to a baseline measured in
- * the same run (`SELECT count()` of the project: one pass over the primary key, no filter).
+ * the same run (`SELECT count()` of the project, no filter; since migration 0006 ClickHouse
+ * answers it from the projection counts_by_hour, in about the time the primary-key count took).
  * Run with `node --import tsx bench/deliveries-query.ts`.
  *
  * It fills an embedded ClickHouse under a temporary directory with ROWS synthetic records
  * (bench/deliveries-fill.sql: one big project with 94% of them and five small ones, 30 days,
  * 1 000 000 users, 20 000 notifications), merges them (a settled table, as after background
- * merges), then times each query through the same functions the routes call
- * (engine/clickhouse/deliveries.ts): WARMUP runs, then RUNS measured runs, one at a time.
+ * merges), waits for the projection of migration 0006 to be materialized, checks that the stats
+ * read through it equal a count of the table's rows, then times each query through the same
+ * functions the routes call (engine/clickhouse/deliveries.ts): WARMUP runs, then RUNS measured
+ * runs, one at a time.
  *
  * Environment: ROWS (default 20000000), RUNS (default 30), WARMUP (default 5), BENCH_DATA_DIR (a
  * directory to keep the filled table in and reuse when it holds ROWS rows; default a temporary
@@ -66,6 +69,40 @@ async function fill(ch: ClickHouse, start: number): Promise<number | null> {
   return performance.now() - t0;
 }
 
+/**
+ * Waits, at most 30 minutes, until no mutation of message_deliveries is running (migration 0006
+ * materializes its projection in the background on a table filled before it), so the queries are
+ * timed on the settled table; returns how long it waited.
+ */
+async function settle(ch: ClickHouse): Promise<number> {
+  const t0 = performance.now();
+  const pending = "SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'message_deliveries' AND NOT is_done";
+  while ((await count(ch, pending)) > 0) {
+    if (performance.now() - t0 > 30 * 60_000) throw new Error('message_deliveries mutations still running after 30 minutes');
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return performance.now() - t0;
+}
+
+/**
+ * Throws unless the stats per hour and per status of `filter` equal a count of the table's rows
+ * (the query setting keeps ClickHouse off the projection for this count only).
+ */
+async function checkStats(ch: ClickHouse, filter: { since: number; until: number }): Promise<void> {
+  for (const [groupBy, key] of [['hour', 'toUnixTimestamp(toStartOfHour(at))'], ['status', 'status']] as const) {
+    const raw = await ch
+      .query({
+        query: `SELECT toString(${key}) AS key, count() AS n FROM message_deliveries WHERE project = {p:String} AND at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC') AND at < fromUnixTimestamp64Milli({until:Int64}, 'UTC') GROUP BY key ORDER BY key SETTINGS optimize_use_projections = 0`,
+        query_params: { p: BIG, ...filter },
+        format: 'JSONEachRow',
+      })
+      .then((r) => r.json<{ key: string; n: string }>());
+    const want = raw.map((r) => `${groupBy === 'hour' ? new Date(Number(r.key) * 1000).toISOString() : r.key}=${r.n}`);
+    const got = (await deliveryStats(ch, BIG, filter, groupBy)).map((g) => `${g.key}=${g.count}`).sort();
+    if (JSON.stringify(got) !== JSON.stringify(want.sort())) throw new Error(`stats by ${groupBy} differ from the count of the rows`);
+  }
+}
+
 /** Times `run` (given the run's number, warm-up included) after the warm-up runs. */
 async function time(run: (i: number) => Promise<number>): Promise<{ p50: number; p95: number; max: number; rows: number }> {
   let rows = 0;
@@ -99,6 +136,7 @@ async function main(): Promise<void> {
     const start = Date.UTC(2026, 9, 23);
     console.log(`filling ${settings.rows} rows under ${dataDir} ...`);
     const fillMs = await fill(ch, start);
+    const settleMs = await settle(ch);
     const parts = await count(ch, "SELECT count() AS n FROM system.parts WHERE table = 'message_deliveries' AND active");
     const bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG });
     // A different user and notification on every run: the query condition cache (on by default)
@@ -113,13 +151,16 @@ async function main(): Promise<void> {
       .then((rows) => rows.map((r) => r.notification_id));
     const user = (i: number): string => `user-${(123_457 + i * 7_919) % 1_000_000}`;
     const notification = (i: number): string => notifications[i % notifications.length] ?? '';
-    console.log(`${fillMs === null ? 'reused' : `filled in ${Math.round(fillMs / 1000)} s`}; ${parts} parts; ${bigRows} rows in the big project`);
+    console.log(`${fillMs === null ? 'reused' : `filled in ${Math.round(fillMs / 1000)} s`}; waited ${Math.round(settleMs / 1000)} s for mutations; ${parts} parts; ${bigRows} rows in the big project`);
 
     const failedPush: DeliveryFilter = { status: 'failed', channel: 'PUSH' };
     const rare: DeliveryFilter = { error_code: 'apns_403_InvalidProviderToken' };
     const deep = await positionAfter(ch, failedPush, 20);
     const deepRare = await positionAfter(ch, rare, 10);
     const lastDay = { since: start + 29 * DAY, until: start + 30 * DAY };
+    // Neither bound on an hour: the partial first and last hours are read from the table.
+    const unaligned = { since: start + 1_234_567, until: start + 30 * DAY - 2_345_678 };
+    await checkStats(ch, unaligned);
     const page = (filter: DeliveryFilter, after: DeliveryPosition | null = null) => async () => (await listDeliveries(ch, BIG, filter, 100, after)).deliveries.length;
     const lookup = (filter: (i: number) => DeliveryFilter) => async (i: number) => (await listDeliveries(ch, BIG, filter(i), 100, null)).deliveries.length;
     const queries: [string, string, (i: number) => Promise<number>][] = [
@@ -135,6 +176,8 @@ async function main(): Promise<void> {
       ['stats hour 30d', 'stats group_by=hour over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'hour')).length],
       ['stats hour 1d', 'stats group_by=hour over the last 24 hours', async () => (await deliveryStats(ch, BIG, lastDay, 'hour')).length],
       ['stats status 30d', 'stats group_by=status over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'status')).length],
+      ['stats hour 30d edges', 'stats group_by=hour, since/until inside an hour, 30 days', async () => (await deliveryStats(ch, BIG, unaligned, 'hour')).length],
+      ['stats status 30d edges', 'stats group_by=status, channel=PUSH, since/until inside an hour, 30 days', async () => (await deliveryStats(ch, BIG, { ...unaligned, channel: 'PUSH' }, 'status')).length],
       ['stats error_code 1d', 'stats group_by=error_code, status=failed, last 24 hours', async () => (await deliveryStats(ch, BIG, { ...lastDay, status: 'failed' }, 'error_code')).length],
     ];
     const results: Result[] = [];
@@ -161,12 +204,13 @@ async function main(): Promise<void> {
       finished_at: new Date().toISOString(),
       machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version, load_average_start: loadStart, load_average_end: loadavg()[0] },
       settings: { ...settings, goal_p95_ms: GOAL_P95_MS },
-      table: { rows: settings.rows, big_project_rows: bigRows, active_parts: parts, fill_ms: fillMs === null ? null : Math.round(fillMs) },
+      table: { rows: settings.rows, big_project_rows: bigRows, active_parts: parts, fill_ms: fillMs === null ? null : Math.round(fillMs), mutations_wait_ms: Math.round(settleMs) },
       results,
       notes: [
         'Measures: one query at a time through engine/clickhouse/deliveries.ts (the functions the routes call) on the embedded engine in this process, including reading the JSON rows and the receipts lookup of each page (receipts is empty here).',
         'Baseline: SELECT count() of the big project in the same run: the cheapest read of the project, for comparing runs on other machines.',
         'Table: merged with OPTIMIZE FINAL after the fill, as a settled table is after background merges; a table still merging fresh parts reads more parts.',
+        'Stats: whole hours are counted from the projection counts_by_hour (migration 0006), the partial first and last hours from the table (the `edges` queries); timing starts once no mutation (the projection being materialized) is running.',
         `Machine: ${cpus().length} cores shared with whatever else runs (load average in machine); compare ratios to the baseline across machines rather than absolute times.`,
         'Lookups of one user or one notification use another value on every run, so the query condition cache cannot answer them from an earlier run; the other queries repeat, as a dashboard refreshing does.',
       ],

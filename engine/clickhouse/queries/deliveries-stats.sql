@@ -1,7 +1,12 @@
 -- GET /api/deliveries/stats (API.md 5): how many delivery records of one project fall in each
--- group. Exactly one `by_*` switch picks the grouping column; `hour` is toStartOfHour(at) in
--- seconds since the epoch (the caller formats it). Rows without a value form the group NULL.
--- Groups are sorted by count, largest first (ties by key), and hours by time (switch `by_time`).
+-- group, counted from the table's rows. deliveries-stats-hours.sql gives the same answer from the
+-- projection counts_by_hour and is used instead when it can be; this file serves the rest: filters
+-- or a grouping the projection lacks (external_id, notification_id) and ranges without a whole
+-- hour. Exactly one `by_*` switch picks the grouping column; `hour` is the hour start in ms since
+-- the epoch (the caller formats it), the projection's expression, exact for every DateTime64
+-- (toStartOfHour returns a DateTime, which wraps before 1970 and after 2106). Rows without a value
+-- form the group NULL. Groups are sorted by count, largest first (ties by key: switch `by_count`),
+-- and hours by time (switch `by_time`).
 -- Parameters: {project:String} and the filters of deliveries-page.sql, on the lines of the switch
 -- of the same name: {status:String} {channel:String} {subscription_type:String}
 -- {external_id:String} {notification_id:String} {error_code:String} {since:Int64} {until:Int64}.
@@ -11,7 +16,7 @@ SELECT
     error_code AS key,                                               -- @if by_error_code
     subscription_type AS key,                                        -- @if by_subscription_type
     notification_id AS key,                                          -- @if by_notification_id
-    toUnixTimestamp(toStartOfHour(at)) AS key,                       -- @if by_hour
+    toUnixTimestamp64Milli(at) - positiveModulo(toUnixTimestamp64Milli(at), 3600000) AS key,  -- @if by_hour
     count() AS count
 FROM message_deliveries
 WHERE project = {project:String}
