@@ -95,7 +95,10 @@ async function main(): Promise<void> {
 
   const recorder = await startChild('recorder', [join(root, 'bin/engine.js'), 'start', '--roles', 'recorder'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false });
   const t0 = performance.now();
-  while ((await outstanding(redis)) > 0) await new Promise((r) => setTimeout(r, 20));
+  while ((await outstanding(redis)) > 0) {
+    if (recorder.proc.exitCode !== null || recorder.proc.signalCode !== null) throw new Error(`the recorder exited (${recorder.proc.exitCode ?? recorder.proc.signalCode}) with outcomes left`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const recorderSeconds = (performance.now() - t0) / 1000;
   await recorder.stop();
 
@@ -109,8 +112,9 @@ async function main(): Promise<void> {
   for (let n = 0; n < ROWS; n += RecorderLimits.maxBatch) {
     const lines: string[] = [];
     for (let i = n; i < Math.min(ROWS, n + RecorderLimits.maxBatch); i++) lines.push(JSON.stringify({ ...outcome(i, baselineProject), stream_id: `${i}-0` }));
+    const batch = Buffer.from(lines.join('\n'));
     const t = performance.now();
-    await insertJsonLines(ch, 'message_deliveries', lines, `baseline|${n}`);
+    await insertJsonLines(ch, 'message_deliveries_in', batch, `baseline|${n}`);
     baselineMs += performance.now() - t;
   }
   await ch.close();

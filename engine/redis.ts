@@ -2,8 +2,18 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../schemas/config.ts';
 import { loadScripts, type ScriptCommands } from './scripts.ts';
 
+/**
+ * Stream reads whose reply keeps every value as bytes. ioredis defines a `<command>Buffer`
+ * variant of each command at run time but declares few of them; these are the ones used here
+ * (the recorder, which hands outcome values to ClickHouse undecoded).
+ */
+export interface BufferReplies {
+  xreadgroupBuffer(...args: (string | number)[]): Promise<unknown>;
+  xautoclaimBuffer(...args: (string | number)[]): Promise<unknown>;
+}
+
 /** A Redis or Redis Cluster client with this project's Lua commands defined on it. */
-export type RedisClient = (Redis | Cluster) & ScriptCommands;
+export type RedisClient = (Redis | Cluster) & ScriptCommands & BufferReplies;
 
 export interface RedisClientOptions {
   /** Fail a command that has not been answered within this many ms (never for blocking reads). */

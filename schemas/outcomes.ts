@@ -27,7 +27,8 @@ export const OutcomeEntry = Type.Object(
     subscription_type: Nullable(SubscriptionTypeSchema),
     /** The last characters of the token (`…a9f3`); never the whole token. Null as above. */
     token_tail: Nullable(Type.String({ maxLength: 16 })),
-    attempt: Type.Integer({ minimum: 1 }),
+    /** At most 65535: message_deliveries.attempt is a UInt16. */
+    attempt: Type.Integer({ minimum: 1, maximum: 65_535 }),
     status: DeliveryStatus,
     /** Set when `failed` or `skipped` (API.md 5 lists the codes); null when `sent`. */
     error_code: Nullable(Type.String({ minLength: 1 })),
@@ -35,10 +36,11 @@ export const OutcomeEntry = Type.Object(
     hint: Nullable(Type.String()),
     provider_message_id: Nullable(Type.String()),
     /** Time the provider took to answer; null when no request was made. */
-    latency_ms: Nullable(Type.Integer({ minimum: 0 })),
+    latency_ms: Nullable(Type.Integer({ minimum: 0, maximum: 4_294_967_295 })),
     /** A failed attempt that will be retried as a new entry with `attempt` + 1. */
     retrying: Type.Boolean(),
-    at: Type.Integer({ minimum: 0 }),
+    /** Up to the end of 2299, the last instant a DateTime64 column holds. */
+    at: Type.Integer({ minimum: 0, maximum: 10_413_791_999_999 }),
   },
   { additionalProperties: false },
 );

@@ -2,7 +2,7 @@ import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
 import { ConsumerLoop, ensureGroup } from '../../engine/runner/consumer-loop.ts';
-import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
+import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
 import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
 import type { RecorderSink, StreamKind } from './sink.ts';
 
@@ -20,7 +20,7 @@ export interface RecorderConsumerOptions {
 }
 
 interface Batch {
-  entries: StreamEntry[];
+  entries: RawStreamEntry[];
   /** When the first entry arrived (ms); the batch is due `lingerMs` later. */
   since: number;
 }
@@ -85,14 +85,17 @@ export class RecorderConsumer implements PartitionWork {
     await ensureGroup(redis, streams[kind], RECORDER_GROUP);
     let cursor = '0-0';
     do {
-      const reply = await redis.xautoclaim(streams[kind], RECORDER_GROUP, consumer, 0, cursor, 'COUNT', this.limits.maxBatch);
-      cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
-      const entries = toEntries(reply[1]);
+      const reply = (await redis.xautoclaimBuffer(streams[kind], RECORDER_GROUP, consumer, 0, cursor, 'COUNT', this.limits.maxBatch)) as unknown[];
+      cursor = Buffer.isBuffer(reply[0]) ? reply[0].toString('latin1') : '0-0';
+      const entries = toRawEntries(reply[1]);
       if (entries.length > 0) await this.flush(kind, entries);
     } while (cursor !== '0-0' && !this.loop.stopping);
   }
 
-  /** One read of both streams, at most up to a full batch, blocking until the next batch is due. */
+  /**
+   * One read of both streams, at most up to a full batch, blocking until the next batch is due.
+   * Values stay bytes (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
+   */
   private async readOnce(): Promise<void> {
     const { streams, consumer } = this.opts;
     const now = Date.now();
@@ -104,12 +107,13 @@ export class RecorderConsumer implements PartitionWork {
     }
     if (room <= 0 || wait <= 0) return;
     const reply = (await this.loop.read((blocking) =>
-      blocking.xreadgroup('GROUP', RECORDER_GROUP, consumer, 'COUNT', room, 'BLOCK', wait, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
-    )) as [string, unknown][] | null;
+      blocking.xreadgroupBuffer('GROUP', RECORDER_GROUP, consumer, 'COUNT', room, 'BLOCK', wait, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
+    )) as [Buffer, unknown][] | null;
     const arrived = Date.now();
     for (const [stream, items] of reply ?? []) {
-      const kind = kinds.find((k) => streams[k] === stream);
-      const entries = toEntries(items);
+      const name = stream.toString('utf8');
+      const kind = kinds.find((k) => streams[k] === name);
+      const entries = toRawEntries(items);
       if (kind === undefined || entries.length === 0) continue;
       const batch = this.batches.get(kind);
       if (batch) batch.entries.push(...entries);
@@ -139,7 +143,7 @@ export class RecorderConsumer implements PartitionWork {
   }
 
   /** Inserts a batch (retrying until it is taken or the consumer stops), then acks and trims. */
-  private async flush(kind: StreamKind, entries: StreamEntry[]): Promise<void> {
+  private async flush(kind: StreamKind, entries: RawStreamEntry[]): Promise<void> {
     const { redis, streams, sink, log, partition } = this.opts;
     const first = entries[0]?.id;
     const last = entries.at(-1)?.id;

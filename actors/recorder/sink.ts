@@ -3,10 +3,13 @@ import { insertJsonLines, insertRows } from '../../engine/clickhouse/insert.ts';
 import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
-import type { StreamEntry } from '../../engine/runner/types.ts';
+import { decodeEntry, type RawStreamEntry } from '../../engine/runner/types.ts';
 import { readUser } from '../../engine/state/read-user.ts';
 import type { Topology } from '../../engine/topology.ts';
-import { deliveryLine, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
+import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
+
+/** Where outcomes are inserted: a landing table whose view fills message_deliveries (migration 0007). */
+const OUTCOMES_TABLE = 'message_deliveries_in';
 
 /** Which stream a batch came from: they hold different entries. */
 export type StreamKind = 'changes' | 'outcomes';
@@ -25,29 +28,44 @@ export class RecorderSink {
     private readonly log: Logger,
   ) {}
 
-  async record(kind: StreamKind, entries: StreamEntry[], token: string): Promise<void> {
+  async record(kind: StreamKind, entries: RawStreamEntry[], token: string): Promise<void> {
     if (kind === 'outcomes') return this.recordOutcomes(entries, token);
     return this.recordChanges(entries, token);
   }
 
-  /** The hot path: each valid entry's own JSON becomes its row, with `stream_id` spliced in. */
-  private async recordOutcomes(entries: StreamEntry[], token: string): Promise<void> {
-    const lines: string[] = [];
-    for (const entry of entries) {
-      const line = deliveryLine(entry);
-      if (line !== null) lines.push(line);
+  /**
+   * The hot path: the entries' own JSON, with `stream_id` spliced in, goes to ClickHouse unparsed
+   * and is checked there (migration 0007). The outcomes stream is written by the dispatch actor
+   * alone, so a refused batch is rare: then each entry is checked here, the invalid ones are
+   * skipped and reported, and the rest is inserted under the same token (a refused insert wrote
+   * nothing). A refusal of valid entries is ClickHouse failing, and is thrown to be retried.
+   */
+  private async recordOutcomes(entries: RawStreamEntry[], token: string): Promise<void> {
+    const lines = deliveryLines(entries);
+    let refusal: unknown;
+    if (lines !== null) {
+      try {
+        await insertJsonLines(this.ch, OUTCOMES_TABLE, lines, token);
+        this.metrics.recordedRows.labels('message_deliveries').inc(entries.length);
+        return;
+      } catch (err) {
+        refusal = err;
+      }
     }
-    this.reportInvalid('outcomes', entries.length - lines.length, token);
-    if (lines.length === 0) return;
-    await insertJsonLines(this.ch, 'message_deliveries', lines, token);
-    this.metrics.recordedRows.labels('message_deliveries').inc(lines.length);
+    const checked = checkedDeliveryLines(entries);
+    if (checked.invalid === 0 && refusal !== undefined) throw refusal;
+    this.reportInvalid('outcomes', checked.invalid, token);
+    if (checked.rows === 0) return;
+    await insertJsonLines(this.ch, OUTCOMES_TABLE, checked.lines, token);
+    this.metrics.recordedRows.labels('message_deliveries').inc(checked.rows);
   }
 
   /**
    * Events and receipts become rows as they are. A `user` change becomes the user's current
    * state read from Redis, once per user and batch, versioned by the user's last change in it.
    */
-  private async recordChanges(entries: StreamEntry[], token: string): Promise<void> {
+  private async recordChanges(raw: RawStreamEntry[], token: string): Promise<void> {
+    const entries = raw.map(decodeEntry);
     const events: Record<string, unknown>[] = [];
     const receipts: Record<string, unknown>[] = [];
     const users = new Map<string, { project: string; externalId: string; streamId: string }>();

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import {
@@ -16,15 +16,15 @@ import type { Logger } from '../log.ts';
 
 export type ClickHouse = ClickHouseClient;
 
-/** Inserts newline-delimited JSON rows with per-query settings, bypassing the client's encoding. */
-export type RawJsonInsert = (table: string, lines: Buffer, settings: Record<string, string>) => Promise<unknown>;
+/** The insert-file directory of each embedded client (engine/clickhouse/insert.ts uses it). */
+const inboxes = new WeakMap<ClickHouse, string>();
 
-/** The embedded engine's raw insert of each embedded client (engine/clickhouse/insert.ts uses it). */
-const rawInserts = new WeakMap<ClickHouse, RawJsonInsert>();
-
-/** The embedded engine's raw insert for `ch`, or undefined for a server client. */
-export function rawJsonInsert(ch: ClickHouse): RawJsonInsert | undefined {
-  return rawInserts.get(ch);
+/**
+ * The directory from which the embedded engine behind `ch` reads insert files
+ * (`INSERT ... FROM INFILE`), or undefined for a server client.
+ */
+export function insertInbox(ch: ClickHouse): string | undefined {
+  return inboxes.get(ch);
 }
 
 const require = createRequire(import.meta.url);
@@ -61,9 +61,13 @@ export function createClickHouse(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_D
   const chdb = createChdbConnection({ path });
   const connection = chdb as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
   const client = createClient({ connection, log });
-  // The engine parses a Buffer handed over as is, with settings on the INSERT itself (not the
-  // session): the recorder's hot path, several times cheaper than the client's row encoding.
-  rawInserts.set(client, (table, lines, settings) => chdb.chdb.rawInsert({ table, values: lines, format: 'JSONEachRow', settings }));
+  // The engine reads a file about twice as fast as the same rows sent inline after the INSERT
+  // (10k outcomes: 42 ms against 84 ms), so bulk inserts go through files here. Only the process
+  // that opened the engine uses this directory, so files left by a crash are removed now.
+  const inbox = join(config.DATA_DIR, 'clickhouse-inbox');
+  rmSync(inbox, { recursive: true, force: true });
+  mkdirSync(inbox, { recursive: true });
+  inboxes.set(client, inbox);
   return client;
 }
 

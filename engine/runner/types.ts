@@ -36,6 +36,32 @@ export function toEntries(reply: unknown): StreamEntry[] {
   return entries;
 }
 
+/**
+ * One stream entry as Redis returns it to a `…Buffer` read (engine/redis.ts): its ID and its field names and values as
+ * bytes. The recorder reads its streams so and hands outcome values to ClickHouse undecoded.
+ */
+export interface RawStreamEntry {
+  id: string;
+  fields: Buffer[];
+}
+
+/** As toEntries, for a reply of a `…Buffer` read. */
+export function toRawEntries(reply: unknown): RawStreamEntry[] {
+  if (!Array.isArray(reply)) return [];
+  const entries: RawStreamEntry[] = [];
+  for (const item of reply as unknown[]) {
+    if (!Array.isArray(item)) continue;
+    const [id, fields] = item as unknown[];
+    if (Buffer.isBuffer(id) && Array.isArray(fields)) entries.push({ id: id.toString('latin1'), fields: fields.filter((f) => Buffer.isBuffer(f)) });
+  }
+  return entries;
+}
+
+/** A raw entry with its fields decoded as UTF-8 text. */
+export function decodeEntry(entry: RawStreamEntry): StreamEntry {
+  return { id: entry.id, fields: entry.fields.map((f) => f.toString('utf8')) };
+}
+
 /** The value of one field of a stream entry (fields alternate name, value). */
 export function fieldOf(entry: StreamEntry, name: string): string | undefined {
   for (let i = 0; i + 1 < entry.fields.length; i += 2) if (entry.fields[i] === name) return entry.fields[i + 1];

@@ -55,7 +55,27 @@ const samples: Record<string, Record<string, unknown>> = {
   },
 };
 
+const deliveryColumns = {
+    project: 'String',
+    id: 'String',
+    stream_id: 'String',
+    notification_id: 'String',
+    external_id: 'String',
+    channel: 'String',
+    subscription_type: 'Nullable(String)',
+    token_tail: 'Nullable(String)',
+    attempt: 'UInt16',
+    status: 'String',
+    error_code: 'Nullable(String)',
+    hint: 'Nullable(String)',
+    provider_message_id: 'Nullable(String)',
+    latency_ms: 'Nullable(UInt32)',
+    retrying: 'Bool',
+    at: "DateTime64(3, 'UTC')",
+};
+
 const expectedColumns: Record<string, Record<string, string>> = {
+  message_deliveries_in: deliveryColumns,
   message_deliveries: {
     project: 'LowCardinality(String)',
     id: 'String',
@@ -132,14 +152,38 @@ t.test('regression: an insert after a deduplicated one is not dropped by the lef
   t.equal(await count('receipts'), 2);
 });
 
-t.test('JSON-text inserts: a repeated token leaves one block, and the token does not outlive its insert', async (t) => {
-  const line = (id: string) => JSON.stringify({ ...samples['message_deliveries'], project: 'raw', id });
-  for (let i = 0; i < 3; i++) await insertJsonLines(ch, 'message_deliveries', [line('r1'), line('r2')], 'raw:1');
+t.test('JSON-text inserts through message_deliveries_in: a repeated token leaves one block, and the token does not outlive its insert', async (t) => {
+  const lines = (...ids: string[]) => Buffer.from(ids.map((id) => JSON.stringify({ ...samples['message_deliveries'], project: 'raw', id })).join('\n'));
+  for (let i = 0; i < 3; i++) await insertJsonLines(ch, 'message_deliveries_in', lines('r1', 'r2'), 'raw:1');
   const ids = async () => (await rows<{ id: string }>(ch, "SELECT id FROM message_deliveries WHERE project = 'raw' ORDER BY id")).map((r) => r.id);
-  t.same(await ids(), ['r1', 'r2'], 'three inserts with one token: one copy');
-  await insertJsonLines(ch, 'message_deliveries', [line('r3')], 'raw:2');
+  t.same(await ids(), ['r1', 'r2'], 'three inserts with one token: one copy in message_deliveries');
+  await insertJsonLines(ch, 'message_deliveries_in', lines('r3'), 'raw:2');
   await insertRows(ch, 'message_deliveries', [{ ...samples['message_deliveries'], project: 'raw', id: 'r4' }]);
   t.same(await ids(), ['r1', 'r2', 'r3', 'r4'], 'other tokens, and no token, insert');
+  t.equal(await count('message_deliveries_in'), 0, 'the landing table keeps nothing');
+  const [stored] = await rows<Record<string, unknown>>(ch, "SELECT * FROM message_deliveries WHERE project = 'raw' AND id = 'r3'");
+  t.same(stored, { ...samples['message_deliveries'], project: 'raw', id: 'r3', at }, 'every column arrives as written');
+});
+
+t.test('message_deliveries_in refuses a batch with a row the outcome schema refuses, and inserts none of it', async (t) => {
+  const good = { ...samples['message_deliveries'], project: 'strict' };
+  const bad: Record<string, Record<string, unknown>> = {
+    'an unknown status': { status: 'lost' },
+    'an unknown channel': { channel: 'FAX' },
+    'an unknown subscription type': { subscription_type: 'PAGER' },
+    'an empty id': { id: '' },
+    'an empty error code': { error_code: '' },
+    'attempt 0': { attempt: 0 },
+    'an external_id over 128 characters': { external_id: 'u'.repeat(129) },
+    'a token tail over 16 characters': { token_tail: 'x'.repeat(17) },
+    'an unknown field': { receipt: 'opened' },
+    'null where the column has none': { retrying: null },
+  };
+  for (const [what, change] of Object.entries(bad)) {
+    const batch = Buffer.from([JSON.stringify({ ...good, id: 'ok' }), JSON.stringify({ ...good, ...change })].join('\n'));
+    await t.rejects(insertJsonLines(ch, 'message_deliveries_in', batch, `strict:${what}`), what);
+  }
+  t.equal(Number((await rows<{ n: string }>(ch, "SELECT count() AS n FROM message_deliveries WHERE project = 'strict'"))[0]?.n), 0, 'no row of a refused batch');
 });
 
 t.test('the users mirror keeps the newest version of a user', async (t) => {

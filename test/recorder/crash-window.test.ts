@@ -3,7 +3,7 @@ import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
 import { RecorderSink, type StreamKind } from '../../actors/recorder/sink.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
-import type { StreamEntry } from '../../engine/runner/types.ts';
+import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
@@ -22,7 +22,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
 
   // The first owner inserts its first batch, then freezes for good before the acknowledgement, as a
   // process killed at that instant would; later calls fail, so its stop leaves the rest pending.
-  let inserted: StreamEntry[] = [];
+  let inserted: RawStreamEntry[] = [];
   let crash: (err: Error) => void = () => {};
   const frozen = new Promise<never>((_, reject) => (crash = reject));
   let calls = 0;
@@ -34,7 +34,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
     log,
     limits,
     sink: {
-      record: async (kind: StreamKind, entries: StreamEntry[], token: string) => {
+      record: async (kind: StreamKind, entries: RawStreamEntry[], token: string) => {
         if (++calls > 1) throw new Error('dead');
         await sink.record(kind, entries, token);
         inserted = entries;
