@@ -3,6 +3,8 @@ export interface RecorderLimits {
   maxBatch: number;
   lingerMs: number;
   retryMs: number;
+  maxBuffered: number;
+  budgetWaitMs: number;
 }
 
 export const RecorderLimits: Readonly<RecorderLimits> = {
@@ -12,6 +14,10 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
   lingerMs: 1000,
   /** Pause before a failed insert is tried again, ms. */
   retryMs: 500,
+  /** Most entries read but not yet inserted, over every partition of the process (EntryBudget). */
+  maxBuffered: 20_000,
+  /** Pause of a partition that finds the budget spent before it looks again, ms. */
+  budgetWaitMs: 5,
 };
 
 /** Consumer group of the changes and outcomes streams. */

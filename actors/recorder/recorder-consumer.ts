@@ -3,6 +3,7 @@ import type { RedisClient } from '../../engine/redis.ts';
 import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
 import { ConsumerLoop, ensureGroup } from '../../engine/runner/consumer-loop.ts';
 import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
+import type { EntryBudget } from './entry-budget.ts';
 import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
 import type { RecorderSink, StreamKind } from './sink.ts';
 
@@ -15,6 +16,8 @@ export interface RecorderConsumerOptions {
   /** Consumer name in the group: the worker id. */
   consumer: string;
   sink: Pick<RecorderSink, 'record'>;
+  /** Shared by the process's partitions: entries read and not yet inserted. */
+  budget: EntryBudget;
   log: Logger;
   limits?: Readonly<RecorderLimits>;
 }
@@ -41,6 +44,8 @@ const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
 export class RecorderConsumer implements PartitionWork {
   private readonly limits: Readonly<RecorderLimits>;
   private readonly batches = new Map<StreamKind, Batch>();
+  /** Entries of the batches that hold budget (EntryBudget): read while the streams had more. */
+  private held = 0;
   private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
 
@@ -93,11 +98,12 @@ export class RecorderConsumer implements PartitionWork {
   }
 
   /**
-   * One read of both streams, at most up to a full batch, blocking until the next batch is due.
-   * Values stay bytes (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
+   * Reads what is there of both streams, at most up to a full batch and what the process's budget
+   * allows; when nothing is there, waits for the next entry until the next batch is due. The wait
+   * holds no budget, so idle partitions never keep busy ones from reading. Values stay bytes
+   * (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
    */
   private async readOnce(): Promise<void> {
-    const { streams, consumer } = this.opts;
     const now = Date.now();
     let room = this.limits.maxBatch;
     let wait = this.limits.lingerMs;
@@ -106,19 +112,50 @@ export class RecorderConsumer implements PartitionWork {
       wait = Math.min(wait, batch.since + this.limits.lingerMs - now);
     }
     if (room <= 0 || wait <= 0) return;
+    const count = this.opts.budget.take(room);
+    if (count === 0) {
+      await this.loop.pause(this.limits.budgetWaitMs);
+      return;
+    }
+    let received = 0;
+    try {
+      received = await this.read(count);
+    } finally {
+      this.opts.budget.give(count - received);
+    }
+    this.held += received;
+    // The streams are drained for now: the batches wait for more entries until they are due, and
+    // entries waiting so hold no budget, or a backlog in other partitions would wait on them.
+    if (received < count) this.releaseBudget();
+    if (received === 0) await this.read(1, wait);
+  }
+
+  /** Gives back the budget of the entries this partition holds. */
+  private releaseBudget(): void {
+    this.opts.budget.give(this.held);
+    this.held = 0;
+  }
+
+  /** One XREADGROUP of both streams (blocking up to `blockMs` when given); returns how many entries it added to the batches. */
+  private async read(count: number, blockMs?: number): Promise<number> {
+    const { streams, consumer } = this.opts;
+    const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
     const reply = (await this.loop.read((blocking) =>
-      blocking.xreadgroupBuffer('GROUP', RECORDER_GROUP, consumer, 'COUNT', room, 'BLOCK', wait, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
+      blocking.xreadgroupBuffer('GROUP', RECORDER_GROUP, consumer, 'COUNT', count, ...block, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
     )) as [Buffer, unknown][] | null;
     const arrived = Date.now();
+    let received = 0;
     for (const [stream, items] of reply ?? []) {
       const name = stream.toString('utf8');
       const kind = kinds.find((k) => streams[k] === name);
       const entries = toRawEntries(items);
       if (kind === undefined || entries.length === 0) continue;
+      received += entries.length;
       const batch = this.batches.get(kind);
       if (batch) batch.entries.push(...entries);
       else this.batches.set(kind, { entries, since: arrived });
     }
+    return received;
   }
 
   private async flushDue(now: number): Promise<void> {
@@ -126,6 +163,7 @@ export class RecorderConsumer implements PartitionWork {
       if (batch.entries.length >= this.limits.maxBatch || now - batch.since >= this.limits.lingerMs) {
         await this.flush(kind, batch.entries);
         this.batches.delete(kind);
+        this.releaseBudget();
       }
     }
   }
@@ -139,6 +177,7 @@ export class RecorderConsumer implements PartitionWork {
         this.opts.log.warn('recorder batch left pending at stop', { partition: this.opts.partition, stream: kind, err });
       }
       this.batches.delete(kind);
+      this.releaseBudget();
     }
   }
 

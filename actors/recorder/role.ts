@@ -2,6 +2,8 @@ import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
 import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
 import { Topology } from '../../engine/topology.ts';
+import { EntryBudget } from './entry-budget.ts';
+import { RecorderLimits } from './limits.ts';
 import { RecorderConsumer } from './recorder-consumer.ts';
 import { RecorderSink } from './sink.ts';
 
@@ -17,6 +19,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const sink = new RecorderSink(ch, redis, topology, metrics, log);
+  const budget = new EntryBudget(RecorderLimits.maxBuffered);
   return runPartitionRole('recorder', ctx, redis, {
     leaseKey: (p) => topology.recorderLease(p),
     workersKey: topology.recorderWorkers(),
@@ -27,6 +30,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
         streams: { changes: topology.changes(partition), outcomes: topology.outcomes(partition) },
         consumer: workerId,
         sink,
+        budget,
         log,
       }),
   });

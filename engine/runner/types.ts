@@ -52,7 +52,7 @@ export function toRawEntries(reply: unknown): RawStreamEntry[] {
   for (const item of reply as unknown[]) {
     if (!Array.isArray(item)) continue;
     const [id, fields] = item as unknown[];
-    if (Buffer.isBuffer(id) && Array.isArray(fields)) entries.push({ id: id.toString('latin1'), fields: fields.filter((f) => Buffer.isBuffer(f)) });
+    if (Buffer.isBuffer(id) && Array.isArray(fields) && fields.every((f) => Buffer.isBuffer(f))) entries.push({ id: id.toString('latin1'), fields });
   }
   return entries;
 }

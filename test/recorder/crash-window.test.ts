@@ -1,4 +1,6 @@
 import t from 'tap';
+import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
+import { RecorderLimits } from '../../actors/recorder/limits.ts';
 import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
 import { RecorderSink, type StreamKind } from '../../actors/recorder/sink.ts';
 import { createLogger } from '../../engine/log.ts';
@@ -9,7 +11,7 @@ import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { outcome } from './outcomes.ts';
 
-const limits = { maxBatch: 1000, lingerMs: 200, retryMs: 50 };
+const limits = { ...RecorderLimits, maxBatch: 1000, lingerMs: 200, retryMs: 50, maxBuffered: 2000 };
 
 t.test('a batch inserted by an owner that dies before acknowledging it lands once when the next owner redoes it', async (t) => {
   const gw = await inProcessGateway(t);
@@ -33,6 +35,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
     consumer: 'dying',
     log,
     limits,
+    budget: new EntryBudget(limits.maxBuffered),
     sink: {
       record: async (kind: StreamKind, entries: RawStreamEntry[], token: string) => {
         if (++calls > 1) throw new Error('dead');
@@ -52,7 +55,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
   const [pending] = (await gw.redis.xpending(streams.outcomes, 'recorder')) as [number];
   t.equal(pending, inserted.length, 'and still pending: exactly that batch');
 
-  const next = new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: 'next', log, limits, sink });
+  const next = new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: 'next', log, limits, sink, budget: new EntryBudget(limits.maxBuffered) });
   next.start();
   await eventually('everything recorded and acknowledged', async () => {
     const [left] = (await gw.redis.xpending(streams.outcomes, 'recorder')) as [number];

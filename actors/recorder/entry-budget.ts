@@ -1,0 +1,33 @@
+/**
+ * How many stream entries the recorder's partitions in one process may hold read but not yet
+ * inserted, all together (STYLE.md 8, DESIGN.md invariant 7). Without it, a backlog has every
+ * owned partition read a full batch at once (64 partitions: 640k entries in memory), and parsing
+ * them all holds the event loop while ClickHouse waits for its first batch; with it, reading the
+ * next batches overlaps with inserting the current ones.
+ */
+export class EntryBudget {
+  private available: number;
+
+  constructor(readonly limit: number) {
+    this.available = limit;
+  }
+
+  /**
+   * Takes `want` entries of the budget, or none (0) when fewer are free: a partition granted less
+   * than its batch's room would hold a part batch until it is due, and a backlog shared out so
+   * among many partitions would be inserted a second late, a part at a time.
+   */
+  take(want: number): number {
+    if (want > this.available) return 0;
+    this.available -= want;
+    return want;
+  }
+
+  /**
+   * Gives back `count` entries (negative: takes that many more, since one read of two streams
+   * may return up to its COUNT from each).
+   */
+  give(count: number): void {
+    this.available = Math.min(this.limit, this.available + count);
+  }
+}

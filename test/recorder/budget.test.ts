@@ -1,0 +1,81 @@
+import t from 'tap';
+import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
+import { RecorderLimits } from '../../actors/recorder/limits.ts';
+import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
+import { RecorderSink, type StreamKind } from '../../actors/recorder/sink.ts';
+import { createLogger } from '../../engine/log.ts';
+import { Metrics } from '../../engine/metrics.ts';
+import type { RawStreamEntry } from '../../engine/runner/types.ts';
+import { rows } from '../clickhouse/embedded.ts';
+import { eventually } from '../helpers/http.ts';
+import { inProcessGateway } from '../helpers/in-process.ts';
+import { outcome } from './outcomes.ts';
+
+t.test('the entry budget grants a whole request or nothing, and takes back what a read returned beyond it', async (t) => {
+  const budget = new EntryBudget(2000);
+  t.equal(budget.take(1500), 1500);
+  t.equal(budget.take(1000), 0, 'only 500 are free: nothing');
+  t.equal(budget.take(500), 500);
+  budget.give(1500);
+  budget.give(-200);
+  t.equal(budget.take(1400), 0, 'a read over its grant holds the difference');
+  t.equal(budget.take(1300), 1300);
+  budget.give(5000);
+  t.equal(budget.take(2001), 0, 'never more than the limit');
+  t.equal(budget.take(2000), 2000);
+});
+
+t.test('a backlog over many partitions is read only as fast as it is inserted: entries read and not inserted stay within the budget', async (t) => {
+  const gw = await inProcessGateway(t);
+  const log = createLogger('error');
+  const project = gw.project.project_id;
+  const limits = { ...RecorderLimits, maxBatch: 500, lingerMs: 200, retryMs: 50, maxBuffered: 1000 };
+  const partitions = [0, 1, 2, 3, 4, 5, 6, 7];
+  for (const p of partitions) {
+    const pipeline = gw.redis.pipeline();
+    for (let n = 0; n < 1500; n++) pipeline.xadd(gw.topology.outcomes(p), '*', 'd', JSON.stringify(outcome(project, p * 10_000 + n)));
+    await pipeline.exec();
+  }
+  const sink = new RecorderSink(gw.clickhouse, gw.redis, gw.topology, new Metrics(), log);
+  let mostHeld = 0;
+  // Entries read and not yet inserted are the group's pending ones; a slow sink lets them pile up
+  // if anything but the budget limits the reads.
+  const slow = {
+    record: async (kind: StreamKind, entries: RawStreamEntry[], token: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      await sink.record(kind, entries, token);
+    },
+  };
+  // One MULTI: a snapshot of every partition at one instant.
+  const sample = async (): Promise<void> => {
+    const multi = gw.redis.multi();
+    for (const p of partitions) multi.xpending(gw.topology.outcomes(p), 'recorder');
+    const replies = (await multi.exec()) ?? [];
+    const held = replies.reduce((sum, [err, reply]) => sum + (err ? 0 : Number((reply as unknown[])[0] ?? 0)), 0);
+    mostHeld = Math.max(mostHeld, held);
+  };
+  const sampler = setInterval(() => void sample(), 5);
+  const budget = new EntryBudget(limits.maxBuffered);
+  const consumers = partitions.map(
+    (partition) =>
+      new RecorderConsumer({
+        redis: gw.redis,
+        partition,
+        streams: { changes: gw.topology.changes(partition), outcomes: gw.topology.outcomes(partition) },
+        consumer: 'bounded',
+        sink: slow,
+        budget,
+        log,
+        limits,
+      }),
+  );
+  consumers.forEach((c) => c.start());
+  await eventually('every outcome recorded', async () => {
+    const [row] = await rows<{ n: string }>(gw.clickhouse, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: project });
+    return Number(row?.n) === partitions.length * 1500 ? true : undefined;
+  });
+  clearInterval(sampler);
+  await Promise.all(consumers.map((c) => c.stop()));
+  t.ok(mostHeld > 0, `entries were seen held (${mostHeld})`);
+  t.ok(mostHeld <= limits.maxBuffered, `at most the budget held at once: ${mostHeld} <= ${limits.maxBuffered} (8 partitions would read 4000 without it)`);
+});
