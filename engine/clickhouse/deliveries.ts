@@ -54,6 +54,14 @@ export interface DeliveriesResult {
 }
 
 /**
+ * Issue 3: the day below a page's upper bound (its cursor, or `until`) is read first. The set
+ * indexes on status and channel skip nothing for common values yet cost their analysis on every
+ * granule of the range: page 21 of status=failed&channel=PUSH took 61 ms over 30 days of 18.8M
+ * records and 23 ms within one day.
+ */
+const PAGE_WINDOW_MS = 86_400_000;
+
+/**
  * One project's delivery records matching `filter`, newest first by (at, id), at most `limit`,
  * starting after `after` (the previous page's last row; null for the first page). Keyset paging:
  * a walk through the pages returns every record present when it started exactly once, since a
@@ -67,6 +75,37 @@ export async function listDeliveries(
   limit: number,
   after: DeliveryPosition | null,
 ): Promise<DeliveriesResult> {
+  // One row more than the page: it tells whether a next page exists.
+  const rows = await pageRows(ch, project, filter, limit + 1, after);
+  const page = rows.length > limit ? rows.slice(0, limit) : rows;
+  const receipts = await latestReceipts(ch, project, page);
+  const deliveries = page.map((row) => delivery(row, receipts.get(pairKey(row.notification_id, row.external_id)) ?? null));
+  const last = page.at(-1);
+  return { deliveries, next: rows.length > limit && last !== undefined ? { at: Number(last.at_ms), id: last.id } : null };
+}
+
+/**
+ * The first `count` records of a page. Below an upper bound they are first looked for in the
+ * PAGE_WINDOW_MS before it: when that window holds `count` of them, every record outside it is
+ * older, so they are the page. Otherwise the page is read again over the whole range, so that its
+ * rows always come from one query, which reads one set of parts (a record written meanwhile is
+ * either in it or not, as with a single query). Lookups of one user or one notification skip the
+ * window: their few records spread over many days and their own indexes find them.
+ */
+async function pageRows(ch: ClickHouse, project: string, filter: DeliveryFilter, count: number, after: DeliveryPosition | null): Promise<DeliveryRow[]> {
+  const upper = after?.at ?? filter.until;
+  const lookup = filter.external_id !== undefined || filter.notification_id !== undefined;
+  if (upper !== undefined && !lookup) {
+    const from = upper - PAGE_WINDOW_MS;
+    if (filter.since === undefined || filter.since < from) {
+      const rows = await pageQueryRows(ch, project, { ...filter, since: from }, count, after);
+      if (rows.length === count) return rows;
+    }
+  }
+  return pageQueryRows(ch, project, filter, count, after);
+}
+
+async function pageQueryRows(ch: ClickHouse, project: string, filter: DeliveryFilter, count: number, after: DeliveryPosition | null): Promise<DeliveryRow[]> {
   const { switches, params } = filterParams(filter);
   if (after !== null) {
     switches.push('after');
@@ -75,15 +114,10 @@ export async function listDeliveries(
   }
   const result = await ch.query({
     query: pageQuery.text(switches),
-    query_params: { ...params, project, limit: limit + 1 },
+    query_params: { ...params, project, limit: count },
     format: 'JSONEachRow',
   });
-  const rows = await result.json<DeliveryRow>();
-  const page = rows.length > limit ? rows.slice(0, limit) : rows;
-  const receipts = await latestReceipts(ch, project, page);
-  const deliveries = page.map((row) => delivery(row, receipts.get(pairKey(row.notification_id, row.external_id)) ?? null));
-  const last = page.at(-1);
-  return { deliveries, next: rows.length > limit && last !== undefined ? { at: Number(last.at_ms), id: last.id } : null };
+  return result.json<DeliveryRow>();
 }
 
 /**
