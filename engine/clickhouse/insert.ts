@@ -36,6 +36,11 @@ const JSON_LINES_SETTINGS = {
   deduplicate_blocks_in_dependent_materialized_views: 1,
 } as const;
 
+/** JSON_LINES_SETTINGS as a SETTINGS clause (fixed names and numbers), written once. */
+const JSON_LINES_SETTINGS_SQL = Object.entries(JSON_LINES_SETTINGS)
+  .map(([name, value]) => `${name} = ${value}`)
+  .join(', ');
+
 /** `text` as a ClickHouse string literal, for the INFILE path: the grammar takes no parameter there. */
 const stringLiteral = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
@@ -60,9 +65,8 @@ export async function insertJsonLines(ch: ClickHouse, table: string, lines: Buff
   const file = join(inbox, `${randomUUID()}.jsonl`);
   await writeFile(file, lines);
   try {
-    const settings = Object.entries(JSON_LINES_SETTINGS).map(([name, value]) => `${name} = ${value}`);
     await ch.command({
-      query: `INSERT INTO ${table} FROM INFILE ${stringLiteral(file)} SETTINGS ${settings.join(', ')}, insert_deduplication_token = {token:String} FORMAT JSONEachRow`,
+      query: `INSERT INTO ${table} FROM INFILE ${stringLiteral(file)} SETTINGS ${JSON_LINES_SETTINGS_SQL}, insert_deduplication_token = {token:String} FORMAT JSONEachRow`,
       query_params: { token },
     });
   } finally {

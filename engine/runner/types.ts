@@ -24,37 +24,39 @@ export interface PartitionHandler {
   apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome>;
 }
 
-/** Turns a stream reply ([id, fields][]) into entries, leaving out deleted ones (null fields). */
-export function toEntries(reply: unknown): StreamEntry[] {
+/** The [id, fields] items of a stream reply that `make` accepts, leaving out deleted ones (null fields). */
+function entriesOf<T>(reply: unknown, make: (id: unknown, fields: unknown[]) => T | undefined): T[] {
   if (!Array.isArray(reply)) return [];
-  const entries: StreamEntry[] = [];
+  const entries: T[] = [];
   for (const item of reply as unknown[]) {
     if (!Array.isArray(item)) continue;
     const [id, fields] = item as unknown[];
-    if (typeof id === 'string' && Array.isArray(fields)) entries.push({ id, fields: fields.map(String) });
+    const entry = Array.isArray(fields) ? make(id, fields) : undefined;
+    if (entry !== undefined) entries.push(entry);
   }
   return entries;
 }
 
+/** Turns a stream reply ([id, fields][]) into entries, leaving out deleted ones (null fields). */
+export function toEntries(reply: unknown): StreamEntry[] {
+  return entriesOf(reply, (id, fields) => (typeof id === 'string' ? { id, fields: fields.map(String) } : undefined));
+}
+
 /**
- * One stream entry as Redis returns it to a `…Buffer` read (engine/redis.ts): its ID and its field names and values as
- * bytes. The recorder reads its streams so and hands outcome values to ClickHouse undecoded.
+ * One stream entry as Redis returns it to a `…Buffer` read (engine/redis.ts): its ID and its
+ * field names and values as bytes. The recorder reads its streams so and hands outcome values to
+ * ClickHouse undecoded.
  */
 export interface RawStreamEntry {
   id: string;
   fields: Buffer[];
 }
 
+const allBuffers = (fields: unknown[]): fields is Buffer[] => fields.every((f) => Buffer.isBuffer(f));
+
 /** As toEntries, for a reply of a `…Buffer` read. */
 export function toRawEntries(reply: unknown): RawStreamEntry[] {
-  if (!Array.isArray(reply)) return [];
-  const entries: RawStreamEntry[] = [];
-  for (const item of reply as unknown[]) {
-    if (!Array.isArray(item)) continue;
-    const [id, fields] = item as unknown[];
-    if (Buffer.isBuffer(id) && Array.isArray(fields) && fields.every((f) => Buffer.isBuffer(f))) entries.push({ id: id.toString('latin1'), fields });
-  }
-  return entries;
+  return entriesOf(reply, (id, fields) => (Buffer.isBuffer(id) && allBuffers(fields) ? { id: id.toString('latin1'), fields } : undefined));
 }
 
 /** A raw entry with its fields decoded as UTF-8 text. */
