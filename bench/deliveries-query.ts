@@ -8,7 +8,7 @@
  * It fills an embedded ClickHouse under a temporary directory with ROWS synthetic records
  * (bench/deliveries-fill.sql: one big project with 94% of them and five small ones, 30 days,
  * 1 000 000 users, 20 000 notifications), merges them (a settled table, as after background
- * merges), waits for the projections of migrations 0006 and 0008 to be materialized, checks that the stats
+ * merges), waits for the projections of migrations 0006 and 0009 to be materialized, checks that the stats
  * read through it equal a count of the table's rows, then times each query through the same
  * functions the routes call (engine/clickhouse/deliveries.ts): WARMUP runs, then RUNS measured
  * runs, one at a time.
@@ -213,7 +213,7 @@ async function main(): Promise<void> {
         'Stats: whole hours are counted from the projection counts_by_hour (migration 0006), the partial first and last hours from the table (the `edges` queries); timing starts once no mutation (the projection being materialized) is running.',
         `Machine: ${cpus().length} cores shared with whatever else runs (load average in machine); compare ratios to the baseline across machines rather than absolute times.`,
         'Lookups of one user or one notification use another value on every run, so the query condition cache cannot answer them from an earlier run; the other queries repeat, as a dashboard refreshing does.',
-        'Pages below a cursor or `until` are read from the day below it first (engine/clickhouse/deliveries.ts); lookups of one user go through the projection index by_external_id (migration 0008), materialized before timing starts.',
+        'Pages below a cursor or `until` are read from the day below it first (engine/clickhouse/deliveries.ts); lookups of one user read the projection by_user (migration 0009), materialized before timing starts.',
       ],
     };
     const failed = results.filter((r) => r.goal_met === false).map((r) => r.query);

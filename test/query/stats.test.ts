@@ -251,7 +251,7 @@ t.test('parts without the projection (written before migration 0006 materialized
     query: "SELECT projections FROM system.parts WHERE table = 'message_deliveries' AND partition = '215001' AND active ORDER BY name",
     format: 'JSONEachRow',
   });
-  // Other projections (by_external_id, migration 0008) are not this test's concern.
+  // Other projections (by_user, migration 0009) are not this test's concern.
   const withCounts = (await parts.json<{ projections: string[] }>()).map((p) => p.projections.includes('counts_by_hour'));
   t.same(withCounts, [false, true], 'one part with, one without');
   const range = { since: Date.UTC(2150, 0, 1, 0, 30), until: Date.UTC(2150, 0, 1, 4, 10) };
