@@ -1,6 +1,6 @@
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
-import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
+import type { LeaseView, PartitionWork } from '../../engine/runner/partition-runner.ts';
 import { ConsumerLoop, ensureGroup } from '../../engine/runner/consumer-loop.ts';
 import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
@@ -18,6 +18,8 @@ export interface RecorderConsumerOptions {
   sink: Pick<RecorderSink, 'record'>;
   /** Shared by the process's partitions: entries read and not yet inserted. */
   budget: EntryBudget;
+  /** The partition's lease: nothing is read or inserted unless it surely outlasts the command. */
+  lease: LeaseView;
   log: Logger;
   limits?: Readonly<RecorderLimits>;
 }
@@ -40,6 +42,12 @@ const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
  * over the pending entries (XAUTOCLAIM, COUNT maxBatch) and gets that same batch back; its
  * deduplication token is `stream|first id|last id`, the same as before, so rows the crashed
  * owner already inserted are dropped by ClickHouse (insert_deduplication_token).
+ *
+ * An owner whose lease may have lapsed (a stalled process, failed renewals) neither reads nor
+ * starts an insert, and a read never blocks past the lease: the next owner, which takes the
+ * partition only once the lease has expired, claims exactly the batch this one holds, either
+ * untouched or frozen in an insert with the same token. Otherwise this owner could read entries
+ * after that claim and insert them with the claimed ones under another token: rows twice.
  */
 export class RecorderConsumer implements PartitionWork {
   private readonly limits: Readonly<RecorderLimits>;
@@ -104,6 +112,12 @@ export class RecorderConsumer implements PartitionWork {
    * (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
    */
   private async readOnce(): Promise<void> {
+    const left = this.opts.lease.remainingMs();
+    if (left <= 0) {
+      // Renewed at the runner's next round, or dropped; what is read now could be the next owner's.
+      await this.loop.pause(this.limits.retryMs);
+      return;
+    }
     const now = Date.now();
     let room = this.limits.maxBatch;
     let wait = this.limits.lingerMs;
@@ -127,7 +141,7 @@ export class RecorderConsumer implements PartitionWork {
     // The streams are drained for now: the batches wait for more entries until they are due, and
     // entries waiting so hold no budget, or a backlog in other partitions would wait on them.
     if (received < count) this.releaseBudget();
-    if (received === 0) await this.read(1, wait);
+    if (received === 0) await this.read(1, Math.min(wait, left));
   }
 
   /** Gives back the budget of the entries this partition holds. */
@@ -159,6 +173,7 @@ export class RecorderConsumer implements PartitionWork {
   }
 
   private async flushDue(now: number): Promise<void> {
+    if (this.opts.lease.remainingMs() <= 0) return;
     for (const [kind, batch] of [...this.batches]) {
       if (batch.entries.length >= this.limits.maxBatch || now - batch.since >= this.limits.lingerMs) {
         await this.flush(kind, batch.entries);
@@ -181,7 +196,10 @@ export class RecorderConsumer implements PartitionWork {
     }
   }
 
-  /** Inserts a batch (retrying until it is taken or the consumer stops), then acks and trims. */
+  /**
+   * Inserts a batch (retrying until it is taken, the consumer stops or the lease may have lapsed),
+   * then acks and trims.
+   */
   private async flush(kind: StreamKind, entries: RawStreamEntry[]): Promise<void> {
     const { redis, streams, sink, log, partition } = this.opts;
     const first = entries[0]?.id;
@@ -190,6 +208,7 @@ export class RecorderConsumer implements PartitionWork {
     const stream = streams[kind];
     const token = `${stream}|${first}|${last}`;
     for (;;) {
+      if (this.opts.lease.remainingMs() <= 0) throw new Error('the lease may have lapsed: the batch stays pending for the next owner');
       try {
         await sink.record(kind, entries, token);
         break;

@@ -23,7 +23,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
   return runPartitionRole('recorder', ctx, redis, {
     leaseKey: (p) => topology.recorderLease(p),
     workersKey: topology.recorderWorkers(),
-    work: (partition) =>
+    work: (partition, _onLost, lease) =>
       new RecorderConsumer({
         redis,
         partition,
@@ -31,6 +31,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
         consumer: workerId,
         sink,
         budget,
+        lease,
         log,
       }),
   });

@@ -10,6 +10,16 @@ export interface PartitionWork {
   stop(): Promise<void>;
 }
 
+/** What the work of an owned partition knows of its lease. */
+export interface LeaseView {
+  /**
+   * How long work started now surely ends before another worker can take the partition, ms: the
+   * time left on the lease as last confirmed, less a margin for the commands in flight (a sixth of
+   * LEASE_MS). 0 or less once the lease may have lapsed, and for good once it is lost.
+   */
+  remainingMs(): number;
+}
+
 export interface PartitionRunnerOptions {
   redis: RedisClient;
   /** How many partitions there are (PARTITIONS). */
@@ -22,15 +32,24 @@ export interface PartitionRunnerOptions {
   workerId: string;
   /** Lease and heartbeat lifetime, ms (LEASE_MS); they are renewed every third of it. */
   leaseMs: number;
-  /** Builds the work of a newly owned partition; it calls `onLost` when it finds itself fenced. */
-  work(partition: number, onLost: () => void): PartitionWork;
+  /**
+   * Builds the work of a newly owned partition; it calls `onLost` when it finds itself fenced, and
+   * asks `lease` before work that must not outlive the lease.
+   */
+  work(partition: number, onLost: () => void, lease: LeaseView): PartitionWork;
   log: Logger;
+}
+
+interface LeaseState {
+  /** Last time the lease was confirmed ours (ms); past LEASE_MS without renewal it is gone. */
+  confirmedAt: number;
+  /** Set once the partition is dropped: the lease is another's or has lapsed. */
+  lost: boolean;
 }
 
 interface Held {
   consumer: PartitionWork;
-  /** Last time the lease was confirmed ours (ms); past LEASE_MS without renewal it is gone. */
-  confirmedAt: number;
+  lease: LeaseState;
   /** Set once the partition is being given up: the consumer is finishing its batch. */
   leaving?: Promise<void>;
 }
@@ -117,11 +136,11 @@ export class PartitionRunner {
     const { redis, leaseKey, workerId, leaseMs, log } = this.opts;
     try {
       const renewed = await redis.renewLease(leaseKey(partition), workerId, leaseMs);
-      if (renewed === 1) held.confirmedAt = now;
+      if (renewed === 1) held.lease.confirmedAt = now;
       else return this.drop(partition, held);
     } catch (err) {
       log.warn('lease renewal failed', { partition, err });
-      if (now - held.confirmedAt >= leaseMs) return this.drop(partition, held);
+      if (now - held.lease.confirmedAt >= leaseMs) return this.drop(partition, held);
     }
     if (!wanted) void this.leave(partition, held);
   }
@@ -144,6 +163,7 @@ export class PartitionRunner {
    */
   private drop(partition: number, held: Held): void {
     if (this.held.get(partition) !== held) return;
+    held.lease.lost = true;
     this.held.delete(partition);
     this.retiring.set(
       partition,
@@ -159,11 +179,19 @@ export class PartitionRunner {
       if (taken === 'OK') await redis.releaseLease(leaseKey(partition), workerId);
       return;
     }
-    const consumer = this.opts.work(partition, () => {
-      const held = this.held.get(partition);
-      if (held?.consumer === consumer) this.drop(partition, held);
-    });
-    this.held.set(partition, { consumer, confirmedAt: now });
+    // `now` was taken before the lease was set, so the lease expires no sooner than LEASE_MS after it.
+    const lease: LeaseState = { confirmedAt: now, lost: false };
+    const margin = Math.floor(leaseMs / 6);
+    const view: LeaseView = { remainingMs: () => (lease.lost ? 0 : lease.confirmedAt + leaseMs - margin - Date.now()) };
+    const consumer = this.opts.work(
+      partition,
+      () => {
+        const held = this.held.get(partition);
+        if (held?.consumer === consumer) this.drop(partition, held);
+      },
+      view,
+    );
+    this.held.set(partition, { consumer, lease });
     consumer.start();
   }
 

@@ -9,6 +9,7 @@ import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
+import { heldLease } from '../helpers/lease.ts';
 import { outcome } from './outcomes.ts';
 
 t.test('the entry budget grants a whole request or nothing, and takes back what a read returned beyond it', async (t) => {
@@ -65,6 +66,7 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
         consumer: 'bounded',
         sink: slow,
         budget,
+        lease: heldLease,
         log,
         limits,
       }),

@@ -9,6 +9,7 @@ import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
+import { heldLease } from '../helpers/lease.ts';
 import { outcome } from './outcomes.ts';
 
 const limits = { ...RecorderLimits, maxBatch: 1000, lingerMs: 200, retryMs: 50, maxBuffered: 2000 };
@@ -33,6 +34,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
     partition,
     streams,
     consumer: 'dying',
+    lease: heldLease,
     log,
     limits,
     budget: new EntryBudget(limits.maxBuffered),
@@ -55,7 +57,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
   const [pending] = (await gw.redis.xpending(streams.outcomes, 'recorder')) as [number];
   t.equal(pending, inserted.length, 'and still pending: exactly that batch');
 
-  const next = new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: 'next', log, limits, sink, budget: new EntryBudget(limits.maxBuffered) });
+  const next = new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: 'next', lease: heldLease, log, limits, sink, budget: new EntryBudget(limits.maxBuffered) });
   next.start();
   await eventually('everything recorded and acknowledged', async () => {
     const [left] = (await gw.redis.xpending(streams.outcomes, 'recorder')) as [number];
