@@ -101,3 +101,28 @@ export async function appliedChecksums(ch: ClickHouse): Promise<Map<number, stri
 async function run(ch: ClickHouse, migration: Migration): Promise<void> {
   for (const query of migration.statements) await ch.command({ query });
 }
+
+/** A background rewrite of a table (a mutation, such as MATERIALIZE PROJECTION) not finished yet. */
+export interface Rewrite {
+  table: string;
+  command: string;
+  /** Parts of the table still to rewrite. */
+  partsLeft: number;
+  /** Why the last attempt failed ('' when none did); ClickHouse retries it. */
+  failure: string;
+}
+
+/**
+ * The unfinished rewrites of this database's tables, oldest first. Migrations start some (0006,
+ * 0008, 0009 materialize projections over the rows already there) and return before they end:
+ * meanwhile queries read the parts not yet rewritten without them, exact but slower.
+ */
+export async function unfinishedRewrites(ch: ClickHouse): Promise<Rewrite[]> {
+  const result = await ch.query({
+    query:
+      'SELECT table, command, parts_to_do, latest_fail_reason FROM system.mutations WHERE database = currentDatabase() AND NOT is_done ORDER BY create_time, mutation_id',
+    format: 'JSONEachRow',
+  });
+  const rows = await result.json<{ table: string; command: string; parts_to_do: string | number; latest_fail_reason: string }>();
+  return rows.map((r) => ({ table: r.table, command: r.command, partsLeft: Number(r.parts_to_do), failure: r.latest_fail_reason }));
+}

@@ -1,7 +1,7 @@
 import type { Config } from '../../schemas/config.ts';
 import type { Logger } from '../log.ts';
 import { clickHouseLocation, createClickHouse, type ClickHouse } from './client.ts';
-import { migrate } from './migrations.ts';
+import { migrate, unfinishedRewrites } from './migrations.ts';
 
 /** How long a readiness ping waits for ClickHouse. */
 const PING_TIMEOUT_MS = 1000;
@@ -61,6 +61,9 @@ export class ClickHouseStore {
     try {
       const applied = await migrate(ch);
       for (const m of applied) this.log.info('migration applied', { version: m.version, name: m.name });
+      for (const r of await unfinishedRewrites(ch)) {
+        this.log.info('rewrite running in the background', { table: r.table, command: r.command, parts_left: r.partsLeft, failure: r.failure || undefined });
+      }
       return ch;
     } catch (err) {
       await ch.close().catch(() => undefined);

@@ -1,7 +1,9 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createClickHouse } from '../../engine/clickhouse/client.ts';
+import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { loadMigrations } from '../../engine/clickhouse/migrations.ts';
 import { runEngine, testEnv } from '../helpers/engine.ts';
 
@@ -19,6 +21,40 @@ t.test('engine migrate prints the versions it applied, then that none are pendin
   const second = await runEngine(['migrate'], env);
   t.equal(second.code, 0, second.stderr);
   t.equal(second.stdout.trim(), 'no migrations pending');
+});
+
+t.test('engine migrate waits for the projections it materializes over stored rows, with their progress on stderr', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'engine-migrate-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  // A store as migration 0007 left it, holding a million delivery records.
+  const ch = createClickHouse({ DATA_DIR: dataDir });
+  try {
+    for (const m of loadMigrations().filter((m) => m.version <= 7)) {
+      for (const query of m.statements) await ch.command({ query });
+      await insertRows(ch, 'schema_migrations', [{ version: m.version, name: m.name, checksum: m.checksum }], `schema_migrations:${m.version}`);
+    }
+    await ch.command({
+      query: `INSERT INTO message_deliveries (project, id, stream_id, notification_id, external_id, channel, attempt, status, retrying, at)
+        SELECT 'p', concat('d', toString(number)), concat(toString(number), '-0'), 'n', concat('u', toString(number % 1000)), 'PUSH', 1, 'sent', false,
+          fromUnixTimestamp64Milli(toInt64(1790000000000 + number * 1000), 'UTC')
+        FROM numbers(1000000) SETTINGS insert_deduplication_token = ''`,
+    });
+  } finally {
+    await ch.close();
+  }
+  const run = await runEngine(['migrate'], { ...env, DATA_DIR: dataDir });
+  t.equal(run.code, 0, run.stderr);
+  t.same(
+    run.stdout.trim().split('\n'),
+    loadMigrations()
+      .filter((m) => m.version > 7)
+      .map((m) => `applied ${String(m.version).padStart(4, '0')}_${m.name}`),
+  );
+  t.match(run.stderr, /rewriting message_deliveries: \(MATERIALIZE PROJECTION by_user\), \d+ part\(s\) left/, 'progress');
+  t.match(run.stderr, /background rewrites done\s*$/, 'and its end');
+  const again = await runEngine(['migrate'], { ...env, DATA_DIR: dataDir });
+  t.equal(again.stdout.trim(), 'no migrations pending');
+  t.notMatch(again.stderr, /rewriting/, 'nothing left to rewrite');
 });
 
 t.test('a ClickHouse server that cannot be reached is a message and exit 1', async (t) => {

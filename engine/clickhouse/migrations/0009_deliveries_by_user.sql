@@ -22,7 +22,12 @@
 --
 -- MATERIALIZE PROJECTION rewrites the existing parts in the background (about 90 s for the table
 -- above); until a part has it, a lookup of one user reads that part's granules of the project, so
--- results stay exact but such lookups are slow meanwhile.
+-- results stay exact but such lookups are slow meanwhile. `mutations_sync = 0` keeps it in the
+-- background on the embedded engine too, whose default (1) would hold `engine start` until it
+-- ends; `engine migrate` waits for it and shows its progress (engine/cli/migrate.ts). It comes
+-- last: dropping a projection or an index waits for the table's mutations in flight.
+ALTER TABLE message_deliveries DROP PROJECTION IF EXISTS by_external_id SETTINGS mutations_sync = 0;
+ALTER TABLE message_deliveries DROP INDEX IF EXISTS idx_external_id SETTINGS mutations_sync = 0;
 ALTER TABLE message_deliveries ADD PROJECTION IF NOT EXISTS by_user
 (
     SELECT
@@ -30,6 +35,4 @@ ALTER TABLE message_deliveries ADD PROJECTION IF NOT EXISTS by_user
         attempt, status, error_code, hint, provider_message_id, latency_ms, retrying
     ORDER BY project, external_id, at, id
 );
-ALTER TABLE message_deliveries MATERIALIZE PROJECTION by_user;
-ALTER TABLE message_deliveries DROP PROJECTION IF EXISTS by_external_id;
-ALTER TABLE message_deliveries DROP INDEX IF EXISTS idx_external_id;
+ALTER TABLE message_deliveries MATERIALIZE PROJECTION by_user SETTINGS mutations_sync = 0;
