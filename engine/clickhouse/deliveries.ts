@@ -112,7 +112,6 @@ async function pageQueryRows(ch: ClickHouse, project: string, filter: DeliveryFi
     params['after_at'] = after.at;
     params['after_id'] = after.id;
   }
-  if (filter.external_id === undefined) switches.push('in_time_order');
   const result = await ch.query({
     query: pageQuery.text(switches),
     query_params: { ...params, project, limit: count },

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('./queries/', import.meta.url));
-const switchTag = /\s*--\s*@if\s+([a-z_]+)\s*$/;
+const switchTag = /\s*--\s*@(if|unless)\s+([a-z_]+)\s*$/;
 const loaded = new Map<string, QueryFile>();
 
 /**
@@ -13,14 +13,16 @@ const loaded = new Map<string, QueryFile>();
  * filters become WHERE terms of their own instead of `{p:Nullable(T)} IS NULL OR col = {p}`.
  * ClickHouse prunes granules the same way with both, but EXPLAIN indexes = 1 shows the primary
  * key searched with "generic exclusion" instead of "binary search" for the Nullable form, and it
- * ran 2 to 14 ms slower per page on 2 million rows. The switches are fixed names written in the
+ * ran 2 to 14 ms slower per page on 2 million rows. A line ending in `-- @unless <switch>` is kept
+ * only when that switch is off. The switches are fixed names written in the
  * file, so a request only decides which of these fixed lines are present, never their text.
  * Whole-line `--` comments (the header) are dropped from the text sent.
  */
 export class QueryFile {
   /** Every switch the file's lines use. */
   readonly switches: ReadonlySet<string>;
-  private readonly lines: { text: string; when: string | null }[];
+  /** Each line with the switch it depends on, and whether it is kept when that switch is on (`@if`) or off (`@unless`). */
+  private readonly lines: { text: string; when: string | null; keptWhenOn: boolean }[];
   private readonly texts = new Map<string, string>();
 
   private constructor(
@@ -32,7 +34,7 @@ export class QueryFile {
       .filter((line) => line.trim() !== '' && !line.trimStart().startsWith('--'))
       .map((line) => {
         const match = switchTag.exec(line);
-        return match ? { text: line.slice(0, match.index), when: match[1] ?? null } : { text: line, when: null };
+        return match ? { text: line.slice(0, match.index), when: match[2] ?? null, keptWhenOn: match[1] === 'if' } : { text: line, when: null, keptWhenOn: true };
       });
     this.switches = new Set(this.lines.flatMap((l) => (l.when === null ? [] : [l.when])));
   }
@@ -54,7 +56,7 @@ export class QueryFile {
     if (text !== undefined) return text;
     for (const s of on) if (!this.switches.has(s)) throw new Error(`query ${this.name} has no switch "${s}"`);
     text = this.lines
-      .filter((l) => l.when === null || on.includes(l.when))
+      .filter((l) => l.when === null || on.includes(l.when) === l.keptWhenOn)
       .map((l) => l.text)
       .join('\n');
     // Bounded: at most one text per combination of the file's few switches.
