@@ -41,6 +41,17 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /**
+   * Entries deleted from a stream while still pending in a consumer group: read, never processed,
+   * gone. Always a defect; each is also logged as an error.
+   */
+  readonly lostEntries = new Counter({
+    name: 'svc_stream_entries_lost_total',
+    help: 'Stream entries found deleted while pending in a consumer group, by group',
+    labelNames: ['group'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

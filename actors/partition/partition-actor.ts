@@ -47,7 +47,7 @@ export class PartitionActor implements PartitionHandler {
       ApplyLimits.maxSubscriptions,
     ];
     for (const entry of entries) args.push(entry.id, fieldOf(entry, 'd') ?? '');
-    const [code, applied, invalid, appliedId, registrations] = await redis.applyBatch(...args);
+    const [code, applied, invalid, appliedId, outbox, pending] = await redis.applyBatch(...args);
     switch (code as ApplyCode) {
       case ApplyCode.NotOwner:
         return { kind: 'lost' };
@@ -60,8 +60,9 @@ export class PartitionActor implements PartitionHandler {
     }
     metrics.appliedEntries.inc(applied);
     if (invalid > 0) log.warn('invalid ingest entries skipped', { partition, invalid, appliedId });
-    // Leftovers of a settlement cut short are settled by open() when the partition is taken again.
-    if (registrations > 0) await this.opts.settler.settle(partition);
-    return { kind: 'applied' };
+    // The outbox's length, not this call's registrations: a call whose reply was lost and that
+    // ioredis sent again finds nothing new to apply, yet the first run's registrations wait there.
+    if (outbox > 0) await this.opts.settler.settle(partition);
+    return pending > 0 ? { kind: 'applied', pending } : { kind: 'applied' };
   }
 }

@@ -30,6 +30,7 @@ export const applyRole: RoleFactory = async (ctx) => {
         blockMs: Math.min(1000, config.LEASE_MS),
         handler: actor,
         log,
+        metrics,
         onLost,
       }),
   });

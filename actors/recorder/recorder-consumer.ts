@@ -1,7 +1,8 @@
 import type { Logger } from '../../engine/log.ts';
+import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { LeaseView, PartitionWork } from '../../engine/runner/partition-runner.ts';
-import { ConsumerLoop, ensureGroup } from '../../engine/runner/consumer-loop.ts';
+import { ConsumerLoop, ensureGroup, reportDeleted } from '../../engine/runner/consumer-loop.ts';
 import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
 import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
@@ -21,6 +22,7 @@ export interface RecorderConsumerOptions {
   /** The partition's lease: nothing is read or inserted unless it surely outlasts the command. */
   lease: LeaseView;
   log: Logger;
+  metrics: Pick<Metrics, 'lostEntries'>;
   limits?: Readonly<RecorderLimits>;
 }
 
@@ -28,6 +30,8 @@ interface Batch {
   entries: RawStreamEntry[];
   /** When the first entry arrived (ms); the batch is due `lingerMs` later. */
   since: number;
+  /** Set once an insert of it was tried: from then on its entries, and so its token, are fixed. */
+  tried?: boolean;
 }
 
 const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
@@ -43,6 +47,12 @@ const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
  * deduplication token is `stream|first id|last id`, the same as before, so rows the crashed
  * owner already inserted are dropped by ClickHouse (insert_deduplication_token).
  *
+ * A read whose reply is lost (a dropped connection, Redis killed after it ran the read) still
+ * moved its entries into the pending list. So after a failed read, or when a settled batch leaves
+ * entries pending that no batch holds, the consumer drops its untried batches and claims the
+ * pending entries again, making the pending list and the batches agree before it reads on; and
+ * streams are trimmed only below what every group has acknowledged (settleBatch-1.lua).
+ *
  * An owner whose lease may have lapsed (a stalled process, failed renewals) neither reads nor
  * starts an insert, and a read never blocks past the lease: the next owner, which takes the
  * partition only once the lease has expired, claims exactly the batch this one holds, either
@@ -54,6 +64,8 @@ export class RecorderConsumer implements PartitionWork {
   private readonly batches = new Map<StreamKind, Batch>();
   /** Entries of the batches that hold budget (EntryBudget): read while the streams had more. */
   private held = 0;
+  /** Set when the pending list may hold entries no batch holds: they are claimed before reading on. */
+  private resync = true;
   private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
 
@@ -74,12 +86,14 @@ export class RecorderConsumer implements PartitionWork {
 
   private async run(): Promise<void> {
     const { log, partition } = this.opts;
-    let claimed = false;
     while (!this.loop.stopping) {
       try {
-        if (!claimed) {
+        // A tried batch is settled first, with its own token; it is due, so nothing is read meanwhile.
+        if (this.resync && ![...this.batches.values()].some((b) => b.tried)) {
+          this.batches.clear();
+          this.releaseBudget();
           for (const kind of kinds) await this.claimPending(kind);
-          claimed = true;
+          this.resync = false;
         }
         await this.readOnce();
         await this.flushDue(Date.now());
@@ -94,11 +108,12 @@ export class RecorderConsumer implements PartitionWork {
 
   /** Inserts every entry pending in the group for this stream, whoever read it, one batch at a time. */
   private async claimPending(kind: StreamKind): Promise<void> {
-    const { redis, streams, consumer } = this.opts;
+    const { redis, streams, consumer, log, metrics } = this.opts;
     await ensureGroup(redis, streams[kind], RECORDER_GROUP);
     let cursor = '0-0';
     do {
       const reply = (await redis.xautoclaimBuffer(streams[kind], RECORDER_GROUP, consumer, 0, cursor, 'COUNT', this.limits.maxBatch)) as unknown[];
+      reportDeleted(reply, { stream: streams[kind], group: RECORDER_GROUP }, log, metrics);
       cursor = Buffer.isBuffer(reply[0]) ? reply[0].toString('latin1') : '0-0';
       const entries = toRawEntries(reply[1]);
       if (entries.length > 0) await this.flush(kind, entries);
@@ -154,9 +169,15 @@ export class RecorderConsumer implements PartitionWork {
   private async read(count: number, blockMs?: number): Promise<number> {
     const { streams, consumer } = this.opts;
     const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
-    const reply = (await this.loop.read((blocking) =>
-      blocking.xreadgroupBuffer('GROUP', RECORDER_GROUP, consumer, 'COUNT', count, ...block, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
-    )) as [Buffer, unknown][] | null;
+    let reply: [Buffer, unknown][] | null;
+    try {
+      reply = (await this.loop.read(blockMs ?? 0, (blocking) =>
+        blocking.xreadgroupBuffer('GROUP', RECORDER_GROUP, consumer, 'COUNT', count, ...block, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
+      )) as [Buffer, unknown][] | null;
+    } catch (err) {
+      this.resync = true;
+      throw err;
+    }
     const arrived = Date.now();
     let received = 0;
     for (const [stream, items] of reply ?? []) {
@@ -176,9 +197,15 @@ export class RecorderConsumer implements PartitionWork {
     if (this.opts.lease.remainingMs() <= 0) return;
     for (const [kind, batch] of [...this.batches]) {
       if (batch.entries.length >= this.limits.maxBatch || now - batch.since >= this.limits.lingerMs) {
-        await this.flush(kind, batch.entries);
+        batch.tried = true;
+        const pending = await this.flush(kind, batch.entries);
         this.batches.delete(kind);
         this.releaseBudget();
+        if (pending > 0) {
+          this.opts.log.warn('recorder found entries pending that no batch holds; claiming them', { partition: this.opts.partition, stream: kind, pending });
+          this.resync = true;
+          return;
+        }
       }
     }
   }
@@ -198,13 +225,13 @@ export class RecorderConsumer implements PartitionWork {
 
   /**
    * Inserts a batch (retrying until it is taken, the consumer stops or the lease may have lapsed),
-   * then acks and trims.
+   * then acks and trims; returns how many entries the group still has pending in the stream.
    */
-  private async flush(kind: StreamKind, entries: RawStreamEntry[]): Promise<void> {
+  private async flush(kind: StreamKind, entries: RawStreamEntry[]): Promise<number> {
     const { redis, streams, sink, log, partition } = this.opts;
     const first = entries[0]?.id;
     const last = entries.at(-1)?.id;
-    if (first === undefined || last === undefined) return;
+    if (first === undefined || last === undefined) return 0;
     const stream = streams[kind];
     const token = `${stream}|${first}|${last}`;
     for (;;) {
@@ -218,9 +245,7 @@ export class RecorderConsumer implements PartitionWork {
         await this.loop.pause(this.limits.retryMs);
       }
     }
-    const ids = entries.map((e) => e.id);
-    await redis.xack(stream, RECORDER_GROUP, ...ids);
-    // Everything below the batch's last ID is acknowledged: the recorder is the streams' only group.
-    await redis.xtrim(stream, 'MINID', '~', last);
+    const [pending] = await redis.settleBatch(stream, RECORDER_GROUP, last, ...entries.map((e) => e.id));
+    return pending;
   }
 }

@@ -33,6 +33,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
         budget,
         lease,
         log,
+        metrics,
       }),
   });
 };

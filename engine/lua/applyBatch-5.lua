@@ -6,8 +6,9 @@
   must be exactly the next entries of the stream, else nothing is written and GAP is returned
   (a fenced former owner may have read some of them; the runner re-reads the stream from there).
   Every ID of the batch is acknowledged, the last applied ID recorded and the stream trimmed below
-  it, all in this one call. User keys are built here from ARGV[2] .. kind .. ':' .. ARGV[3] ..
-  ':proj:ext' as engine/topology.ts lays them out, so they share the partition's slot.
+  it (never below an entry still pending in a group), all in this one call. User keys are built
+  here from ARGV[2] .. kind .. ':' .. ARGV[3] .. ':proj:ext' as engine/topology.ts lays them out,
+  so they share the partition's slot.
 
   Entries (schemas/ingest.ts, JSON):
     identify, tags  create the user; merge tags ("" deletes; new keys past ARGV[6] are ignored)
@@ -39,10 +40,14 @@
   ARGV[7] most subscriptions per user
   ARGV[8], ARGV[9], ...  stream ID, entry JSON; pairs in ascending ID order
 
-  Returns {code, applied, invalid, appliedId, registrations}: code 0 ok, 1 not the lease owner,
-  2 gap; appliedId is the partition's last applied ID after the call; registrations counts the
-  outbox entries written (the caller settles the outbox when it is above 0).
+  Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
+  2 gap; appliedId is the partition's last applied ID after the call; outbox is the length of
+  outbox:{pN} (the caller settles it when above 0, also after a reply lost and the call resent);
+  pending is how many entries the group still has pending after the acks (above 0: a read whose
+  reply was lost left entries that no batch holds, and the caller claims them).
 ]]
+-- #include streams
+
 local OK, NOT_OWNER, GAP = 0, 1, 2
 local FIRST_ENTRY = 8
 
@@ -51,19 +56,14 @@ local worker, prefix, tag, group = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local idemTtl, maxTags, maxSubs = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 
 if redis.call('GET', leaseKey) ~= worker then
-  return { NOT_OWNER, 0, 0, '', 0 }
-end
-
-local function parseId(id)
-  local ms, seq = string.match(id or '', '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
+  return { NOT_OWNER, 0, 0, '', 0, 0 }
 end
 
 local applied = redis.call('GET', appliedKey) or '0-0'
-local lastMs, lastSeq = parseId(applied)
+local lastMs, lastSeq = idParts(applied)
 local fresh = {}
 for i = FIRST_ENTRY, #ARGV, 2 do
-  local ms, seq = parseId(ARGV[i])
+  local ms, seq = idParts(ARGV[i])
   if not ms then
     return redis.error_reply('ERR applyBatch: bad stream id ' .. tostring(ARGV[i]))
   end
@@ -81,7 +81,7 @@ if #fresh > 0 then
     contiguous = range[j][1] == ARGV[fresh[j]]
   end
   if not contiguous then
-    return { GAP, 0, 0, applied, 0 }
+    return { GAP, 0, 0, applied, 0, 0 }
   end
 end
 
@@ -260,7 +260,7 @@ local function receipt(e, id)
   })
 end
 
-local appliedCount, invalid, registrations = 0, 0, 0
+local appliedCount, invalid = 0, 0
 for _, i in ipairs(fresh) do
   local ok, e = pcall(cjson.decode, ARGV[i + 1])
   if ok and valid(e) then
@@ -272,7 +272,6 @@ for _, i in ipairs(fresh) do
       if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e) end
       if op == 'subscribe' then
         subscribe(e)
-        registrations = registrations + 1
       end
       if op == 'event' then event(e, ARGV[i]) end
       if op == 'receipt' then receipt(e, ARGV[i]) end
@@ -287,21 +286,11 @@ for _, user in ipairs(touched) do
   change({ kind = 'user', project = user[1], external_id = user[2] })
 end
 
+ackArgs(ingestKey, group, FIRST_ENTRY, 2)
 if #fresh > 0 then
   applied = ARGV[fresh[#fresh]]
   redis.call('SET', appliedKey, applied)
-  redis.call('XTRIM', ingestKey, 'MINID', '~', applied)
 end
+local _, pending = trimSafely(ingestKey, applied, group)
 
--- Acknowledge in chunks: unpack is bounded by the Lua C stack.
-local ids = {}
-for i = FIRST_ENTRY, #ARGV, 2 do
-  ids[#ids + 1] = ARGV[i]
-  if #ids == 1000 then
-    redis.call('XACK', ingestKey, group, unpack(ids))
-    ids = {}
-  end
-end
-if #ids > 0 then redis.call('XACK', ingestKey, group, unpack(ids)) end
-
-return { OK, appliedCount, invalid, applied, registrations }
+return { OK, appliedCount, invalid, applied, redis.call('XLEN', outboxKey), pending }

@@ -1,9 +1,30 @@
+import { Cluster, type RedisOptions } from 'ioredis';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
+
+/** How long past its BLOCK time a read may go unanswered before its connection is dropped, ms. */
+const READ_GRACE_MS = 5000;
+
+/**
+ * A read of a group moves entries into the group's pending list when Redis runs it, whether or not
+ * its reply arrives. So the blocking connection never sends a read again after a reconnect (a
+ * second read would hide the first one's entries) and fails every read in flight when it drops
+ * (maxRetriesPerRequest 0), so the consumer knows to re-read its pending entries.
+ */
+const blockingOptions: Partial<RedisOptions> = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 };
+
+function duplicateForReads(redis: RedisClient): RedisClient {
+  const copy = redis instanceof Cluster ? redis.duplicate([], { redisOptions: { ...redis.options.redisOptions, ...blockingOptions } }) : redis.duplicate(blockingOptions);
+  return copy as RedisClient;
+}
 
 /**
  * The stop, pause and blocking-read plumbing of a stream consumer's loop (the partition consumer,
  * the recorder): blocking reads run on a connection of their own, which a stop disconnects so an
- * idle loop ends at once; a pause is cut short by a stop.
+ * idle loop ends at once; a pause is cut short by a stop. A read that fails (its connection
+ * dropped, or no answer within its BLOCK time and a grace) rejects: its entries may be pending in
+ * the group with no batch holding them, and the consumer claims its pending entries again.
  */
 export class ConsumerLoop {
   private stopped = false;
@@ -20,7 +41,7 @@ export class ConsumerLoop {
 
   /** Runs the loop's body with the blocking connection open, and closes it after. */
   async run(body: () => Promise<void>): Promise<void> {
-    const blocking = this.redis.duplicate() as RedisClient;
+    const blocking = duplicateForReads(this.redis);
     blocking.on('error', () => {
       // Failed reads surface as rejected commands, which the loop handles.
     });
@@ -32,14 +53,20 @@ export class ConsumerLoop {
     }
   }
 
-  /** A blocking read on the loop's own connection; stop() abandons it (it rejects). */
-  async read<T>(call: (blocking: RedisClient) => Promise<T>): Promise<T> {
+  /**
+   * A read on the loop's own connection, blocking up to `blockMs`; stop() abandons it (it
+   * rejects), and so does a connection that drops or stays silent past `blockMs` and a grace.
+   */
+  async read<T>(blockMs: number, call: (blocking: RedisClient) => Promise<T>): Promise<T> {
     const blocking = this.blocking;
     if (!blocking) throw new Error('ConsumerLoop.read outside run()');
     this.reading = true;
+    // disconnect(true) reconnects at once; the read in flight fails (maxRetriesPerRequest 0).
+    const silent = setTimeout(() => blocking.disconnect(true), blockMs + READ_GRACE_MS);
     try {
       return await call(blocking);
     } finally {
+      clearTimeout(silent);
       this.reading = false;
     }
   }
@@ -70,4 +97,20 @@ export async function ensureGroup(redis: RedisClient, stream: string, group: str
   } catch (err) {
     if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
   }
+}
+
+/**
+ * Reports the IDs an XAUTOCLAIM found deleted while pending (its third reply element, as text or
+ * bytes): they were read by someone and are gone without being processed. Never silent.
+ */
+export function reportDeleted(
+  reply: unknown[],
+  where: { stream: string; group: string },
+  log: Logger,
+  metrics: Pick<Metrics, 'lostEntries'>,
+): void {
+  const deleted = Array.isArray(reply[2]) ? (reply[2] as unknown[]).map(String) : [];
+  if (deleted.length === 0) return;
+  metrics.lostEntries.labels(where.group).inc(deleted.length);
+  log.error('stream entries deleted while pending', { ...where, count: deleted.length, ids: deleted.slice(0, 20) });
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
-import { ConsumerLoop, ensureGroup } from './consumer-loop.ts';
+import { ConsumerLoop, ensureGroup, reportDeleted } from './consumer-loop.ts';
 import type { PartitionWork } from './partition-runner.ts';
 import { toEntries, type PartitionHandler, type StreamEntry } from './types.ts';
 
@@ -19,6 +20,7 @@ export interface PartitionConsumerOptions {
   blockMs: number;
   handler: PartitionHandler;
   log: Logger;
+  metrics: Pick<Metrics, 'lostEntries'>;
   /** Called once when an apply is fenced: another worker owns the partition now. */
   onLost(): void;
 }
@@ -30,6 +32,9 @@ const RETRY_MS = 500;
  * over every pending entry of the group (XAUTOCLAIM, min-idle 0: the lease makes this worker the
  * only rightful consumer) and applies them in ID order, then reads new entries (XREADGROUP `>`)
  * one batch at a time, so at most one batch is in flight. Reads block on a connection of their own.
+ * A read that fails, or an apply after which the group still has entries pending (a read whose
+ * reply was lost, a former owner's read that landed late), makes it claim the pending entries
+ * again before it reads on: they would otherwise wait for the next write to the partition.
  */
 export class PartitionConsumer implements PartitionWork {
   private readonly loop: ConsumerLoop;
@@ -71,27 +76,31 @@ export class PartitionConsumer implements PartitionWork {
     let cursor = '0-0';
     do {
       const reply = await redis.xautoclaim(stream, group, consumer, 0, cursor, 'COUNT', batchSize);
+      reportDeleted(reply, { stream, group }, this.opts.log, this.opts.metrics);
       cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
       const entries = toEntries(reply[1]);
-      if (entries.length > 0 && !(await this.applyInOrder(entries))) return;
+      if (entries.length > 0 && (await this.applyInOrder(entries)) === false) return;
     } while (cursor !== '0-0' && !this.loop.stopping);
   }
 
   private async readAndApply(): Promise<void> {
     const { stream, group, consumer, batchSize, blockMs } = this.opts;
-    const reply = (await this.loop.read((blocking) =>
+    const reply = (await this.loop.read(blockMs, (blocking) =>
       blocking.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>'),
     )) as [string, unknown][] | null;
     const entries = toEntries(reply?.[0]?.[1]);
-    if (entries.length > 0) await this.applyInOrder(entries);
+    if (entries.length === 0) return;
+    const left = await this.applyInOrder(entries);
+    if (left !== false && left > 0) await this.claimPending();
   }
 
   /**
    * Applies a batch. On a gap (entries this batch skips over were read by a former owner), applies
    * the stream's own entries after the last applied ID first, then the batch again.
-   * Returns false when the lease is lost.
+   * Returns how many entries the group still has pending after the batch, or false when the lease
+   * is lost.
    */
-  private async applyInOrder(batch: StreamEntry[]): Promise<boolean> {
+  private async applyInOrder(batch: StreamEntry[]): Promise<number | false> {
     const { redis, stream, batchSize, handler, partition } = this.opts;
     let entries = batch;
     for (;;) {
@@ -102,7 +111,7 @@ export class PartitionConsumer implements PartitionWork {
         return false;
       }
       if (outcome.kind === 'applied') {
-        if (entries === batch) return true;
+        if (entries === batch) return outcome.pending ?? 0;
         entries = batch;
         continue;
       }

@@ -6,8 +6,11 @@ export interface StreamEntry {
 
 /** What applying one batch came to. */
 export type BatchOutcome =
-  /** Applied (entries at or below the last applied ID were skipped and acknowledged). */
-  | { kind: 'applied' }
+  /**
+   * Applied (entries at or below the last applied ID were skipped and acknowledged). `pending`:
+   * entries the group still has pending after it, which no batch holds (a read whose reply was lost).
+   */
+  | { kind: 'applied'; pending?: number }
   /** This worker no longer holds the partition's lease: nothing was applied; stop the partition. */
   | { kind: 'lost' }
   /** The batch does not continue the stream right after `after` (the last applied ID). */

@@ -68,6 +68,7 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
         budget,
         lease: heldLease,
         log,
+        metrics: new Metrics(),
         limits,
       }),
   );

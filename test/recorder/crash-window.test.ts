@@ -36,6 +36,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
     consumer: 'dying',
     lease: heldLease,
     log,
+    metrics: new Metrics(),
     limits,
     budget: new EntryBudget(limits.maxBuffered),
     sink: {
@@ -57,7 +58,7 @@ t.test('a batch inserted by an owner that dies before acknowledging it lands onc
   const [pending] = (await gw.redis.xpending(streams.outcomes, 'recorder')) as [number];
   t.equal(pending, inserted.length, 'and still pending: exactly that batch');
 
-  const next = new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: 'next', lease: heldLease, log, limits, sink, budget: new EntryBudget(limits.maxBuffered) });
+  const next = new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: 'next', lease: heldLease, log, metrics: new Metrics(), limits, sink, budget: new EntryBudget(limits.maxBuffered) });
   next.start();
   await eventually('everything recorded and acknowledged', async () => {
     const [left] = (await gw.redis.xpending(streams.outcomes, 'recorder')) as [number];

@@ -28,7 +28,7 @@ t.test('an owner whose lease lapsed mid-batch neither reads nor inserts: every o
     for (let n = from; n < to; n++) await gw.redis.xadd(streams.outcomes, '*', 'd', JSON.stringify(outcome(project, n)));
   };
   const consumer = (name: string, lease: LeaseView, linger = limits.lingerMs): RecorderConsumer =>
-    new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: name, log, sink, lease, limits: { ...limits, lingerMs: linger }, budget: new EntryBudget(limits.maxBuffered) });
+    new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: name, log, metrics: new Metrics(), sink, lease, limits: { ...limits, lingerMs: linger }, budget: new EntryBudget(limits.maxBuffered) });
   const pendingOf = async (name: string): Promise<number> => {
     // Before the first consumer made the group there is nothing pending.
     const summary = (await gw.redis.xpending(streams.outcomes, 'recorder').catch(() => null)) as [number, unknown, unknown, [string, string][] | null] | null;

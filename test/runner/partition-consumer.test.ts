@@ -1,12 +1,16 @@
 import t, { type Test } from 'tap';
+import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
+import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import type { PartitionHandler, StreamEntry } from '../../engine/runner/types.ts';
 import { APPLY_GROUP } from '../../actors/partition/limits.ts';
 import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
 import { PartitionActor } from '../../actors/partition/partition-actor.ts';
 import { deployment } from '../helpers/engine.ts';
+import { ReplyDropper } from '../helpers/reply-dropper.ts';
+import { REDIS_URL } from '../helpers/redis.ts';
 import { Harness, until } from '../actors/harness.ts';
 
 // One consumer run in this process against real Redis, with the real partition actor.
@@ -33,9 +37,9 @@ async function setup(t: Test) {
   });
   const tag = (n: number) => h.append({ op: 'tags', project, external_id: user, at: Date.now(), tags: { n: `n${n}` } });
   const event = (n: number) => h.append({ op: 'event', project, external_id: user, at: Date.now(), name: 'e', ts: n, properties: { n } });
-  const consumer = (handler: PartitionHandler, onLost: () => void = () => {}) =>
+  const consumer = (handler: PartitionHandler, onLost: () => void = () => {}, redis: RedisClient = h.redis) =>
     new PartitionConsumer({
-      redis: h.redis,
+      redis,
       stream,
       partition,
       group: APPLY_GROUP,
@@ -44,9 +48,10 @@ async function setup(t: Test) {
       blockMs: 200,
       handler,
       log,
+      metrics: new Metrics(),
       onLost,
     });
-  return { h, project, user, partition, stream, actor, tag, event, consumer };
+  return { d, h, project, user, partition, stream, actor, tag, event, consumer };
 }
 
 t.test('entries a fenced former owner read are applied in order before the ones after them', async (t) => {
@@ -96,4 +101,36 @@ t.test('a consumer whose apply is fenced stops and reports the loss', async (t) 
   await until('the loss to be reported', async () => lost);
   await c.stop();
   t.equal(await h.redis.get(h.topology.applied(partition)), null, 'nothing applied');
+});
+
+t.test('entries of a read whose reply was lost are applied without waiting for another write', async (t) => {
+  const { d, h, project, user, stream, actor, event, consumer } = await setup(t);
+  const target = new URL(REDIS_URL);
+  const proxy = await ReplyDropper.start({ host: target.hostname, port: Number(target.port || 6379) });
+  const redis = createRedis(loadConfig({ ...d.env, REDIS_URL: proxy.url }));
+  const c = consumer(actor, () => {}, redis);
+  t.teardown(async () => {
+    await c.stop();
+    redis.disconnect();
+    await proxy.close();
+  });
+  c.start();
+  await event(1);
+  await h.settled();
+  const dropped = proxy.dropNextReadReply();
+  // In one transaction, so that one read gets both: alone, the read of 3 would find 2 missing.
+  const entries = [2, 3].map((n) => ({ op: 'event' as const, project, external_id: user, at: Date.now(), name: 'e', ts: n, properties: { n } }));
+  const tx = h.redis.multi();
+  for (const e of entries) tx.xadd(stream, '*', 'd', JSON.stringify(e));
+  const added = (await tx.exec()) ?? [];
+  entries.forEach((e, i) => h.track(e, String(added[i]?.[1])));
+  await dropped;
+  // No write follows: before, the lost entries waited for the next one (its read found the gap).
+  await h.settled(10_000);
+  t.same(
+    (await h.changes()).map((c) => (c.kind === 'event' ? c.properties?.['n'] : undefined)),
+    [1, 2, 3],
+    'each event applied once, in order',
+  );
+  t.same(await h.redis.xpending(stream, APPLY_GROUP), [0, null, null, null], 'nothing left pending');
 });
