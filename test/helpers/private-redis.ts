@@ -2,14 +2,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 
-/** A redis-server of the test's own on a free port, so the test may stop and restart it. */
+/**
+ * A redis-server of the test's own on a free port, so the test may stop and restart it. With a
+ * data directory it runs as production does (append-only file, fsync on every write) and a
+ * restart finds its data again; without one it keeps nothing.
+ */
 export class PrivateRedis {
   private proc: ChildProcess | null = null;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly dataDir: string | undefined,
+  ) {}
 
-  static async start(): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(await freePort());
+  static async start(opts: { dataDir?: string } = {}): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort(), opts.dataDir);
     await redis.restart();
     return redis;
   }
@@ -20,7 +27,8 @@ export class PrivateRedis {
 
   /** Starts (again) on the same port and waits until it answers PING. */
   async restart(): Promise<void> {
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    const storage = this.dataDir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dataDir];
+    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage], {
       stdio: 'ignore',
     });
     const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -39,7 +47,7 @@ export class PrivateRedis {
     throw new Error(`redis-server did not start on port ${this.port}`);
   }
 
-  /** Kills the server (its data is gone: it keeps nothing on disk). */
+  /** Kills the server with SIGKILL (without a data directory its data is gone). */
   async stop(): Promise<void> {
     const proc = this.proc;
     this.proc = null;
