@@ -24,9 +24,20 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
   };
 }
 
-/** Errors as name and message, plus the Redis command a client error came from (ioredis sets `command`). */
+/**
+ * Errors as name, message and stack (a 500's log line must show where it came from), plus the
+ * system error code, the Redis command a client error came from (ioredis sets `command`) and the
+ * cause (replaced the same way, as JSON.stringify walks into it).
+ */
 function errorReplacer(_key: string, value: unknown): unknown {
   if (!(value instanceof Error)) return value;
-  const command = (value as Error & { command?: { name?: unknown } }).command?.name;
-  return { name: value.name, message: value.message, ...(typeof command === 'string' ? { command } : {}) };
+  const { command, code } = value as Error & { command?: { name?: unknown }; code?: unknown };
+  return {
+    name: value.name,
+    message: value.message,
+    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+    ...(typeof command?.name === 'string' ? { command: command.name } : {}),
+    stack: value.stack,
+    ...(value.cause === undefined ? {} : { cause: value.cause }),
+  };
 }

@@ -6,6 +6,7 @@ import type { Metrics } from '../engine/metrics.ts';
 import type { RedisClient } from '../engine/redis.ts';
 import type { Topology } from '../engine/topology.ts';
 import type { CallerCache } from './auth.ts';
+import type { Failures } from './failure.ts';
 import type { Validators } from './validation.ts';
 
 /** What every route group of the gateway gets (built once in gateway/role.ts). */
@@ -20,13 +21,16 @@ export interface GatewayDeps {
   callers: CallerCache;
   tracker: Tracker;
   ingest: IngestSink;
-  /** The process's ClickHouse (query routes, /readyz); a failure to open it is a 503. */
+  /** The process's ClickHouse (query routes, /readyz); what makes it unreachable is a 503 (gateway/failure.ts). */
   clickhouse: Pick<ClickHouseStore, 'get' | 'ping'>;
+  /** The catch boundary: every failure of a request is classified, logged and answered there. */
+  failures: Failures;
 }
 
 /**
  * Where buffered writes become durable (DESIGN.md invariant 1): resolves once every entry is
- * appended, in the given order; rejects when that cannot be confirmed (the gateway answers 503).
+ * appended, in the given order; rejects with an error carrying `retryAfter` when that cannot be
+ * confirmed (503); any other rejection is a bug (500, gateway/failure.ts).
  * gateway/ingest-writer.ts IngestWriter fits this shape (Redis, else the spill journal).
  */
 export interface IngestSink {
@@ -38,9 +42,6 @@ export class Tracker {
   inflight = 0;
   draining = false;
   private idle: (() => void) | null = null;
-  private lastWarn = 0;
-
-  constructor(private readonly log: Logger) {}
 
   start(): void {
     this.inflight++;
@@ -61,13 +62,5 @@ export class Tracker {
         resolve();
       };
     });
-  }
-
-  /** A Redis failure, logged at most once a second so an outage does not flood the log. */
-  redisFailed(what: string, err: unknown): void {
-    const now = Date.now();
-    if (now - this.lastWarn < 1000) return;
-    this.lastWarn = now;
-    this.log.warn(`${what} failed`, { err: err instanceof Error ? err.message : String(err) });
   }
 }

@@ -31,7 +31,6 @@ export function registerDeliveriesRoutes(app: TemplatedApp, deps: GatewayDeps): 
     queryRoute(deps, {
       path: deliveriesRoutes.list.path,
       check: checkList,
-      what: 'deliveries query',
       read: async (ch, project, q) => {
         // The schema's cursor format has decoded it once already: it is a position here.
         const after = q.cursor === undefined ? null : readDeliveryCursor(q.cursor);
@@ -45,7 +44,6 @@ export function registerDeliveriesRoutes(app: TemplatedApp, deps: GatewayDeps): 
     queryRoute(deps, {
       path: deliveriesRoutes.stats.path,
       check: checkStats,
-      what: 'delivery stats query',
       read: async (ch, project, q) => ({ groups: await deliveryStats(ch, project, deliveryFilter(q), q.group_by) }),
     }),
   );

@@ -19,7 +19,6 @@ export function registerEventsRoutes(app: TemplatedApp, deps: GatewayDeps): void
     queryRoute(deps, {
       path: eventsRoutes.list.path,
       check,
-      what: 'events query',
       read: async (ch, project, q) => {
         const filter: EventFilter = {
           ...(q.external_id === undefined ? {} : { external_id: q.external_id }),

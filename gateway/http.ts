@@ -5,6 +5,7 @@ import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts
 import { bearerKey, type Caller } from './auth.ts';
 import { parseJson } from './json.ts';
 import type { GatewayDeps, Tracker } from './context.ts';
+import type { Outcome } from './failure.ts';
 
 const statusLines: Record<number, string> = {
   200: '200 OK',
@@ -20,6 +21,7 @@ const statusLines: Record<number, string> = {
   413: '413 Payload Too Large',
   415: '415 Unsupported Media Type',
   429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
 
@@ -30,7 +32,6 @@ const defaultBodies = Object.fromEntries(
 
 export const JSON_TYPE = 'application/json';
 type Header = readonly [string, string];
-const retryAfter: readonly Header[] = [['Retry-After', '1']];
 
 /** Counts responses of one route pattern; label children are made once per status. */
 export class RouteMetric {
@@ -103,8 +104,14 @@ export class Exchange {
   }
 
   /** 503 with Retry-After: the call's promise cannot be met now. */
-  unavailable(): void {
-    this.fail('unavailable', undefined, retryAfter);
+  unavailable(retryAfterSeconds = 1): void {
+    this.fail('unavailable', undefined, [['Retry-After', String(retryAfterSeconds)]]);
+  }
+
+  /** The answer to a classified failure (gateway/failure.ts); a 503 carries Retry-After. */
+  answer(outcome: Outcome): void {
+    if (outcome.code === 'unavailable') return this.unavailable(outcome.retryAfter);
+    this.fail(outcome.code, outcome.items);
   }
 
   /** A CORS preflight (OPTIONS): which methods and request headers a browser may use on the path. */
@@ -146,14 +153,15 @@ export interface RouteSpec {
   hasParam: boolean;
 }
 
+/** What a handler throws, synchronously or by rejecting, is answered by guarded(). */
 export interface BodyRouteSpec extends RouteSpec {
   /** Body limit in bytes (API.md section 9). */
   limit: number;
-  handle(ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void;
+  handle(ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void | Promise<void>;
 }
 
 export interface GetRouteSpec extends RouteSpec {
-  handle(ex: Exchange, caller: Caller, info: RequestInfo): void;
+  handle(ex: Exchange, caller: Caller, info: RequestInfo): void | Promise<void>;
 }
 
 type BodyResult = { ok: true; value: unknown } | { ok: false; code: ErrorCode };
@@ -181,14 +189,25 @@ function begin(deps: GatewayDeps, spec: RouteSpec, res: HttpResponse, req: HttpR
   };
 }
 
-/** Calls `found` with the key's caller: at once when cached, else after the lookup; 503 when Redis fails. */
+/**
+ * Runs `work` (a handler) at the catch boundary: what it throws or rejects with is classified once
+ * (gateway/failure.ts) and answered, unless the exchange is already closed; a bug is logged either way.
+ */
+export function guarded(deps: GatewayDeps, ex: Exchange, what: string, work: () => void | Promise<void>): void {
+  const settle = (err: unknown): void => ex.answer(deps.failures.outcome(what, err));
+  try {
+    const done = work();
+    if (done) done.catch(settle);
+  } catch (err) {
+    settle(err);
+  }
+}
+
+/** Calls `found` with the key's caller: at once when cached, else after the lookup; a failed lookup is answered by its kind. */
 function withCaller(deps: GatewayDeps, ex: Exchange, key: string, found: (caller: Caller | null) => void): void {
   const cached = deps.callers.peek(key);
   if (cached !== undefined) return found(cached);
-  deps.callers.load(key).then(found, (err: unknown) => {
-    deps.tracker.redisFailed('key lookup', err);
-    ex.unavailable();
-  });
+  deps.callers.load(key).then(found, (err: unknown) => ex.answer(deps.failures.outcome('key lookup', err)));
 }
 
 /** 401 for an unknown or revoked key, 403 for an SDK key on a REST-only route; true when the caller may go on. */
@@ -214,7 +233,8 @@ export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpRes
     const decide = (): void => {
       if (caller === undefined || body === undefined || !ex.open || !admitted(ex, spec, caller)) return;
       if (!body.ok) return ex.fail(body.code);
-      spec.handle(ex, caller, body.value, info);
+      const [who, value] = [caller, body.value];
+      guarded(deps, ex, spec.metric.route, () => spec.handle(ex, who, value, info));
     };
     withCaller(deps, ex, key, (found) => {
       caller = found;
@@ -239,7 +259,7 @@ export function getRoute(deps: GatewayDeps, spec: GetRouteSpec): (res: HttpRespo
     if (started === null) return;
     const { ex, key, info } = started;
     withCaller(deps, ex, key, (caller) => {
-      if (ex.open && admitted(ex, spec, caller)) spec.handle(ex, caller, info);
+      if (ex.open && admitted(ex, spec, caller)) guarded(deps, ex, spec.metric.route, () => spec.handle(ex, caller, info));
     });
   };
 }

@@ -5,7 +5,7 @@ import type { RedisClient } from '../engine/redis.ts';
 import type { Topology } from '../engine/topology.ts';
 import type { GatewayDeps } from './context.ts';
 import { docsPage } from './docs-page.ts';
-import { Exchange, RouteMetric } from './http.ts';
+import { Exchange, guarded, RouteMetric } from './http.ts';
 
 export const opsRoutes = {
   healthz: { path: '/healthz', allow: 'GET' },
@@ -48,16 +48,14 @@ export function registerOpsRoutes(app: TemplatedApp, deps: GatewayDeps): void {
 
   app.get(opsRoutes.metrics.path, (res) => {
     const ex = new Exchange(res, metrics, deps.tracker);
-    ingestLag(deps.redis, deps.topology)
-      .then(
+    guarded(deps, ex, opsRoutes.metrics.path, async () => {
+      // Without Redis the lag keeps its last value; the other metrics still answer.
+      await ingestLag(deps.redis, deps.topology).then(
         (lag) => deps.metrics.ingestLag.set(lag),
-        (err: unknown) => deps.tracker.redisFailed('ingest lag', err),
-      )
-      .then(() => deps.metrics.registry.metrics())
-      .then(
-        (text) => ex.send(200, text, deps.metrics.registry.contentType),
-        () => ex.unavailable(),
+        (err: unknown) => deps.failures.report('ingest lag', err),
       );
+      ex.send(200, await deps.metrics.registry.metrics(), deps.metrics.registry.contentType);
+    });
   });
 }
 

@@ -2,39 +2,22 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { ClickHouse } from '../engine/clickhouse/client.ts';
 import type { GatewayDeps } from './context.ts';
 import { getRoute, RouteMetric, type Exchange } from './http.ts';
-import type { Checked } from './validation.ts';
-
-/** Most one warning per this long while ClickHouse fails, so an outage does not flood the log. */
-const WARN_EVERY_MS = 1000;
-let lastWarn = 0;
+import { valid, type Checked } from './validation.ts';
 
 /**
- * Runs one read against the process's ClickHouse and answers 200 with its JSON, or 503 (with
- * Retry-After) when ClickHouse cannot be opened or the query fails (API.md section 2).
+ * Runs one read against the process's ClickHouse and answers 200 with its JSON. A failure
+ * rejects, for the route's catch boundary to answer by its kind (gateway/failure.ts): 503 when
+ * ClickHouse cannot be reached or answer in time, 500 for anything else.
  */
-export function answerFromClickHouse(deps: GatewayDeps, ex: Exchange, what: string, read: (ch: ClickHouse) => Promise<unknown>): void {
-  deps.clickhouse
-    .get()
-    .then(read)
-    .then(
-      (body) => ex.send(200, JSON.stringify(body)),
-      (err: unknown) => {
-        const now = Date.now();
-        if (now - lastWarn >= WARN_EVERY_MS) {
-          lastWarn = now;
-          deps.log.warn(`${what} failed`, { err: err instanceof Error ? err.message : String(err) });
-        }
-        ex.unavailable();
-      },
-    );
+export async function answerFromClickHouse(deps: GatewayDeps, ex: Exchange, read: (ch: ClickHouse) => Promise<unknown>): Promise<void> {
+  const ch = await deps.clickhouse.get();
+  ex.send(200, JSON.stringify(await read(ch)));
 }
 
 export interface QueryRouteSpec<Q> {
   path: string;
   /** Checks the query string: every bad parameter is a 400 naming it. */
   check: (query: string) => Checked<Q>;
-  /** For the log when ClickHouse fails. */
-  what: string;
   /** The answer's body for the caller's project. */
   read: (ch: ClickHouse, project: string, query: Q) => Promise<unknown>;
 }
@@ -46,9 +29,8 @@ export function queryRoute<Q>(deps: GatewayDeps, spec: QueryRouteSpec<Q>): (res:
     restOnly: true,
     hasParam: false,
     handle: (ex, caller, info) => {
-      const checked = spec.check(info.query);
-      if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-      answerFromClickHouse(deps, ex, spec.what, (ch) => spec.read(ch, caller.project, checked.value));
+      const query = valid(spec.check(info.query));
+      return answerFromClickHouse(deps, ex, (ch) => spec.read(ch, caller.project, query));
     },
   });
 }

@@ -8,6 +8,7 @@ import { workerRunsHere } from '../engine/worker-id.ts';
 import { buildApp } from './app.ts';
 import { CallerCache } from './auth.ts';
 import { Tracker, type GatewayDeps } from './context.ts';
+import { Failures } from './failure.ts';
 import { IngestWriter } from './ingest-writer.ts';
 import { SpillJournal } from './spill-journal.ts';
 import { Validators } from './validation.ts';
@@ -28,7 +29,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
   const ingest = new IngestWriter(ingestRedis, topology, journal, log, { isLive: workerRunsHere });
   await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
   await ingest.start();
-  const tracker = new Tracker(log);
+  const tracker = new Tracker();
   const deps: GatewayDeps = {
     config,
     log,
@@ -40,6 +41,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     tracker,
     ingest,
     clickhouse,
+    failures: new Failures(log),
   };
   const { app, channel } = buildApp(deps);
   let listenSocket: us_listen_socket;

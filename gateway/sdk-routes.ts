@@ -1,12 +1,12 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { ErrorItem } from '../schemas/errors.ts';
+import { CallerError, type ErrorItem } from '../schemas/errors.ts';
 import type { IngestEntry } from '../schemas/ingest.ts';
 import type { SdkOp } from '../schemas/sdk.ts';
 import { identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { eventEntry, identifyEntry, opEntry, receiptEntry, subscribeEntry, tagsEntry } from './entries.ts';
 import { bodyRoute, pathParam, RouteMetric, type Exchange, type RequestInfo } from './http.ts';
-import type { Checked } from './validation.ts';
+import { valid, type Checked } from './validation.ts';
 
 const SDK_LIMIT = 64 * 1024;
 const BATCH_LIMIT = 1024 * 1024;
@@ -24,29 +24,21 @@ export const sdkRoutes = {
 
 /**
  * The buffered SDK writes of API.md section 3: each checked body becomes one ingest entry (a batch,
- * one per operation) and is answered 202 once the entries are durable, 503 when that fails.
+ * one per operation) and is answered 202 once the entries are durable; a failed append is
+ * answered by its kind (503 when neither Redis nor the spill journal can take it).
  */
 export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
   const { validators: v } = deps;
   const metric = (path: string): RouteMetric => new RouteMetric(deps.metrics.requests, path);
-  const accept = (ex: Exchange, entries: IngestEntry[], answer: string): void => {
-    deps.ingest.write(entries).then(
-      () => {
-        deps.metrics.acceptedWrites.inc(entries.length);
-        ex.send(202, answer);
-      },
-      (err: unknown) => {
-        deps.tracker.redisFailed('ingest append', err);
-        ex.unavailable();
-      },
-    );
+  const accept = async (ex: Exchange, entries: IngestEntry[], answer: string): Promise<void> => {
+    await deps.ingest.write(entries);
+    deps.metrics.acceptedWrites.inc(entries.length);
+    ex.send(202, answer);
   };
-  /** A single-entry write: schema errors 400, identity 401, else append. */
-  const single = <T>(ex: Exchange, checked: Checked<T>, caller: Caller, externalId: (b: T) => string, hash: (b: T) => string | undefined, entry: (b: T, at: number) => IngestEntry): void => {
-    if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-    const body = checked.value;
-    if (!identityOk(caller, externalId(body), hash(body))) return ex.fail('identity_verification_failed');
-    accept(ex, [entry(body, Date.now())], ACCEPTED);
+  /** A single-entry write of a checked body: identity 401, else append. */
+  const single = (ex: Exchange, caller: Caller, externalId: string, hash: string | undefined, entry: (at: number) => IngestEntry): Promise<void> => {
+    if (!identityOk(caller, externalId, hash)) throw new CallerError('identity_verification_failed');
+    return accept(ex, [entry(Date.now())], ACCEPTED);
   };
   const sdk = { restOnly: false, limit: SDK_LIMIT };
 
@@ -56,19 +48,22 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
       ...sdk,
       metric: metric(sdkRoutes.users.path),
       hasParam: false,
-      handle: (ex, caller, body) =>
-        single(ex, v.identify(body), caller, (b) => b.external_id, (b) => b.identity_hash, (b, at) => identifyEntry(caller.project, b, at)),
+      handle: (ex, caller, body) => {
+        const b = valid(v.identify(body));
+        return single(ex, caller, b.external_id, b.identity_hash, (at) => identifyEntry(caller.project, b, at));
+      },
     }),
   );
 
   /** A write whose user is named by the path (`/users/{external_id}/...`); the hash comes in X-Identity-Hash. */
   const byPathUser =
     <T>(check: (body: unknown) => Checked<T>, entry: (project: string, externalId: string, b: T, at: number) => IngestEntry) =>
-    (ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void => {
+    (ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): Promise<void> => {
       const id = pathParam(info.param, 'external_id');
       const checked = check(body);
-      if (!id.ok || !checked.ok) return ex.fail('validation_failed', errorsOf(id, checked));
-      single(ex, checked, caller, () => id.value, () => info.identityHash || undefined, (b, at) => entry(caller.project, id.value, b, at));
+      if (!id.ok || !checked.ok) throw new CallerError('validation_failed', errorsOf(id, checked));
+      const b = checked.value;
+      return single(ex, caller, id.value, info.identityHash || undefined, (at) => entry(caller.project, id.value, b, at));
     };
 
   app.post(
@@ -87,8 +82,10 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
       ...sdk,
       metric: metric(sdkRoutes.events.path),
       hasParam: false,
-      handle: (ex, caller, body, info) =>
-        single(ex, v.event(body), caller, (b) => b.external_id, () => info.identityHash || undefined, (b, at) => eventEntry(caller.project, b, at)),
+      handle: (ex, caller, body, info) => {
+        const b = valid(v.event(body));
+        return single(ex, caller, b.external_id, info.identityHash || undefined, (at) => eventEntry(caller.project, b, at));
+      },
     }),
   );
 
@@ -98,8 +95,10 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
       ...sdk,
       metric: metric(sdkRoutes.receipts.path),
       hasParam: false,
-      handle: (ex, caller, body, info) =>
-        single(ex, v.receipt(body), caller, (b) => b.external_id, () => info.identityHash || undefined, (b, at) => receiptEntry(caller.project, b, at)),
+      handle: (ex, caller, body, info) => {
+        const b = valid(v.receipt(body));
+        return single(ex, caller, b.external_id, info.identityHash || undefined, (at) => receiptEntry(caller.project, b, at));
+      },
     }),
   );
 
@@ -111,13 +110,12 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
       metric: metric(sdkRoutes.batch.path),
       hasParam: false,
       handle: (ex, caller, body) => {
-        const checked = v.batchBody(body);
-        if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-        const denied = identityFailures(caller, checked.value);
-        if (denied.length > 0) return ex.fail('identity_verification_failed', denied);
+        const ops = valid(v.batchBody(body));
+        const denied = identityFailures(caller, ops);
+        if (denied.length > 0) throw new CallerError('identity_verification_failed', denied);
         const at = Date.now();
-        const entries = checked.value.map((op) => opEntry(caller.project, op, at));
-        accept(ex, entries, `{"accepted":true,"count":${entries.length}}`);
+        const entries = ops.map((op) => opEntry(caller.project, op, at));
+        return accept(ex, entries, `{"accepted":true,"count":${entries.length}}`);
       },
     }),
   );

@@ -5,13 +5,13 @@ import { checkFilters } from '../engine/clickhouse/filters/check.ts';
 import { countAudience } from '../engine/clickhouse/filters/stream.ts';
 import { resolveSegment } from '../engine/segments/audience.ts';
 import { SegmentStore } from '../engine/segments/store.ts';
-import type { ErrorItem } from '../schemas/errors.ts';
+import { CallerError, type ErrorItem } from '../schemas/errors.ts';
 import type { FilterEntry } from '../schemas/filters.ts';
 import { ALL_SEGMENT, SegmentEnvelope, type Segment, type SegmentCount, type SegmentList } from '../schemas/segments.ts';
 import type { GatewayDeps } from './context.ts';
 import { bodyRoute, getRoute, pathParam, RouteMetric, type Exchange } from './http.ts';
 import { answerFromClickHouse } from './query-answer.ts';
-import type { Checked } from './validation.ts';
+import { valid, type Checked } from './validation.ts';
 
 export const segmentsRoutes = {
   segments: { path: '/api/segments', allow: 'GET, POST' },
@@ -36,11 +36,11 @@ export function registerSegmentsRoutes(app: TemplatedApp, deps: GatewayDeps): vo
   const list = metricOf(segmentsRoutes.segments.path);
   const one = metricOf(segmentsRoutes.segment.path);
   const count = metricOf(segmentsRoutes.count.path);
-  const redisFailed = (ex: Exchange, what: string) => (err: unknown) => {
-    deps.tracker.redisFailed(what, err);
-    ex.unavailable();
-  };
   const send = (ex: Exchange, status: number, body: Segment | SegmentList | SegmentCount): void => ex.send(status, JSON.stringify(body));
+  const found = (segment: Segment | null): Segment => {
+    if (segment === null) throw new CallerError('not_found');
+    return segment;
+  };
 
   app.post(
     segmentsRoutes.segments.path,
@@ -49,14 +49,11 @@ export function registerSegmentsRoutes(app: TemplatedApp, deps: GatewayDeps): vo
       restOnly: true,
       hasParam: false,
       limit: BODY_LIMIT,
-      handle: (ex, caller, body) => {
-        const checked = checkBody(body);
-        if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-        const { name, filters } = checked.value;
-        store.create(caller.project, name, filters).then(
-          (segment) => (segment === null ? ex.fail('idempotency_conflict', [taken(name)]) : send(ex, 201, segment)),
-          redisFailed(ex, 'segment create'),
-        );
+      handle: async (ex, caller, body) => {
+        const { name, filters } = valid(checkBody(body));
+        const segment = await store.create(caller.project, name, filters);
+        if (segment === null) throw new CallerError('idempotency_conflict', [taken(name)]);
+        send(ex, 201, segment);
       },
     }),
   );
@@ -67,53 +64,38 @@ export function registerSegmentsRoutes(app: TemplatedApp, deps: GatewayDeps): vo
       metric: list,
       restOnly: true,
       hasParam: false,
-      handle: (ex, caller) => {
-        store.list(caller.project).then((segments) => send(ex, 200, { segments }), redisFailed(ex, 'segment list'));
-      },
+      handle: async (ex, caller) => send(ex, 200, { segments: await store.list(caller.project) }),
     }),
   );
 
   /** A route of one segment: the path's name checked (400 naming `/name`) before `handle`. */
-  const named = (metric: RouteMetric, handle: (ex: Exchange, project: string, name: string) => void) =>
+  const named = (metric: RouteMetric, handle: (ex: Exchange, project: string, name: string) => Promise<void>) =>
     getRoute(deps, {
       metric,
       restOnly: true,
       hasParam: true,
-      handle: (ex, caller, info) => {
-        const name = pathParam(info.param, 'name');
-        if (!name.ok) return ex.fail('validation_failed', name.errors);
-        handle(ex, caller.project, name.value);
-      },
+      handle: (ex, caller, info) => handle(ex, caller.project, valid(pathParam(info.param, 'name'))),
     });
 
   app.get(
     segmentsRoutes.segment.path,
-    named(one, (ex, project, name) => {
-      store.get(project, name).then(
-        (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
-        redisFailed(ex, 'segment read'),
-      );
-    }),
+    named(one, async (ex, project, name) => send(ex, 200, found(await store.get(project, name)))),
   );
 
   app.del(
     segmentsRoutes.segment.path,
-    named(one, (ex, project, name) => {
-      if (name === ALL_SEGMENT) return ex.fail('validation_failed', [errorItem('/name', 'the All segment always exists and cannot be deleted')]);
-      store.delete(project, name).then(
-        (segment) => (segment === null ? ex.fail('not_found') : send(ex, 200, segment)),
-        redisFailed(ex, 'segment delete'),
-      );
+    named(one, async (ex, project, name) => {
+      if (name === ALL_SEGMENT) throw new CallerError('validation_failed', [errorItem('/name', 'the All segment always exists and cannot be deleted')]);
+      send(ex, 200, found(await store.delete(project, name)));
     }),
   );
 
   app.get(
     segmentsRoutes.count.path,
-    named(count, (ex, project, name) => {
-      resolveSegment(store, project, name).then((compiled) => {
-        if (compiled === null) return ex.fail('not_found');
-        answerFromClickHouse(deps, ex, 'segment count', async (ch): Promise<SegmentCount> => ({ name, count: await countAudience(ch, compiled) }));
-      }, redisFailed(ex, 'segment read'));
+    named(count, async (ex, project, name) => {
+      const compiled = await resolveSegment(store, project, name);
+      if (compiled === null) throw new CallerError('not_found');
+      await answerFromClickHouse(deps, ex, async (ch): Promise<SegmentCount> => ({ name, count: await countAudience(ch, compiled) }));
     }),
   );
 }

@@ -1,7 +1,9 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import { readUser } from '../engine/state/read-user.ts';
+import { CallerError } from '../schemas/errors.ts';
 import type { GatewayDeps } from './context.ts';
 import { getRoute, pathParam, RouteMetric } from './http.ts';
+import { valid } from './validation.ts';
 
 export const usersRoutes = {
   user: { path: '/api/users/:external_id', allow: 'GET' },
@@ -15,16 +17,11 @@ export function registerUsersRoutes(app: TemplatedApp, deps: GatewayDeps): void 
       metric: new RouteMetric(deps.metrics.requests, usersRoutes.user.path),
       restOnly: true,
       hasParam: true,
-      handle: (ex, caller, info) => {
-        const id = pathParam(info.param, 'external_id');
-        if (!id.ok) return ex.fail('validation_failed', id.errors);
-        readUser(deps.redis, deps.topology, caller.project, id.value).then(
-          (user) => (user === null ? ex.fail('not_found') : ex.send(200, JSON.stringify(user))),
-          (err: unknown) => {
-            deps.tracker.redisFailed('user read', err);
-            ex.unavailable();
-          },
-        );
+      handle: async (ex, caller, info) => {
+        const id = valid(pathParam(info.param, 'external_id'));
+        const user = await readUser(deps.redis, deps.topology, caller.project, id);
+        if (user === null) throw new CallerError('not_found');
+        ex.send(200, JSON.stringify(user));
       },
     }),
   );

@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { ErrorItem } from '../schemas/errors.ts';
+import { CallerError, type ErrorItem } from '../schemas/errors.ts';
 import { errorItem as item, mapErrors } from '../engine/ajv-errors.ts';
 import {
   BatchBody,
@@ -27,6 +27,12 @@ import {
 export type Checked<T> = { ok: true; value: T } | { ok: false; errors: ErrorItem[] };
 
 type Check<T> = (value: unknown, prefix?: string) => Checked<T>;
+
+/** The checked value; throws the violations as a CallerError (400 validation_failed) at the route's catch boundary. */
+export function valid<T>(checked: Checked<T>): T {
+  if (!checked.ok) throw new CallerError('validation_failed', checked.errors);
+  return checked.value;
+}
 
 /**
  * Every request-body validator of the SDK surface, compiled once at start (STYLE.md 6). Errors are

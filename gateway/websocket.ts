@@ -4,6 +4,7 @@ import type { SdkOp } from '../schemas/sdk.ts';
 import { bearerKey, identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { opEntry } from './entries.ts';
+import type { Outcome } from './failure.ts';
 import { Exchange, RouteMetric } from './http.ts';
 import { parseJson } from './json.ts';
 import { AnswerQueue, MAX_BACKPRESSURE, type Slot } from './ws-answers.ts';
@@ -103,10 +104,7 @@ export class SdkSocketChannel {
     };
     const cached = this.deps.callers.peek(key);
     if (cached !== undefined) return decide(cached);
-    this.deps.callers.load(key).then(decide, (err: unknown) => {
-      this.deps.tracker.redisFailed('key lookup', err);
-      ex.unavailable();
-    });
+    this.deps.callers.load(key).then(decide, (err: unknown) => ex.answer(this.deps.failures.outcome('key lookup', err)));
   }
 
   private message(ws: WebSocket<Connection>, message: ArrayBuffer, isBinary: boolean): void {
@@ -139,8 +137,8 @@ export class SdkSocketChannel {
     this.deps.callers.load(conn.key).then(
       (caller) => runWaiting((frame, slot) => this.run(ws, conn, frame, slot, caller)),
       (err: unknown) => {
-        this.deps.tracker.redisFailed('key lookup', err);
-        runWaiting((frame, slot) => conn.answers.fill(ws, slot, errorFrame(frame.seq, 'unavailable')));
+        const outcome = this.deps.failures.outcome('key lookup', err);
+        runWaiting((frame, slot) => conn.answers.fill(ws, slot, outcomeFrame(frame.seq, outcome)));
       },
     );
   }
@@ -157,18 +155,18 @@ export class SdkSocketChannel {
       return answers.fill(ws, slot, errorFrame(seq, 'identity_verification_failed', undefined, '/identity_hash'));
     }
     this.deps.tracker.start();
-    this.deps.ingest.write([opEntry(caller.project, op, Date.now())]).then(
-      () => {
-        this.deps.metrics.acceptedWrites.inc();
-        this.deps.tracker.done();
-        answers.fill(ws, slot, `{"seq":${seq},"accepted":true}`);
-      },
-      (err: unknown) => {
-        this.deps.tracker.redisFailed('ingest append', err);
-        this.deps.tracker.done();
-        answers.fill(ws, slot, errorFrame(seq, 'unavailable'));
-      },
-    );
+    // Started in a then, so a throw building the entry is answered like a failed append.
+    Promise.resolve()
+      .then(() => this.deps.ingest.write([opEntry(caller.project, op, Date.now())]))
+      .then(
+        () => {
+          this.deps.metrics.acceptedWrites.inc();
+          answers.fill(ws, slot, `{"seq":${seq},"accepted":true}`);
+        },
+        (err: unknown) => answers.fill(ws, slot, outcomeFrame(seq, this.deps.failures.outcome(`${wsRoute.path} frame`, err))),
+      )
+      .finally(() => this.deps.tracker.done())
+      .catch((err: unknown) => this.deps.failures.report(`${wsRoute.path} answer`, err));
   }
 
   /** The checks that need no caller: text, size, JSON, seq, the operation's schema. */
@@ -193,6 +191,11 @@ export class SdkSocketChannel {
     if (!checked.ok) return { seq, answer: JSON.stringify({ seq, errors: checked.errors }) };
     return { seq, op: checked.value };
   }
+}
+
+/** The answer to a frame that failed by a classified failure (gateway/failure.ts). */
+function outcomeFrame(seq: number | null, outcome: Outcome): string {
+  return JSON.stringify({ seq, errors: outcome.items ?? [{ code: outcome.code, message: ErrorCodes[outcome.code].message }] });
 }
 
 function errorFrame(seq: number | null, code: ErrorCode, message?: string, path?: string): string {

@@ -27,6 +27,11 @@ export const ErrorCodes = {
     hint: 'Send Content-Type: application/json.',
   },
   rate_limited: { status: 429, message: 'Rate limit exceeded.', hint: 'Retry after Retry-After seconds.' },
+  internal: {
+    status: 500,
+    message: 'Internal error: a bug on our side. Its error_id marks the details in the server log.',
+    hint: 'Find the error_id in the server log: that line carries the stack.',
+  },
   unavailable: { status: 503, message: 'The service cannot meet this call now.', hint: 'Retry after Retry-After seconds.' },
 } as const;
 
@@ -37,4 +42,34 @@ export interface ErrorItem {
   code: ErrorCode;
   message: string;
   path?: string;
+  /** Only on `internal`: the id of the server log line that holds the stack. */
+  error_id?: string;
+}
+
+/**
+ * Errors by kind (DESIGN.md invariant 8). A thrown CallerError is answered with its code (4xx),
+ * an UnavailableError with 503 and Retry-After; anything else thrown is a bug: 500 `internal`.
+ */
+
+/** The caller's mistake: answered with `code`'s status and `items` (the registry's default item when absent). */
+export class CallerError extends Error {
+  constructor(
+    readonly code: Exclude<ErrorCode, 'internal' | 'unavailable'>,
+    readonly items?: ErrorItem[],
+  ) {
+    super(items?.[0]?.message ?? ErrorCodes[code].message);
+    this.name = 'CallerError';
+  }
+}
+
+/** A dependency is down or too slow: the call may succeed if retried after `retryAfter` seconds. */
+export class UnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfter = 1,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'UnavailableError';
+  }
 }

@@ -31,6 +31,7 @@ const ErrorBody = Type.Object({
       code: Type.Union(Object.keys(ErrorCodes).map((c) => Type.Literal(c))),
       message: Type.String(),
       path: Type.Optional(Type.String()),
+      error_id: Type.Optional(Type.String({ description: 'internal only: marks the server log line with the stack' })),
     }),
   ),
 });
@@ -49,6 +50,7 @@ const statusText = {
   409: 'idempotency_conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  500: 'internal: a bug; the body carries an error_id',
   503: 'unavailable',
 } as const;
 
@@ -179,7 +181,7 @@ function operation(op: Operation): Record<string, unknown> {
   const responses: Record<string, unknown> = {
     [op.ok[0]]: { description: statusText[op.ok[0]], content: { [op.contentType ?? 'application/json']: { schema: op.ok[1] } } },
   };
-  for (const status of [...op.errors, 405 as const]) {
+  for (const status of [...op.errors, 405 as const, 500 as const]) {
     responses[status] = { description: statusText[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   }
   return {

@@ -1,4 +1,5 @@
 import type { Config } from '../../schemas/config.ts';
+import { UnavailableError } from '../../schemas/errors.ts';
 import type { Logger } from '../log.ts';
 import { clickHouseLocation, createClickHouse, type ClickHouse } from './client.ts';
 import { migrate, unfinishedRewrites } from './migrations.ts';
@@ -29,7 +30,7 @@ export class ClickHouseStore {
 
   /** The migrated client; rejects when ClickHouse cannot be opened or migrated now. */
   get(): Promise<ClickHouse> {
-    if (this.closing) return Promise.reject(new Error('the ClickHouse store is closed'));
+    if (this.closing) return Promise.reject(new UnavailableError('the ClickHouse store is closed'));
     this.opening ??= this.open().catch((err: unknown) => {
       this.opening = undefined;
       throw err;

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../engine/log.ts';
+import { CallerError, ErrorCodes, UnavailableError, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
+
+/**
+ * The one catch boundary of the gateway (DESIGN.md invariant 8, STYLE.md 18): whatever a handler
+ * throws is classified once, here, as the caller's error (4xx), unavailability (503 with
+ * Retry-After) or a bug (500 `internal` with an error_id that the log line with the stack carries).
+ *
+ * Unavailable means a dependency could not be reached or did not answer in time, and nothing
+ * else: an UnavailableError (or any error carrying a `retryAfter`, as the ingest writer's do);
+ * a socket that failed (refused, reset, timed out, no route, no DNS answer); ioredis finding its
+ * connection closed, a command timed out, or the cluster unreachable; a Redis reply that says "not
+ * now" (LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY, NOREPLICAS, OOM); a ClickHouse
+ * request timeout, or an exception of an overloaded or unreachable server; the embedded engine
+ * that cannot be opened (another process holds it), is closed, or timed out. The causes of an
+ * error are looked at too. Anything unknown is a bug: a 503 would hide it behind "try again".
+ */
+
+export type Failure = { kind: 'caller'; error: CallerError } | { kind: 'unavailable'; retryAfter: number } | { kind: 'bug' };
+
+/** How to answer a failure: the code, its items (the registry's default item when absent), Retry-After seconds. */
+export interface Outcome {
+  code: ErrorCode;
+  items?: ErrorItem[];
+  retryAfter?: number;
+}
+
+const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN', 'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN']);
+/** Messages ioredis rejects commands with while it cannot reach Redis (they carry no code). */
+const redisMessages = [
+  'Connection is closed.',
+  'Command timed out',
+  "Stream isn't writeable",
+  'Reached the max retries per request limit',
+  'Socket timeout',
+  'None of startup nodes is available',
+  'Failed to refresh slots cache',
+  'Cluster is disconnect',
+  "Cluster isn't ready",
+  'Node is disconnected',
+  'Too many Cluster redirections',
+];
+const redisReplies = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|OOM)\b/;
+/** `type` of a ClickHouseError (@clickhouse/client parses it from the exception text). */
+const clickHouseTypes = new Set([
+  'TIMEOUT_EXCEEDED',
+  'SOCKET_TIMEOUT',
+  'NETWORK_ERROR',
+  'ALL_CONNECTION_TRIES_FAILED',
+  'TOO_MANY_SIMULTANEOUS_QUERIES',
+  'SERVER_OVERLOADED',
+  'MEMORY_LIMIT_EXCEEDED',
+  'TOO_MANY_PARTS',
+  'TABLE_IS_READ_ONLY',
+  'QUERY_WAS_CANCELLED',
+  'KEEPER_EXCEPTION',
+]);
+const chdbCodes = new Set(['CHDB_CONNECTION', 'CHDB_CLOSED', 'CHDB_TIMEOUT']);
+/** @clickhouse/client's request timeout, and the embedded connection after close(). */
+const clickHouseMessages = ['Timeout error.', 'ChdbConnection is closed'];
+
+interface Described {
+  name?: unknown;
+  message?: unknown;
+  code?: unknown;
+  type?: unknown;
+  retryAfter?: unknown;
+  cause?: unknown;
+}
+
+/** The kind of a thrown value, from it and its causes. */
+export function classify(err: unknown): Failure {
+  const seen = new Set<unknown>();
+  for (let e: unknown = err; typeof e === 'object' && e !== null && !seen.has(e); e = (e as Described).cause) {
+    seen.add(e);
+    if (e instanceof CallerError) return { kind: 'caller', error: e };
+    const retryAfter = (e as Described).retryAfter;
+    if (e instanceof UnavailableError || (typeof retryAfter === 'number' && retryAfter > 0 && Number.isFinite(retryAfter))) {
+      return { kind: 'unavailable', retryAfter: typeof retryAfter === 'number' ? Math.ceil(retryAfter) : 1 };
+    }
+    if (unreachable(e as Described)) return { kind: 'unavailable', retryAfter: 1 };
+  }
+  return { kind: 'bug' };
+}
+
+function unreachable({ name, message, code, type }: Described): boolean {
+  const text = typeof message === 'string' ? message : '';
+  if (typeof code === 'string' && (networkCodes.has(code) || chdbCodes.has(code))) return true;
+  if (typeof type === 'string' && clickHouseTypes.has(type)) return true;
+  if (name === 'TimeoutError' || name === 'MaxRetriesPerRequestError' || name === 'ClusterAllFailedError') return true;
+  if (name === 'ReplyError' && redisReplies.test(text)) return true;
+  return redisMessages.some((m) => text.startsWith(m)) || clickHouseMessages.some((m) => text.startsWith(m));
+}
+
+/** Most one unavailability warning a second, so an outage does not flood the log. */
+const WARN_EVERY_MS = 1000;
+
+/** Classifies, logs by kind and says how to answer; one per gateway (GatewayDeps.failures). */
+export class Failures {
+  private lastWarn = 0;
+
+  constructor(private readonly log: Logger) {}
+
+  /**
+   * What `what` (a route, a frame, a lookup) failed with, as an answer. A caller error is not
+   * logged; unavailability is a rate-limited warning; a bug is an error line with the stack and a
+   * fresh error_id, which the answer carries.
+   */
+  outcome(what: string, err: unknown): Outcome {
+    const failure = classify(err);
+    switch (failure.kind) {
+      case 'caller':
+        return failure.error.items === undefined ? { code: failure.error.code } : { code: failure.error.code, items: failure.error.items };
+      case 'unavailable':
+        this.warn(what, err);
+        return { code: 'unavailable', retryAfter: failure.retryAfter };
+      case 'bug': {
+        const errorId = randomUUID();
+        this.log.error(`${what} failed`, { error_id: errorId, err: err instanceof Error ? err : new Error(`non-error thrown: ${String(err)}`) });
+        return { code: 'internal', items: [{ code: 'internal', message: ErrorCodes.internal.message, error_id: errorId }] };
+      }
+    }
+  }
+
+  /** Logs a failure nobody is waiting for an answer to, by its kind. */
+  report(what: string, err: unknown): void {
+    this.outcome(what, err);
+  }
+
+  private warn(what: string, err: unknown): void {
+    const now = Date.now();
+    if (now - this.lastWarn < WARN_EVERY_MS) return;
+    this.lastWarn = now;
+    this.log.warn(`${what} failed`, { err: err instanceof Error ? err.message : String(err) });
+  }
+}
