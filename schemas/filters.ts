@@ -26,8 +26,9 @@ export type TagRelation = (typeof TagRelations)[number];
 
 /**
  * `=`, `!=`, `>`, `<`. A user's tag that is a number compares as a number when the value is a
- * number or a numeric string ("10" > "9"); a text tag compares as text. `!=` is the negation of
- * `=`: it also matches users without the tag.
+ * number or a numeric string ("10" > "9"), exactly whatever its size (both are doubles, as
+ * ClickHouse's Float64); a text tag compares as text. `!=` is the negation of `=`: it also matches
+ * users without the tag.
  */
 export const TagCompareCondition = Type.Object(
   {

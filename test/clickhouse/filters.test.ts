@@ -120,6 +120,23 @@ t.test('> and < compare number tags as numbers and text tags as text', async (t)
   t.same(await audience([tag('level', '>', 'a')]), ['u7'], 'a text value compares every tag as text');
 });
 
+t.test('regression: numbers past 2^53 (1e20, 1.5e300, -1e300) compare exactly instead of failing the query', async (t) => {
+  const numbers = { big: 1e20, huge: 1.5e300, negative: -1e300, edge: 2 ** 53 + 2, max: Number.MAX_VALUE, small: 5 };
+  await insertRows(ch, 'users', Object.entries(numbers).map(([id, n]) => user('p3', id, 1, { n })));
+  const all = Object.keys(numbers).sort();
+  const except = (...ids: string[]) => all.filter((id) => !ids.includes(id));
+  t.same(await audience([tag('n', '=', 1e20)], 'p3'), ['big']);
+  t.same(await audience([tag('n', '!=', 1e20)], 'p3'), except('big'));
+  t.same(await audience([tag('n', '>', 1e20)], 'p3'), ['huge', 'max']);
+  t.same(await audience([tag('n', '<', -1e299)], 'p3'), ['negative']);
+  t.same(await audience([tag('n', '>', 2 ** 53)], 'p3'), ['big', 'edge', 'huge', 'max'], '2^53 itself is past the safe integers');
+  t.same(await audience([tag('n', '=', 2 ** 53 + 2)], 'p3'), ['edge'], 'not its neighbour 2^53');
+  t.same(await audience([tag('n', '<', Number.MAX_VALUE)], 'p3'), except('max'));
+  t.same(await audience([tag('n', 'in', [1e20, -1e300, 7])], 'p3'), ['big', 'negative']);
+  t.same(await audience([tag('n', '=', '1.5e300')], 'p3'), ['huge'], 'a numeric string past 2^53 too');
+  t.same(await audience([tag('n', '>', '1e400')], 'p3'), ['edge', 'small'], 'text past the doubles is no number: every tag compares as text');
+});
+
 t.test('exists, not_exists and in', async (t) => {
   t.same(await audience([tag('level', 'exists')]), ['u1', 'u2', 'u3', 'u6', 'u7']);
   t.same(await audience([tag('level', 'not_exists')]), ['u4', 'u5']);

@@ -96,6 +96,30 @@ t.test('resolveSegment gives the fan-out the audience of a name: All, a stored s
   t.equal(await ids('nobody'), null);
 });
 
+t.test('regression: a segment with a number past 2^53 is counted (it was created 201, then every count was 503)', async (t) => {
+  const numbers = await new Keystore(gw.redis, gw.topology).createProject('numbers', false);
+  await insertRows(gw.clickhouse, 'users', [
+    user(numbers.project_id, 'big', 1, { n: 1e20 }, ['EMAIL']),
+    user(numbers.project_id, 'huge', 1, { n: 1.5e300 }, ['EMAIL']),
+    user(numbers.project_id, 'negative', 1, { n: -1e300 }, ['EMAIL']),
+    user(numbers.project_id, 'small', 1, { n: 5 }, ['EMAIL']),
+  ]);
+  const segments: [string, unknown, number][] = [
+    ['is 1e20', 1e20, 1],
+    ['past 1.5e300', 1.5e300, 0],
+    ['past -1e300', -1e300, 3],
+  ];
+  for (const [name, value, expected] of segments) {
+    const relation = name.startsWith('past') ? '>' : '=';
+    const created = await call(`${gw.url}/api/segments`, 'POST', numbers.rest_key, { name, filters: [{ field: 'tag', key: 'n', relation, value }] });
+    t.equal(created.status, 201, `${name}: created`);
+    t.same(await count(numbers.rest_key, name), { name, count: expected }, `${name}: counted`);
+  }
+  const inList = await call(`${gw.url}/api/segments`, 'POST', numbers.rest_key, { name: 'in', filters: [{ field: 'tag', key: 'n', relation: 'in', value: [1e20, -1e300] }] });
+  t.equal(inList.status, 201);
+  t.same(await count(numbers.rest_key, 'in'), { name: 'in', count: 2 });
+});
+
 // Last: it closes the process's ClickHouse.
 t.test('count answers 503 with Retry-After when ClickHouse fails', async (t) => {
   await gw.store.close();

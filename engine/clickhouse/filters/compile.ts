@@ -101,7 +101,7 @@ function tagEquals(key: string, value: string | number, params: Params): string 
   const text = `(mapContains(tags, ${key}) AND tags[${key}] = ${params.add('String', String(value))})`;
   const number = numeric(value);
   if (number === undefined) return text;
-  return `(${text} OR (mapContains(tag_numbers, ${key}) AND tag_numbers[${key}] = ${params.add('Float64', number)}))`;
+  return `(${text} OR (mapContains(tag_numbers, ${key}) AND tag_numbers[${key}] = ${params.add('Float64', float64(number))}))`;
 }
 
 function tagIn(key: string, c: TagInCondition, params: Params): string {
@@ -109,7 +109,7 @@ function tagIn(key: string, c: TagInCondition, params: Params): string {
   const numbers = c.value.map(numeric).filter((n): n is number => n !== undefined);
   const text = `(mapContains(tags, ${key}) AND has(${texts}, tags[${key}]))`;
   if (numbers.length === 0) return text;
-  return `(${text} OR (mapContains(tag_numbers, ${key}) AND has(${params.add('Array(Float64)', numbers)}, tag_numbers[${key}])))`;
+  return `(${text} OR (mapContains(tag_numbers, ${key}) AND has(${params.add('Array(Float64)', numbers.map(float64))}, tag_numbers[${key}])))`;
 }
 
 /** A number tag compares as a number to a numeric value; otherwise tags compare as text. */
@@ -119,12 +119,21 @@ function tagOrder(key: string, c: TagCompareCondition, params: Params): string {
   const number = numeric(c.value);
   if (number === undefined) return `(mapContains(tags, ${key}) AND tags[${key}] ${op} ${text})`;
   return (
-    `((mapContains(tag_numbers, ${key}) AND tag_numbers[${key}] ${op} ${params.add('Float64', number)})` +
+    `((mapContains(tag_numbers, ${key}) AND tag_numbers[${key}] ${op} ${params.add('Float64', float64(number))})` +
     ` OR (mapContains(tags, ${key}) AND NOT mapContains(tag_numbers, ${key}) AND tags[${key}] ${op} ${text}))`
   );
 }
 
 const numberText = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+/**
+ * A number as a Float64 parameter that ClickHouse reads back as exactly this double, as it reads
+ * the tags the recorder writes. A double past ±2^53 is an integer: it goes as its exact digits
+ * (a bigint), since the embedded client refuses such a number (1e20, 1.5e300) and the query failed.
+ */
+function float64(value: number): number | bigint {
+  return Number.isSafeInteger(value) || !Number.isInteger(value) ? value : BigInt(value);
+}
 
 /** The value as a number when it is one or is written as one ("10", "-2.5"); else undefined. */
 function numeric(value: string | number): number | undefined {
