@@ -40,7 +40,14 @@ function decode(listing: Listing, cursor: string): unknown[] | null {
   return parsed.slice(1);
 }
 
-const isTime = (v: unknown): v is number => Number.isSafeInteger(v);
+/**
+ * The instants a record's `at` can hold (ClickHouse DateTime64: 1900-01-01 to 2299-12-31), so a
+ * cursor's time outside them was not written by us. An absurd time used to reach the query and
+ * fail there (503) instead of being refused (400).
+ */
+const FIRST_AT = Date.UTC(1900, 0, 1);
+const LAST_AT = Date.UTC(2300, 0, 1) - 1;
+const isTime = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= FIRST_AT && (v as number) <= LAST_AT;
 const isText = (v: unknown): v is string => typeof v === 'string';
 
 export function deliveryCursor(position: DeliveryPosition): string {
