@@ -85,7 +85,10 @@ export class IngestWriter {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.journal.close();
+    await this.journal.close().catch((err: unknown) => {
+      // When its last rollback failed, refused writes stay in the file for the gateway that adopts it.
+      this.log.error('spill journal close failed', { err });
+    });
   }
 
   private startSpilling(err: unknown): void {
@@ -110,8 +113,10 @@ export class IngestWriter {
         await removeFile(path);
         this.orphans.shift();
       }
+      // Only up to what is durable: bytes past it may belong to a commit whose fsync is still
+      // running and may yet fail, and whose writes are then refused.
       while (this.replayOffset < this.journal.durable) {
-        const chunk = await readJournal(this.journal.path, this.replayOffset, replayChunkBytes);
+        const chunk = await readJournal(this.journal.path, this.replayOffset, Math.min(replayChunkBytes, this.journal.durable - this.replayOffset));
         await this.appendLines(chunk.lines);
         this.replayOffset = chunk.next;
       }

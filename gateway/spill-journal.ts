@@ -1,35 +1,60 @@
 import { ftruncateSync, mkdirSync } from 'node:fs';
-import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+
+/** The file operations the journal uses; a `FileHandle` fits, and a test may wrap one to make a call fail. */
+export interface JournalFile {
+  readonly fd: number;
+  write(data: Buffer): Promise<{ bytesWritten: number }>;
+  datasync(): Promise<void>;
+  truncate(len: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SpillJournalOptions {
+  /** Opens the journal file (default: `open` of node:fs/promises). */
+  openFile?: (path: string, flags: string) => Promise<JournalFile>;
+}
 
 /**
  * The gateway's local spill journal (API.md section 3, DESIGN.md invariant 1): while Redis is
  * unreachable, accepted writes are appended here as JSON lines and fsynced with group commit (all
  * appends that arrive while one fsync runs share the next), and a write is acknowledged only after
  * its fsync. Files of a crashed process are adopted at start and replayed before anything new.
+ *
+ * A group commit whose write or fsync fails is rolled back: the file is cut back to its durable
+ * length before its appends are refused, so refused writes are never replayed and the next commit
+ * lands right after the last acknowledged one.
  */
 export class SpillJournal {
-  private handle: FileHandle | null = null;
-  private pending: { data: string; done: () => void; fail: (err: unknown) => void }[] = [];
+  private file: JournalFile | null = null;
+  private pending: { data: Buffer; done: () => void; fail: (err: unknown) => void }[] = [];
   private flushing: Promise<void> | null = null;
   /** Bytes fsynced to the journal file. */
   private durableBytes = 0;
+  /** Bytes appended and not yet fsynced or refused, the commit in flight included. */
+  private pendingBytes = 0;
+  /** The file may hold bytes past `durableBytes` (a failed commit whose rollback failed too). */
+  private needsRollback = false;
+  private readonly openFile: (path: string, flags: string) => Promise<JournalFile>;
 
   constructor(
     private readonly dir: string,
     private readonly name: string,
     private readonly maxBytes: number,
+    options: SpillJournalOptions = {},
   ) {
     mkdirSync(dir, { recursive: true });
+    this.openFile = options.openFile ?? open;
   }
 
   get path(): string {
     return join(this.dir, `${this.name}.journal`);
   }
 
-  /** Bytes that are durable now plus those waiting for the next fsync. */
+  /** Bytes that are durable now plus those waiting for their fsync. */
   get size(): number {
-    return this.durableBytes + this.pending.reduce((n, p) => n + Buffer.byteLength(p.data), 0);
+    return this.durableBytes + this.pendingBytes;
   }
 
   /** True when nothing waits for an fsync. */
@@ -46,10 +71,12 @@ export class SpillJournal {
     return this.size + bytes <= this.maxBytes;
   }
 
-  /** Appends lines (no newlines inside) and resolves once they are fsynced. */
+  /** Appends lines (no newlines inside) and resolves once they are fsynced; rejects when they were not kept. */
   append(lines: string[]): Promise<void> {
+    const data = Buffer.from(lines.map((l) => l + '\n').join(''));
+    this.pendingBytes += data.length;
     return new Promise((done, fail) => {
-      this.pending.push({ data: lines.map((l) => l + '\n').join(''), done, fail });
+      this.pending.push({ data, done, fail });
       this.flushing ??= this.flush();
     });
   }
@@ -60,14 +87,21 @@ export class SpillJournal {
    */
   clearSync(): void {
     if (!this.idle) throw new Error('spill journal cleared while an append is in flight');
-    if (this.handle) ftruncateSync(this.handle.fd, 0);
+    if (this.file) ftruncateSync(this.file.fd, 0);
     this.durableBytes = 0;
   }
 
+  /** Waits for the commit in flight; a file still holding refused bytes gets one more rollback first. */
   async close(): Promise<void> {
     await this.flushing;
-    await this.handle?.close();
-    this.handle = null;
+    const file = this.file;
+    this.file = null;
+    if (!file) return;
+    try {
+      if (this.needsRollback) await this.rollBack(file);
+    } finally {
+      await file.close();
+    }
   }
 
   /**
@@ -97,18 +131,47 @@ export class SpillJournal {
     while (this.pending.length > 0) {
       const batch = this.pending;
       this.pending = [];
+      const data = Buffer.concat(batch.map((p) => p.data));
       try {
-        this.handle ??= await open(this.path, 'a');
-        const data = Buffer.from(batch.map((p) => p.data).join(''));
-        await this.handle.write(data);
-        await this.handle.datasync();
+        await this.commit(data);
         this.durableBytes += data.length;
+        this.pendingBytes -= data.length;
         for (const p of batch) p.done();
       } catch (err) {
+        this.pendingBytes -= data.length;
         for (const p of batch) p.fail(err);
       }
     }
     this.flushing = null;
+  }
+
+  /**
+   * Writes and fsyncs one group commit at the durable length. The file is opened with O_APPEND, so
+   * every write lands at the end of the file, which a rollback has made the durable length again.
+   * While a rollback keeps failing, commits are refused without writing: anything appended after
+   * refused bytes would make them durable, and replay would read them. (Moving to a new file would
+   * not help: the old one, refused bytes included, would still be replayed.)
+   */
+  private async commit(data: Buffer): Promise<void> {
+    const file = (this.file ??= await this.openFile(this.path, 'a'));
+    if (this.needsRollback) await this.rollBack(file);
+    try {
+      const { bytesWritten } = await file.write(data);
+      if (bytesWritten !== data.length) throw new Error(`short write to the spill journal: ${bytesWritten} of ${data.length} bytes`);
+      await file.datasync();
+    } catch (err) {
+      this.needsRollback = true;
+      // When this fails, the next commit tries again first.
+      await this.rollBack(file).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Cuts the file back to its durable length; fsynced, so a machine crash cannot bring the refused bytes back. */
+  private async rollBack(file: JournalFile): Promise<void> {
+    await file.truncate(this.durableBytes);
+    await file.datasync();
+    this.needsRollback = false;
   }
 }
 
