@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { IngestEntry } from '../schemas/ingest.ts';
 import { appendEntries } from '../engine/ingest.ts';
 import type { Logger } from '../engine/log.ts';
@@ -22,11 +23,23 @@ export interface IngestWriterOptions {
 /**
  * Where a buffered write becomes durable: the user's partition stream in Redis, or, while Redis is
  * unreachable, the spill journal. Once one write spilled, every later write spills too until the
- * journal has been replayed into Redis in order, so per-user order holds across an outage. A
- * replay interrupted by a crash is replayed again from the start by the next gateway (at least
- * once; event idempotency keys still dedup).
+ * journal has been replayed into Redis in order, so per-user order holds across an outage.
+ *
+ * An append whose reply is lost may be in Redis although it failed here (ioredis may even send it
+ * again after reconnecting), and it is journaled and replayed too; a replay cut short by a crash
+ * is replayed again from its start. So every entry carries this writer's id and a sequence number
+ * (`w`, `n`), and the apply skips an entry whose writer already had one at or past its sequence
+ * applied (engine/lua/applyBatch-5.lua). That needs each writer's entries to reach a partition in
+ * sequence order: appends go out in that order on one connection, Redis runs those of a
+ * connection in order (what ran of them is a prefix), and a write goes to the journal only after
+ * every earlier write is in Redis or the journal.
  */
 export class IngestWriter {
+  /** This writer's id in the entries it stamps (unique per process). */
+  private readonly writerId = randomBytes(8).toString('base64url');
+  private sequence = 0;
+  /** Settles once every write so far is in Redis, in the journal, or refused. */
+  private settled: Promise<void> = Promise.resolve();
   private spilling = false;
   private replaying = false;
   private replayOffset = 0;
@@ -60,6 +73,18 @@ export class IngestWriter {
 
   /** Resolves once the entries are durable, in Redis or in the journal; throws UnavailableError when neither. */
   async write(entries: IngestEntry[]): Promise<void> {
+    const stamped = entries.map((e) => ({ ...e, w: this.writerId, n: this.sequence++ }));
+    const earlier = this.settled;
+    let done = (): void => {};
+    this.settled = new Promise((resolve) => (done = resolve));
+    try {
+      await this.writeInOrder(stamped, earlier);
+    } finally {
+      done();
+    }
+  }
+
+  private async writeInOrder(entries: IngestEntry[], earlier: Promise<void>): Promise<void> {
     if (!this.spilling && this.redis.status === 'ready') {
       try {
         await appendEntries(this.redis, this.topology, entries);
@@ -70,6 +95,8 @@ export class IngestWriter {
     } else if (!this.spilling) {
       this.startSpilling(new Error(`redis ${this.redis.status}`));
     }
+    // An earlier append may still be in flight, to fail later: the journal keeps sequence order.
+    await earlier;
     const lines = entries.map((e) => JSON.stringify(e));
     if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
       throw new UnavailableError('Redis is unreachable and the spill journal is full');

@@ -8,7 +8,17 @@ import { ExternalId, Properties, SubscriptionTypeSchema } from './sdk.ts';
  * Tag values are pre-encoded by engine/state/tag-codec.ts so a number keeps its exact text:
  * `"s<text>"` for a string, `"n<number>"` for a number, `""` deletes the tag.
  */
-const base = { project: Type.String({ minLength: 1 }), external_id: ExternalId, at: Type.Integer() };
+const base = {
+  project: Type.String({ minLength: 1 }),
+  external_id: ExternalId,
+  at: Type.Integer(),
+  /**
+   * The gateway writer that appended it and its sequence there (gateway/ingest-writer.ts): an
+   * append whose reply was lost may be in the stream twice, and the apply skips the copy.
+   */
+  w: Type.Optional(Type.String()),
+  n: Type.Optional(Type.Integer()),
+};
 const EncodedTags = Type.Record(Type.String(), Type.String());
 
 export const IngestIdentify = Type.Object({ op: Type.Literal('identify'), ...base, tags: Type.Optional(EncodedTags) });

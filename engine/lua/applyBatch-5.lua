@@ -21,6 +21,9 @@
     detach          drop the subscription if it was registered at or before the detach's
                     registered_at; never creates a user
   Events and receipts create a user but do not move its updated_at (they are not state changes).
+  An entry stamped by a gateway's writer (w, n) is skipped when that writer already had an entry
+  at or past n applied in this partition (writer:{pN}:w, kept as long as idempotency keys): a
+  copy of an append whose reply was lost, sent again or replayed from the spill journal.
   Every user the batch created or changed gets one `user` change after the batch's entries
   (schemas/changes.ts UserChange), so the recorder refreshes its row in the ClickHouse mirror.
   changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
@@ -35,7 +38,7 @@
   ARGV[2] key prefix
   ARGV[3] partition hash tag, "{pN}"
   ARGV[4] consumer group of the ingest stream
-  ARGV[5] idempotency key lifetime, ms
+  ARGV[5] idempotency key lifetime, ms (also how long a writer's sequence is kept)
   ARGV[6] most tags per user
   ARGV[7] most subscriptions per user
   ARGV[8], ARGV[9], ...  stream ID, entry JSON; pairs in ascending ID order
@@ -260,30 +263,44 @@ local function receipt(e, id)
   })
 end
 
+-- Highest sequence applied per writer: as stored, then as this batch moves it.
+local writerSeq, writerMoved = {}, {}
+local function writerKey(w) return prefix .. 'writer:' .. tag .. ':' .. w end
+
+local function isCopy(e)
+  if not isStr(e.w) or type(e.n) ~= 'number' then return false end
+  local seen = writerSeq[e.w] or tonumber(redis.call('GET', writerKey(e.w))) or -1
+  writerSeq[e.w] = seen
+  if e.n <= seen then return true end
+  writerSeq[e.w], writerMoved[e.w] = e.n, true
+  return false
+end
+
 local appliedCount, invalid = 0, 0
 for _, i in ipairs(fresh) do
   local ok, e = pcall(cjson.decode, ARGV[i + 1])
-  if ok and valid(e) then
+  if not (ok and valid(e)) then
+    invalid = invalid + 1
+  elseif not isCopy(e) then
     local op = e.op
     if op == 'detach' then
       detach(e)
     else
       touchUser(e, op ~= 'event' and op ~= 'receipt')
       if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e) end
-      if op == 'subscribe' then
-        subscribe(e)
-      end
+      if op == 'subscribe' then subscribe(e) end
       if op == 'event' then event(e, ARGV[i]) end
       if op == 'receipt' then receipt(e, ARGV[i]) end
     end
     appliedCount = appliedCount + 1
-  else
-    invalid = invalid + 1
   end
 end
 
 for _, user in ipairs(touched) do
   change({ kind = 'user', project = user[1], external_id = user[2] })
+end
+for w in pairs(writerMoved) do
+  redis.call('SET', writerKey(w), int(writerSeq[w]), 'PX', idemTtl)
 end
 
 ackArgs(ingestKey, group, FIRST_ENTRY, 2)

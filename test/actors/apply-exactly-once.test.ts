@@ -140,3 +140,35 @@ t.test('a settlement cut short after the token claim still detaches the former h
   t.notOk((await h.state(project, holder)).subs[`SMS:${token}`], 'the former holder dropped it');
   t.ok((await h.state(project, user)).subs[`SMS:${token}`], 'the new holder has it');
 });
+
+t.test('a copy of a writer-stamped entry (an append resent or replayed) is applied once', async (t) => {
+  const events = async (): Promise<unknown[]> =>
+    (await h.changes()).filter((c) => c.kind === 'event' && c.name === 'stamped').map((c) => (c.kind === 'event' ? c.properties?.['k'] : undefined));
+  const stamped = (k: string, w: string | undefined, n: number | undefined): IngestEntry => ({
+    op: 'event',
+    project,
+    external_id: user,
+    at,
+    name: 'stamped',
+    ts: at,
+    properties: { k },
+    ...(w === undefined ? {} : { w }),
+    ...(n === undefined ? {} : { n }),
+  });
+  await h.append(
+    stamped('a1', 'gw-a', 1),
+    stamped('a2', 'gw-a', 2),
+    stamped('a2-copy', 'gw-a', 2),
+    stamped('b1', 'gw-b', 1),
+    stamped('a1-copy', 'gw-a', 1),
+    stamped('unstamped', undefined, undefined),
+    stamped('unstamped', undefined, undefined),
+  );
+  t.same(await actor.apply(P, await readGroup(P)), { kind: 'applied' });
+  t.same(await events(), ['a1', 'a2', 'b1', 'unstamped', 'unstamped'], 'copies skipped in the batch, other writers and unstamped entries kept');
+
+  await h.append(stamped('a2-late-copy', 'gw-a', 2), stamped('a3', 'gw-a', 3), stamped('b1-late-copy', 'gw-b', 1));
+  t.same(await actor.apply(P, await readGroup(P)), { kind: 'applied' });
+  t.same((await events()).slice(5), ['a3'], 'a later batch skips copies of what an earlier one applied');
+  t.same(await h.redis.xpending(h.topology.ingest(P), APPLY_GROUP), [0, null, null, null], 'copies are acknowledged too');
+});

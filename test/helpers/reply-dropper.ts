@@ -4,14 +4,15 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 const emptyReplies = new Set(['*-1\r\n', '_\r\n']);
 
 /**
- * A TCP proxy in front of a Redis server that can lose the reply of one stream read: armed, it
- * swallows the next non-empty reply to an XREADGROUP and cuts that client's connection, as a
- * network failure or a Redis killed right after running the read would. Redis has run the read,
- * so its entries are pending in the group, and the client never learns which they were.
+ * A TCP proxy in front of a Redis server that can lose the reply of one command: armed, it
+ * swallows the next reply to that command (a non-empty one, for reads) and cuts that client's
+ * connection, as a network failure or a Redis killed right after running the command would.
+ * Redis has run the command (a read's entries are pending in the group, an XADD's entry is in the
+ * stream), and the client never learns its result.
  */
 export class ReplyDropper {
   private readonly sockets = new Set<Socket>();
-  private armed: (() => void) | undefined;
+  private armed: { command: RegExp; done: () => void } | undefined;
 
   private constructor(private readonly server: Server) {}
 
@@ -29,9 +30,12 @@ export class ReplyDropper {
     return `redis://127.0.0.1:${address.port}`;
   }
 
-  /** Resolves once the next non-empty XREADGROUP reply has been swallowed and its connection cut. */
-  dropNextReadReply(): Promise<void> {
-    return new Promise((resolve) => (this.armed = resolve));
+  /**
+   * Resolves once the next non-empty reply to `command` (XREADGROUP, XADD) has been swallowed and
+   * its connection cut. Meant for a connection that sends that command one at a time.
+   */
+  dropNextReply(command: string): Promise<void> {
+    return new Promise((done) => (this.armed = { command: new RegExp(`\\b${command}\\b`, 'i'), done }));
   }
 
   async close(): Promise<void> {
@@ -42,22 +46,21 @@ export class ReplyDropper {
   private pipe(client: Socket, target: { host: string; port: number }): void {
     const upstream = connect(target.port, target.host);
     this.sockets.add(client).add(upstream);
-    // A consumer's reads go one at a time on a connection of their own, each waiting for its
-    // reply: what comes back after a read was sent starts that read's reply.
-    let reading = false;
+    // The command is sent one at a time, each waiting for its reply: what comes back after it
+    // was sent starts its reply.
+    let awaited = false;
     client.on('data', (data: Buffer) => {
-      if (/XREADGROUP/i.test(data.toString('latin1'))) reading = true;
+      if (this.armed?.command.test(data.toString('latin1'))) awaited = true;
       upstream.write(data);
     });
     upstream.on('data', (data: Buffer) => {
-      const isRead = reading;
-      reading = false;
-      if (isRead && this.armed && !emptyReplies.has(data.toString('latin1'))) {
-        const done = this.armed;
+      const armed = awaited ? this.armed : undefined;
+      awaited = false;
+      if (armed && !emptyReplies.has(data.toString('latin1'))) {
         this.armed = undefined;
         client.destroy();
         upstream.destroy();
-        done();
+        armed.done();
         return;
       }
       client.write(data);

@@ -55,7 +55,7 @@ t.test('a read whose reply is lost: its entries are claimed and recorded once, n
   await add(0, 300);
   await eventually('the first entries recorded', async () => ((await count()).rows === 300 ? true : undefined));
 
-  const dropped = proxy.dropNextReadReply();
+  const dropped = proxy.dropNextReply('XREADGROUP');
   await add(300, 600);
   await dropped;
   // Enough later entries that a batch trimmed below its last ID would reach the lost ones.

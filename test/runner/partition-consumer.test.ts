@@ -117,7 +117,7 @@ t.test('entries of a read whose reply was lost are applied without waiting for a
   c.start();
   await event(1);
   await h.settled();
-  const dropped = proxy.dropNextReadReply();
+  const dropped = proxy.dropNextReply('XREADGROUP');
   // In one transaction, so that one read gets both: alone, the read of 3 would find 2 missing.
   const entries = [2, 3].map((n) => ({ op: 'event' as const, project, external_id: user, at: Date.now(), name: 'e', ts: n, properties: { n } }));
   const tx = h.redis.multi();
