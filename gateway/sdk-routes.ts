@@ -1,4 +1,5 @@
 import type { TemplatedApp } from 'uWebSockets.js';
+import { ErrorList } from '../engine/ajv-errors.ts';
 import { CallerError, type ErrorItem } from '../schemas/errors.ts';
 import type { IngestEntry } from '../schemas/ingest.ts';
 import type { SdkOp } from '../schemas/sdk.ts';
@@ -121,20 +122,16 @@ export function registerSdkRoutes(app: TemplatedApp, deps: GatewayDeps): void {
   );
 }
 
-/** Per-operation identity check of a batch: one error per failing operation, naming its index. */
+/** Per-operation identity check of a batch: one error per failing operation, naming its index (at most MAX_ERROR_ITEMS listed). */
 export function identityFailures(caller: Caller, ops: SdkOp[]): ErrorItem[] {
-  const out: ErrorItem[] = [];
+  const list = new ErrorList();
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i];
-    if (op !== undefined && !identityOk(caller, op.external_id, op.identity_hash)) {
-      out.push({
-        code: 'identity_verification_failed',
-        message: `operations/${i}/identity_hash: missing or does not match external_id`,
-        path: `/operations/${i}/identity_hash`,
-      });
-    }
+    if (op === undefined || identityOk(caller, op.external_id, op.identity_hash)) continue;
+    const path = `/operations/${i}/identity_hash`;
+    list.add([{ code: 'identity_verification_failed', message: `${path.slice(1)}: missing or does not match external_id`, path }]);
   }
-  return out;
+  return list.result('/operations', 'operations');
 }
 
 function errorsOf(id: Checked<string>, body: Checked<unknown>): ErrorItem[] {

@@ -217,6 +217,17 @@ t.test('invalid filters list every problem, naming the entry', async (t) => {
   t.match(checkFilters([tag('a', 'exists')], '/body/filters'), { ok: true }, 'a valid list passes with any prefix');
 });
 
+t.test('a list with many bad entries lists the first 100 errors and how many entries failed', async (t) => {
+  const r = checkFilters(Array.from({ length: 200 }, (_, i) => tag(`k${i}`, '>', [])));
+  t.equal(r.ok, false);
+  if (r.ok) return;
+  t.equal(r.errors.length, 101);
+  t.same(r.errors[99]?.path, '/filters/99/value');
+  t.same(r.errors[100], { code: 'validation_failed', message: 'filters: 200 entries failed; only the first 100 errors are listed', path: '/filters' });
+  const huge = checkFilters([tag('a', 'in', Array.from({ length: 100_000 }, () => []))]);
+  t.same(huge, { ok: false, errors: [{ code: 'validation_failed', message: 'filters/0/value: must NOT have more than 100 items', path: '/filters/0/value' }] }, 'an in list far over its limit: the first error only');
+});
+
 t.test('200 entries are accepted, compiled and run', async (t) => {
   // 100 conditions with 99 ORs between them, plus one last condition: 199 + ... = 200 entries.
   const filters: unknown[] = [];
