@@ -41,12 +41,12 @@ function decode(listing: Listing, cursor: string): unknown[] | null {
 }
 
 /**
- * The instants a record's `at` can hold (ClickHouse DateTime64: 1900-01-01 to 2299-12-31), so a
- * cursor's time outside them was not written by us. An absurd time used to reach the query and
- * fail there (503) instead of being refused (400).
+ * The instants a record's `at` can hold (an API date-time, years 0000 to 9999, which ClickHouse's
+ * DateTime64 keeps as given), so a cursor's time outside them was not written by us. An absurd
+ * time used to reach the query and fail there (503) instead of being refused (400).
  */
-const FIRST_AT = Date.UTC(1900, 0, 1);
-const LAST_AT = Date.UTC(2300, 0, 1) - 1;
+const FIRST_AT = Date.parse('0000-01-01T00:00:00.000Z');
+const LAST_AT = Date.parse('9999-12-31T23:59:59.999Z');
 const isTime = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= FIRST_AT && (v as number) <= LAST_AT;
 const isText = (v: unknown): v is string => typeof v === 'string';
 
