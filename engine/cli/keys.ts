@@ -1,38 +1,56 @@
-import type { Config } from '../../schemas/config.ts';
 import { withKeystore } from './admin.ts';
-import type { Parsed } from './main.ts';
-import { UsageError } from './usage.ts';
+import { defineCommand } from './command.ts';
 
-/** `engine keys create|list|revoke`. */
-export async function keysCommand(config: Config, { positionals, values }: Parsed): Promise<number> {
-  const [action, arg] = positionals;
-  if (action === 'create' && arg) {
-    const type = values['type'];
-    if (type !== 'sdk' && type !== 'rest') throw new UsageError('keys create needs --type sdk|rest');
-    const project = await withKeystore(config, (ks) => ks.getProject(arg));
-    if (!project) return unknownProject(arg);
-    const key = await withKeystore(config, (ks) => ks.createKey(arg, type));
-    console.log(values['json'] ? JSON.stringify({ key }) : key);
+/** `engine keys create <project_id> --type sdk|rest`. */
+export const keysCreate = defineCommand({
+  path: ['keys', 'create'],
+  args: [{ name: 'project_id' }],
+  options: {
+    type: { kind: 'string', choices: ['sdk', 'rest'], required: true, help: 'sdk: the SDK surface; rest: the REST API' },
+    json: { kind: 'flag', help: 'print {"key": …} instead of the bare key' },
+  },
+  summary: 'Issues another key for a project; it is shown once.',
+  run: async (config, { args, options }) => {
+    const project = await withKeystore(config, (ks) => ks.getProject(args.project_id));
+    if (!project) return unknownProject(args.project_id);
+    const key = await withKeystore(config, (ks) => ks.createKey(args.project_id, options.type));
+    console.log(options.json ? JSON.stringify({ key }) : key);
     return 0;
-  }
-  if (action === 'list' && arg) {
-    const result = await withKeystore(config, async (ks) => ((await ks.getProject(arg)) ? ks.listKeys(arg) : null));
-    if (!result) return unknownProject(arg);
+  },
+});
+
+/** `engine keys list <project_id>`. */
+export const keysList = defineCommand({
+  path: ['keys', 'list'],
+  args: [{ name: 'project_id' }],
+  options: {},
+  summary: "Lists a project's keys: id, type, first characters, creation and revocation time, never the key.",
+  run: async (config, { args }) => {
+    const id = args.project_id;
+    const result = await withKeystore(config, async (ks) => ((await ks.getProject(id)) ? ks.listKeys(id) : null));
+    if (!result) return unknownProject(id);
     for (const k of result) {
       console.log(`${k.id}  ${k.type.padEnd(4)}  ${k.prefix}…  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`);
     }
     return 0;
-  }
-  if (action === 'revoke' && arg) {
-    if (!(await withKeystore(config, (ks) => ks.revokeKey(arg)))) {
+  },
+});
+
+/** `engine keys revoke <key>`. */
+export const keysRevoke = defineCommand({
+  path: ['keys', 'revoke'],
+  args: [{ name: 'key' }],
+  options: {},
+  summary: 'Revokes a key (the key itself); every gateway refuses it within KEY_CACHE_MS.',
+  run: async (config, { args }) => {
+    if (!(await withKeystore(config, (ks) => ks.revokeKey(args.key)))) {
       console.error('engine: no such key');
       return 1;
     }
     console.log('revoked');
     return 0;
-  }
-  throw new UsageError('keys needs: create <project_id> --type sdk|rest | list <project_id> | revoke <key>');
-}
+  },
+});
 
 function unknownProject(id: string): number {
   console.error(`engine: unknown project ${id}`);

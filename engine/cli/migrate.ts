@@ -1,21 +1,28 @@
 import type { Config } from '../../schemas/config.ts';
 import { clickHouseLocation, createClickHouse, type ClickHouse } from '../clickhouse/client.ts';
 import { migrate, unfinishedRewrites } from '../clickhouse/migrations.ts';
-import type { Parsed } from './main.ts';
-import { UsageError } from './usage.ts';
+import { defineCommand } from './command.ts';
 
 /** How often the wait for background rewrites looks at them, ms. */
 const REWRITE_POLL_MS = 1000;
 
+/** `engine migrate`. */
+export const migrateCommand = defineCommand({
+  path: ['migrate'],
+  args: [],
+  options: {},
+  summary: 'Applies the pending ClickHouse migrations, then waits for the background rewrites they started.',
+  run: (config) => applyMigrations(config),
+});
+
 /**
- * `engine migrate`: applies the pending ClickHouse migrations and prints each one, or
+ * Applies the pending ClickHouse migrations and prints each one, or
  * "no migrations pending", then waits for the background rewrites they started (projections
  * materialized over the rows already stored), with their progress on stderr. A ClickHouse that
  * cannot be reached or opened, a refused migration, or a rewrite that fails is a message on stderr
  * and exit status 1.
  */
-export async function migrateCommand(config: Config, { positionals }: Parsed): Promise<number> {
-  if (positionals.length > 0) throw new UsageError('migrate takes no arguments');
+async function applyMigrations(config: Config): Promise<number> {
   let ch: ClickHouse | undefined;
   try {
     ch = createClickHouse(config);

@@ -5,17 +5,20 @@ import { InvalidCredentials, ProviderStore, checkCredentials } from '../provider
 import { createRedis } from '../redis.ts';
 import { Topology } from '../topology.ts';
 import { withKeystore } from './admin.ts';
-import type { Parsed } from './main.ts';
-import { UsageError } from './usage.ts';
+import { defineCommand } from './command.ts';
 
 /** `engine providers set <project_id> <provider> --file <credentials.json>`. */
-export async function providersCommand(config: Config, { positionals, values }: Parsed): Promise<number> {
-  const [action, projectId, provider] = positionals;
-  const file = values['file'];
-  if (action !== 'set' || !projectId || !provider || typeof file !== 'string') {
-    throw new UsageError(`providers needs: set <project_id> <${ProviderNames.join('|')}> --file <credentials.json>`);
-  }
-  if (!(ProviderNames as string[]).includes(provider)) throw new UsageError(`unknown provider "${provider}" (${ProviderNames.join(', ')})`);
+export const providersSet = defineCommand({
+  path: ['providers', 'set'],
+  args: [{ name: 'project_id' }, { name: 'provider', choices: ProviderNames }],
+  options: {
+    file: { kind: 'string', value: '<credentials.json>', required: true, help: "the provider's credentials, one JSON object (API.md section 10)" },
+  },
+  summary: "Checks and stores a provider's credentials and base URL for a project.",
+  run: (config, { args, options }) => setProvider(config, args.project_id, args.provider, options.file),
+});
+
+async function setProvider(config: Config, projectId: string, provider: ProviderName, file: string): Promise<number> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(file, 'utf8'));
@@ -25,7 +28,7 @@ export async function providersCommand(config: Config, { positionals, values }: 
   }
   let credentials;
   try {
-    credentials = checkCredentials(provider as ProviderName, parsed);
+    credentials = checkCredentials(provider, parsed);
   } catch (err) {
     if (!(err instanceof InvalidCredentials)) throw err;
     console.error(`engine: ${file} is not a valid ${provider} credential file:\n  ${err.problems.join('\n  ')}`);
@@ -37,7 +40,7 @@ export async function providersCommand(config: Config, { positionals, values }: 
   }
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
   try {
-    await new ProviderStore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).set(projectId, provider as ProviderName, credentials);
+    await new ProviderStore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).set(projectId, provider, credentials);
   } finally {
     redis.disconnect();
   }

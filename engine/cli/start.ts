@@ -4,22 +4,34 @@ import { Metrics } from '../metrics.ts';
 import { ClickHouseStore } from '../clickhouse/store.ts';
 import { ClickHouseRoles, RoleNames, type RoleFactory, type RoleName, type RunningRole } from '../roles.ts';
 import { newWorkerId } from '../worker-id.ts';
-import type { Parsed } from './main.ts';
+import { defineCommand, type Command } from './command.ts';
 import { UsageError } from './usage.ts';
 
-/**
- * `engine start [--roles a,b] [--port N]`: runs the given roles (default: every role this build
- * has) in this process until SIGTERM or SIGINT, then closes them in reverse order.
- */
-export async function startCommand(
+/** `engine start`, offering the roles this build has (`available`, in RoleNames order). */
+export function startCommand(available: Partial<Record<RoleName, RoleFactory>>): Command {
+  const built = RoleNames.filter((r) => available[r]);
+  return defineCommand({
+    path: ['start'],
+    args: [],
+    options: {
+      roles: { kind: 'string', value: built.join(','), help: `the roles to run, comma-separated (default: all of ${built.join(', ')})` },
+      port: { kind: 'integer', value: '<port>', help: 'the HTTP port of the gateway role; 0 picks a free one (default: PORT, 8080)' },
+    },
+    summary: 'Runs the given roles in this process until SIGTERM or SIGINT.',
+    run: (config, { options }) => start(config, available, options.roles, options.port),
+  });
+}
+
+/** Runs the roles until SIGTERM or SIGINT, then closes them in reverse order. */
+async function start(
   baseConfig: Config,
   available: Partial<Record<RoleName, RoleFactory>>,
-  { values }: Parsed,
+  roles: string | undefined,
+  port: number | undefined,
 ): Promise<number> {
-  const port = values['port'];
-  if (port !== undefined && !/^\d{1,5}$/.test(String(port))) throw new UsageError(`--port must be a number, got "${port}"`);
-  const config: Config = Object.freeze({ ...baseConfig, ...(port === undefined ? {} : { PORT: Number(port) }) });
-  const names = selectRoles(values['roles'], available);
+  if (port !== undefined && port > 65535) throw new UsageError(`--port must be a number up to 65535, got ${port}`);
+  const config: Config = Object.freeze({ ...baseConfig, ...(port === undefined ? {} : { PORT: port }) });
+  const names = selectRoles(roles, available);
   const workerId = newWorkerId();
   const log = createLogger(config.LOG_LEVEL, { worker: workerId });
   const metrics = new Metrics();
@@ -55,10 +67,10 @@ export async function startCommand(
   return 0;
 }
 
-function selectRoles(arg: string | boolean | undefined, available: Partial<Record<RoleName, RoleFactory>>): RoleName[] {
+function selectRoles(arg: string | undefined, available: Partial<Record<RoleName, RoleFactory>>): RoleName[] {
   const built = RoleNames.filter((r) => available[r]);
-  if (arg === undefined || arg === true) return built;
-  const asked = String(arg).split(',').map((s) => s.trim()).filter(Boolean);
+  if (arg === undefined) return built;
+  const asked = arg.split(',').map((s) => s.trim()).filter(Boolean);
   for (const name of asked) {
     if (!(RoleNames as readonly string[]).includes(name)) throw new UsageError(`unknown role "${name}" (roles: ${RoleNames.join(', ')})`);
     if (!available[name as RoleName]) throw new UsageError(`role "${name}" is not part of this version (available: ${built.join(', ')})`);

@@ -1,0 +1,15 @@
+import type { RoleFactory, RoleName } from '../roles.ts';
+import type { Command } from './command.ts';
+import { keysCreate, keysList, keysRevoke } from './keys.ts';
+import { migrateCommand } from './migrate.ts';
+import { projectCreate, projectUpdate } from './project.ts';
+import { providersSet } from './providers.ts';
+import { startCommand } from './start.ts';
+
+/**
+ * Every command of `engine` (API.md section 10), in the order the usage lists them; each file
+ * declares its own commands (./command.ts) and parsing and help derive from them.
+ */
+export function commandTable(roles: Partial<Record<RoleName, RoleFactory>>): readonly Command[] {
+  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, migrateCommand];
+}
