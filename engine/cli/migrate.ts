@@ -1,5 +1,6 @@
 import type { Config } from '../../schemas/config.ts';
 import { clickHouseLocation, createClickHouse, type ClickHouse } from '../clickhouse/client.ts';
+import { EngineLockedError } from '../clickhouse/lock-holder.ts';
 import { migrate, unfinishedRewrites } from '../clickhouse/migrations.ts';
 import { defineCommand } from './command.ts';
 
@@ -31,6 +32,11 @@ async function applyMigrations(config: Config): Promise<number> {
     for (const m of applied) console.log(`applied ${String(m.version).padStart(4, '0')}_${m.name}`);
     return await awaitRewrites(ch);
   } catch (err) {
+    if (err instanceof EngineLockedError) {
+      console.error(`engine: migrate cannot open ClickHouse: ${err.message}`);
+      console.error('(engine start applies the pending migrations itself when it opens ClickHouse)');
+      return 1;
+    }
     console.error(`engine: migrate failed on ClickHouse (${clickHouseLocation(config)}): ${err instanceof Error ? err.message : String(err)}`);
     return 1;
   } finally {

@@ -13,6 +13,7 @@ import {
 } from '@clickhouse/client';
 import type { Config } from '../../schemas/config.ts';
 import type { Logger } from '../log.ts';
+import { EngineLockedError, embeddedLockHolder, statusFileHolder } from './lock-holder.ts';
 
 export type ClickHouse = ClickHouseClient;
 
@@ -41,9 +42,10 @@ export function clickHouseLocation(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA
  * (`{name:Type}` with `query_params`), never inside the SQL text.
  *
  * Embedded mode binds one data directory per process (chDB), so only one process of a deployment
- * may open it; this throws when the engine cannot be opened. chDB applies `clickhouse_settings`
- * as session-wide `SET`s that outlive the call, so inserts go through insertRows (./insert.ts),
- * which always sets the deduplication token.
+ * may open it; this throws when the engine cannot be opened (an EngineLockedError naming the
+ * process when another one holds it). chDB applies `clickhouse_settings` as session-wide `SET`s
+ * that outlive the call, so inserts go through insertRows (./insert.ts), which always sets the
+ * deduplication token.
  *
  * The client's own warnings and errors go to `logger` as JSON lines; without one they are
  * dropped, since every failed call also rejects and its caller reports it.
@@ -58,7 +60,15 @@ export function createClickHouse(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_D
   // tests in test/clickhouse exercise it).
   // Loaded only here: the engine maps ~150 MB into the process, which server mode never needs.
   const { createChdbConnection } = require('chdb/connection') as typeof import('chdb/connection');
-  const chdb = createChdbConnection({ path });
+  const holder = embeddedLockHolder(path);
+  if (holder) throw new EngineLockedError(path, holder);
+  let chdb: ReturnType<typeof createChdbConnection>;
+  try {
+    chdb = createChdbConnection({ path });
+  } catch (err) {
+    const lockedBy = embeddedLockHolder(path) ?? statusFileHolder(path);
+    throw lockedBy ? new EngineLockedError(path, lockedBy, { cause: err }) : err;
+  }
   const connection = chdb as unknown as NonNullable<ClickHouseClientConfigOptions['connection']>;
   const client = createClient({ connection, log });
   // The engine reads a file about twice as fast as the same rows sent inline after the INSERT

@@ -1,0 +1,94 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { UnavailableError } from '../../schemas/errors.ts';
+
+/** A process that holds the embedded engine's data directory. */
+export interface LockHolder {
+  pid: number;
+  /** Its command line, when /proc shows it. */
+  command?: string;
+}
+
+/**
+ * The embedded engine's data directory is held by another process. chDB only says it failed to
+ * connect (and prints ClickHouse's "Cannot lock file" on stderr), so this names the holder and
+ * what to do. Unavailable (503 at the gateway): the other process may stop.
+ */
+export class EngineLockedError extends UnavailableError {
+  constructor(
+    readonly path: string,
+    readonly holder: LockHolder | undefined,
+    options?: { cause?: unknown },
+  ) {
+    const who = holder ? `process ${holder.pid}${holder.command ? ` (${holder.command})` : ''}` : 'another process';
+    super(
+      `the embedded ClickHouse in ${path} is held by ${who}; one process at a time may open it: ` +
+        'stop that process, or set CLICKHOUSE_URL to a ClickHouse server that every process uses',
+      1,
+      options,
+    );
+    this.name = 'EngineLockedError';
+  }
+}
+
+/**
+ * The process other than this one holding the lock ClickHouse takes on `<path>/status` (flock)
+ * while it runs, from /proc/locks; undefined when none does or this is not Linux.
+ */
+export function embeddedLockHolder(path: string): LockHolder | undefined {
+  let inode: number;
+  let device: string;
+  let locks: string;
+  try {
+    const stat = statSync(join(path, 'status'));
+    inode = stat.ino;
+    device = `${hex(deviceMajor(stat.dev))}:${hex(deviceMinor(stat.dev))}`;
+    locks = readFileSync('/proc/locks', 'utf8');
+  } catch {
+    return undefined;
+  }
+  // "1: FLOCK  ADVISORY  WRITE 32597 fe:00:2304741 0 EOF"
+  for (const line of locks.split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    const pid = Number(fields[4]);
+    if (fields[1] === 'FLOCK' && fields[5] === `${device}:${inode}` && pid !== process.pid) return describe(pid);
+  }
+  return undefined;
+}
+
+/**
+ * The process named in `<path>/status` (ClickHouse writes its PID there when it opens), if it is
+ * alive and not this one: the likely holder where /proc/locks cannot tell.
+ */
+export function statusFileHolder(path: string): LockHolder | undefined {
+  try {
+    const pid = Number(/^PID: (\d+)$/m.exec(readFileSync(join(path, 'status'), 'utf8'))?.[1]);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+    process.kill(pid, 0);
+    return describe(pid);
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(pid: number): LockHolder {
+  try {
+    const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+    return command ? { pid, command } : { pid };
+  } catch {
+    return { pid };
+  }
+}
+
+// Linux dev_t encoding (glibc gnu_dev_major/minor), as /proc/locks prints it.
+function deviceMajor(dev: number): number {
+  return ((dev >>> 8) & 0xfff) | (Math.floor(dev / 2 ** 32) & 0xfffff000);
+}
+
+function deviceMinor(dev: number): number {
+  return (dev & 0xff) | ((Math.floor(dev / 2 ** 12) & 0xffffff00) >>> 0);
+}
+
+function hex(n: number): string {
+  return n.toString(16).padStart(2, '0');
+}
