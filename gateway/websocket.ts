@@ -112,7 +112,7 @@ export class SdkSocketChannel {
     const answers = conn.answers;
     // A close is decided: the frame is not taken and gets no answer; the close code says why.
     if (answers.ending) return;
-    const frame = this.parse(message, isBinary);
+    const frame = this.guardedParse(message, isBinary);
     // Over the bound, a frame is refused with an answer while the client reads; a client that
     // neither reads nor waits for answers is closed (1013 try again later) once they are flushed.
     const full = answers.size >= MAX_QUEUED;
@@ -167,6 +167,15 @@ export class SdkSocketChannel {
       )
       .finally(() => this.deps.tracker.done())
       .catch((err: unknown) => this.deps.failures.report(`${wsRoute.path} answer`, err));
+  }
+
+  /** parse(), with a throw answered like any bug (500 internal): a throw in a uWS handler ends the process. */
+  private guardedParse(message: ArrayBuffer, isBinary: boolean): Frame {
+    try {
+      return this.parse(message, isBinary);
+    } catch (err) {
+      return { seq: null, answer: outcomeFrame(null, this.deps.failures.outcome(`${wsRoute.path} frame`, err)) };
+    }
   }
 
   /** The checks that need no caller: text, size, JSON, seq, the operation's schema. */

@@ -13,8 +13,10 @@ import { buildApp } from '../../gateway/app.ts';
 import { CallerCache } from '../../gateway/auth.ts';
 import { Tracker, type GatewayDeps } from '../../gateway/context.ts';
 import { classify, Failures } from '../../gateway/failure.ts';
-import { Validators } from '../../gateway/validation.ts';
+import { RateLimiter } from '../../gateway/rate-limit.ts';
+import { Validators, type Checked } from '../../gateway/validation.ts';
 import { CallerError, UnavailableError } from '../../schemas/errors.ts';
+import type { SdkOp } from '../../schemas/sdk.ts';
 import { call } from '../helpers/http.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
@@ -106,23 +108,26 @@ function captureStderr(t: Test): Record<string, unknown>[] {
  * (GatewayDeps' narrow interfaces), on real Redis under a fresh prefix, logging through the real
  * logger.
  */
-async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>): Promise<{ url: string; project: CreatedProject }> {
+async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'> & Partial<Pick<GatewayDeps, 'validators'>>): Promise<{ url: string; project: CreatedProject }> {
   const prefix = testPrefix();
   const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn' });
   const redis = createRedis(config, { commandTimeout: 1000 });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const keystore = new Keystore(redis, topology);
   const log = createLogger('warn');
+  const metrics = new Metrics();
+  const failures = new Failures(log);
   const deps: GatewayDeps = {
     config,
     log,
-    metrics: new Metrics(),
+    metrics,
     redis,
     topology,
     validators: new Validators(),
     callers: new CallerCache(keystore, 1000),
+    limiter: new RateLimiter(redis, topology, metrics.rateLimited, failures),
     tracker: new Tracker(),
-    failures: new Failures(log),
+    failures,
     ...parts,
   };
   const { app, channel } = buildApp(deps);
@@ -181,6 +186,29 @@ t.test('a WebSocket operation that fails by a bug is answered internal with an e
   t.equal(seq, 4);
   t.match(errors, [{ code: 'internal', error_id: String }]);
   t.match(logs.find((l) => l['error_id'] === errors[0]?.error_id), { level: 'error', err: { name: 'TypeError', stack: /TypeError: no entries today\n\s+at / } });
+});
+
+/** Validators whose operation check has a bug. */
+class BrokenValidators extends Validators {
+  override op(): Checked<SdkOp> {
+    throw new RangeError('validator bug');
+  }
+}
+
+t.test('a WebSocket frame whose check throws is answered internal, and the connection stays open', async (t) => {
+  const logs = captureStderr(t);
+  const gw = await gatewayWith(t, { ingest: { write: () => Promise.resolve() }, clickhouse: noClickHouse, validators: new BrokenValidators() });
+  const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/sdk/ws`, { headers: { authorization: `Bearer ${gw.project.sdk_key}` } });
+  t.teardown(() => ws.close());
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  for (const seq of [1, 2]) {
+    const answer = new Promise<{ errors: ErrorBody['errors'] }>((resolve) => ws.once('message', (m: Buffer) => resolve(JSON.parse(m.toString()))));
+    ws.send(JSON.stringify({ seq, op: 'event', external_id: 'u1', name: 'e' }));
+    const { errors } = await answer;
+    t.match(errors, [{ code: 'internal', error_id: String }], `frame ${seq}`);
+    t.match(logs.find((l) => l['error_id'] === errors[0]?.error_id), { err: { name: 'RangeError', stack: /validator bug/ } });
+  }
+  t.equal(ws.readyState, WebSocket.OPEN);
 });
 
 t.test('unavailability is 503 with Retry-After from the failure, and no error line', async (t) => {
