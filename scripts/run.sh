@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: everything a fresh Debian machine with Node 20 needs to try the engine locally.
 # Installs npm packages, starts a local Redis if none answers at REDIS_URL, creates a demo project
-# on first run (kept in $DATA_DIR/demo-project.json), prints ready-to-paste curl commands, then
-# runs `engine start` (all roles) in the foreground.
+# on first run (kept in $DATA_DIR/demo-project.json), prints ready-to-paste curl commands
+# (scripts/quickstart.sh), then runs `engine start` (all roles) in the foreground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -34,7 +34,6 @@ sdk_key="$(field sdk_key)"
 rest_key="$(field rest_key)"
 identity_secret="$(field identity_secret)"
 base="http://$HOST:$PORT"
-json="-H 'Content-Type: application/json'"
 
 cat <<EOT
 
@@ -44,42 +43,11 @@ Demo project (identity verification off; saved in $demo_file)
   REST key         $rest_key
   identity secret  $identity_secret
 
-Try it (the engine starts below, at $base):
-
-  # identify a user and set tags
-  curl -sS -i -w '\n' -X POST $base/api/sdk/users -H 'Authorization: Bearer $sdk_key' $json \\
-    -d '{"external_id":"alice","tags":{"plan":"pro","level":3}}'
-
-  # register an email subscription
-  curl -sS -i -w '\n' -X POST $base/api/sdk/users/alice/subscriptions -H 'Authorization: Bearer $sdk_key' $json \\
-    -d '{"type":"EMAIL","token":"alice@example.com"}'
-
-  # track an event
-  curl -sS -i -w '\n' -X POST $base/api/sdk/events -H 'Authorization: Bearer $sdk_key' $json \\
-    -d '{"external_id":"alice","name":"purchase","properties":{"sku":"A-1","amount":12.5}}'
-
-  # opt alice out of email (synchronous)
-  curl -sS -i -w '\n' -X POST $base/api/sdk/opt-out -H 'Authorization: Bearer $sdk_key' $json \\
-    -d '{"external_id":"alice","subscription_type":"EMAIL"}'
-
-  # read alice back (REST key)
-  curl -s $base/api/users/alice -H 'Authorization: Bearer $rest_key'
-
-  # her events, a segment and its size, delivery records (REST key; ClickHouse, within a second)
-  curl -s "$base/api/events?external_id=alice" -H 'Authorization: Bearer $rest_key'
-  curl -sS -i -w '\n' -X POST $base/api/segments -H 'Authorization: Bearer $rest_key' $json \
-    -d '{"name":"pro users","filters":[{"field":"tag","key":"plan","relation":"=","value":"pro"}]}'
-  curl -s "$base/api/segments/pro%20users/count" -H 'Authorization: Bearer $rest_key'
-  curl -s "$base/api/deliveries?status=failed&limit=10" -H 'Authorization: Bearer $rest_key'
-
-  # health and Prometheus metrics
-  curl -s $base/healthz
-  curl -s $base/metrics | grep '^svc_'
-
-  # identity_hash for a user, when identity verification is on
-  printf alice | openssl dgst -sha256 -hmac '$identity_secret' | sed 's/^.* //'
+Try it once the engine below has started at $base: paste the variables, then any command.
 
 EOT
+bash scripts/quickstart.sh "$sdk_key" "$rest_key" "$identity_secret" "$base"
+echo
 
 say "starting the engine (all roles) on $base; Ctrl-C stops it"
 export DATA_DIR HOST PORT
