@@ -6,11 +6,22 @@ import type { Topology } from './topology.ts';
 
 export type KeyType = 'sdk' | 'rest';
 
+/**
+ * A project's per-key token bucket (API.md section 9): each key may make `burst` calls at once,
+ * refilled at `per_second` calls a second.
+ */
+export interface RateLimit {
+  per_second: number;
+  burst: number;
+}
+
 export interface Project {
   id: string;
   name: string;
   identity_verification: boolean;
   identity_secret: string;
+  /** null: no rate limit (the default). */
+  rate_limit: RateLimit | null;
   created_at: string;
 }
 
@@ -34,6 +45,12 @@ export interface KeyRecord {
 export interface KeyOwner {
   project_id: string;
   type: KeyType;
+}
+
+/** The stored limit, or null when there is none (or it is not a usable one). */
+function rateLimitOf(perSecond: string | undefined, burst: string | undefined): RateLimit | null {
+  const limit = { per_second: Number(perSecond), burst: Number(burst) };
+  return limit.per_second > 0 && limit.burst >= 1 ? limit : null;
 }
 
 export function hashKey(key: string): string {
@@ -73,6 +90,7 @@ export class Keystore {
       name: h['name'],
       identity_verification: h['identity_verification'] === '1',
       identity_secret: h['identity_secret'] ?? '',
+      rate_limit: rateLimitOf(h['rate_per_second'], h['rate_burst']),
       created_at: h['created_at'] ?? '',
     };
   }
@@ -81,6 +99,18 @@ export class Keystore {
   async setIdentityVerification(id: string, on: boolean): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
     await this.redis.hset(this.topology.project(id), 'identity_verification', on ? '1' : '0');
+    return true;
+  }
+
+  /**
+   * Sets the project's rate limit, or removes it (null); false when the project does not exist.
+   * Gateways see the change within KEY_CACHE_MS (it comes with their cached key lookups).
+   */
+  async setRateLimit(id: string, limit: RateLimit | null): Promise<boolean> {
+    if (!(await this.getProject(id))) return false;
+    const key = this.topology.project(id);
+    if (limit === null) await this.redis.hdel(key, 'rate_per_second', 'rate_burst');
+    else await this.redis.hset(key, { rate_per_second: String(limit.per_second), rate_burst: String(limit.burst) });
     return true;
   }
 

@@ -19,6 +19,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Calls and WebSocket frames refused with rate_limited (429), by key type. */
+  readonly rateLimited = new Counter({
+    name: 'svc_rate_limited_total',
+    help: 'Calls refused by the per-key rate limit, by key type',
+    labelNames: ['key_type'] as const,
+    registers: [this.registry],
+  });
+
   /** Ingest entries applied by partition actors. */
   readonly appliedEntries = new Counter({
     name: 'svc_applied_entries_total',

@@ -33,6 +33,11 @@ export interface ScriptCommands {
   claimToken(token: string, externalId: string, registeredAt: number): Promise<string[]>;
   /** clearDetach-1.lua: forgets an owed detach once sent, if still the same value; 1 when cleared. */
   clearDetach(token: string, externalId: string, registeredAt: string): Promise<number>;
+  /**
+   * takeToken-1.lua: takes a token from a key's rate-limit bucket (`perSecond` refill, at most
+   * `burst` held), timed by Redis's clock; 0 when taken, else the ms until one will be there.
+   */
+  takeToken(bucket: string, perSecond: number, burst: number): Promise<number>;
 }
 
 /** A script's source with each `-- #include <name>` line replaced by engine/lua/include/<name>.lua. */

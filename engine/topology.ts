@@ -22,12 +22,14 @@ import type { SubscriptionType } from '../schemas/sdk.ts';
  *                                    d:ext -> detach owed to user ext (engine/lua/claimToken-1.lua)
  *   P workers                        sorted set: apply worker id -> heartbeat expiry (ms)
  *   P workers:recorder               the same for recorder workers
- *   P project:id                     hash: name, identity_verification, identity_secret, created_at
+ *   P project:id                     hash: name, identity_verification, identity_secret, created_at,
+ *                                    rate_per_second, rate_burst (both absent: no rate limit)
  *   P project:id:keys                set of key hashes of the project
  *   P project:id:providers           hash: provider name -> JSON credentials (schemas/providers.ts)
  *   P project:id:segments            hash: segment name -> JSON Segment (schemas/segments.ts); All is never stored
  *   P projects                       set of project ids
  *   P key:sha256hex                  hash: project_id, type, created_at, revoked_at, prefix
+ *   P rate:sha256hex                 hash: the key's rate-limit bucket (engine/lua/takeToken-1.lua)
  * Project ids never contain ':', so "proj:ext" is unambiguous.
  */
 export class Topology {
@@ -128,6 +130,11 @@ export class Topology {
 
   key(hash: string): string {
     return `${this.prefix}key:${hash}`;
+  }
+
+  /** The rate-limit bucket of a key, by its hash: one key, so one slot on a Redis Cluster. */
+  rateBucket(hash: string): string {
+    return `${this.prefix}rate:${hash}`;
   }
 
   private userKey(kind: string, project: string, externalId: string): string {

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Keystore, KeyType } from '../engine/keystore.ts';
+import { hashKey, type Keystore, type KeyType, type RateLimit } from '../engine/keystore.ts';
 
 /** Who a request comes from: a live key of a project, with what identity verification needs. */
 export interface Caller {
@@ -8,6 +8,10 @@ export interface Caller {
   /** The project's identity-verification switch (API.md section 1). */
   verifyIdentity: boolean;
   identitySecret: string;
+  /** SHA-256 of the key: names its rate-limit bucket. */
+  keyHash: string;
+  /** The project's per-key rate limit (API.md section 9); null when off, and then no Redis call is made. */
+  rateLimit: RateLimit | null;
 }
 
 interface Entry {
@@ -20,8 +24,9 @@ interface Entry {
 const MAX_ENTRIES = 10_000;
 
 /**
- * Key and project lookups behind a short cache: an entry lives KEY_CACHE_MS, so a revoked key or a
- * changed identity switch is seen by every gateway within that time (API.md section 1: 5 s).
+ * Key and project lookups behind a short cache: an entry lives KEY_CACHE_MS, so a revoked key, a
+ * changed identity switch or rate limit is seen by every gateway within that time (API.md section
+ * 1: 5 s).
  * Concurrent lookups of one key share one Redis round trip. While Redis cannot answer, the last
  * answer it gave stands: a revocation is itself a Redis write, so none can have happened since,
  * and buffered writes keep going to the spill journal.
@@ -70,6 +75,8 @@ export class CallerCache {
             type: owner.type,
             verifyIdentity: project.identity_verification,
             identitySecret: project.identity_secret,
+            keyHash: hashKey(key),
+            rateLimit: project.rate_limit,
           }
         : null;
     if (this.ttlMs > 0) {

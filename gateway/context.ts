@@ -7,6 +7,7 @@ import type { RedisClient } from '../engine/redis.ts';
 import type { Topology } from '../engine/topology.ts';
 import type { CallerCache } from './auth.ts';
 import type { Failures } from './failure.ts';
+import type { RateLimiter } from './rate-limit.ts';
 import type { Validators } from './validation.ts';
 
 /** What every route group of the gateway gets (built once in gateway/role.ts). */
@@ -19,6 +20,8 @@ export interface GatewayDeps {
   topology: Topology;
   validators: Validators;
   callers: CallerCache;
+  /** The per-key rate limit (API.md section 9), checked once the key is known. */
+  limiter: RateLimiter;
   tracker: Tracker;
   ingest: IngestSink;
   /** The process's ClickHouse (query routes, /readyz); what makes it unreachable is a 503 (gateway/failure.ts). */

@@ -6,6 +6,7 @@ import { bearerKey, type Caller } from './auth.ts';
 import { parseJson } from './json.ts';
 import type { GatewayDeps, Tracker } from './context.ts';
 import type { Outcome } from './failure.ts';
+import { throttle } from './rate-limit.ts';
 
 const statusLines: Record<number, string> = {
   200: '200 OK',
@@ -203,11 +204,16 @@ export function guarded(deps: GatewayDeps, ex: Exchange, what: string, work: () 
   }
 }
 
-/** Calls `found` with the key's caller: at once when cached, else after the lookup; a failed lookup is answered by its kind. */
-function withCaller(deps: GatewayDeps, ex: Exchange, key: string, found: (caller: Caller | null) => void): void {
+/**
+ * Calls `found` with the key's caller: at once when cached, else after the lookup; a failed lookup
+ * is answered by its kind. A caller the route admits first takes a rate-limit token (429 when none).
+ */
+function withCaller(deps: GatewayDeps, ex: Exchange, spec: RouteSpec, key: string, found: (caller: Caller | null) => void): void {
+  const admit = (caller: Caller | null): void =>
+    caller === null || (spec.restOnly && caller.type !== 'rest') ? found(caller) : throttle(deps, ex, caller, () => found(caller));
   const cached = deps.callers.peek(key);
-  if (cached !== undefined) return found(cached);
-  deps.callers.load(key).then(found, (err: unknown) => ex.answer(deps.failures.outcome('key lookup', err)));
+  if (cached !== undefined) return admit(cached);
+  deps.callers.load(key).then(admit, (err: unknown) => ex.answer(deps.failures.outcome('key lookup', err)));
 }
 
 /** 401 for an unknown or revoked key, 403 for an SDK key on a REST-only route; true when the caller may go on. */
@@ -219,9 +225,9 @@ function admitted(ex: Exchange, spec: RouteSpec, caller: Caller | null): caller 
 }
 
 /**
- * A route with a JSON body. Checks in API order: auth (401, 403), Content-Type (415), size (413,
- * from Content-Length at once, else while streaming), UTF-8 and JSON (400). The key lookup runs
- * while the body streams; the answer is decided when both are done.
+ * A route with a JSON body. Checks in API order: auth (401, 403), rate limit (429), Content-Type
+ * (415), size (413, from Content-Length at once, else while streaming), UTF-8 and JSON (400). The
+ * key lookup and the token take run while the body streams; the answer is decided when both are done.
  */
 export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
@@ -236,7 +242,7 @@ export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpRes
       const [who, value] = [caller, body.value];
       guarded(deps, ex, spec.metric.route, () => spec.handle(ex, who, value, info));
     };
-    withCaller(deps, ex, key, (found) => {
+    withCaller(deps, ex, spec, key, (found) => {
       caller = found;
       decide();
     });
@@ -258,7 +264,7 @@ export function getRoute(deps: GatewayDeps, spec: GetRouteSpec): (res: HttpRespo
     const started = begin(deps, spec, res, req);
     if (started === null) return;
     const { ex, key, info } = started;
-    withCaller(deps, ex, key, (caller) => {
+    withCaller(deps, ex, spec, key, (caller) => {
       if (ex.open && admitted(ex, spec, caller)) guarded(deps, ex, spec.metric.route, () => spec.handle(ex, caller, info));
     });
   };

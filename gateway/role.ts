@@ -10,6 +10,7 @@ import { CallerCache } from './auth.ts';
 import { Tracker, type GatewayDeps } from './context.ts';
 import { Failures } from './failure.ts';
 import { IngestWriter } from './ingest-writer.ts';
+import { RateLimiter } from './rate-limit.ts';
 import { SpillJournal } from './spill-journal.ts';
 import { Validators } from './validation.ts';
 
@@ -30,6 +31,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
   await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
   await ingest.start();
   const tracker = new Tracker();
+  const failures = new Failures(log);
   const deps: GatewayDeps = {
     config,
     log,
@@ -38,10 +40,11 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     topology,
     validators: new Validators(),
     callers: new CallerCache(new Keystore(redis, topology), config.KEY_CACHE_MS),
+    limiter: new RateLimiter(redis, topology, metrics.rateLimited, failures),
     tracker,
     ingest,
     clickhouse,
-    failures: new Failures(log),
+    failures,
   };
   const { app, channel } = buildApp(deps);
   let listenSocket: us_listen_socket;

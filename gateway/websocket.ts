@@ -7,6 +7,7 @@ import { opEntry } from './entries.ts';
 import type { Outcome } from './failure.ts';
 import { Exchange, RouteMetric } from './http.ts';
 import { parseJson } from './json.ts';
+import { OrderedTakes, rateLimitedItem, throttle } from './rate-limit.ts';
 import { AnswerQueue, MAX_BACKPRESSURE, type Slot } from './ws-answers.ts';
 
 export const wsRoute = { path: '/api/sdk/ws', allow: 'GET' } as const;
@@ -36,6 +37,8 @@ interface Connection {
   /** The key is looked up again for every frame: revocation and the identity switch apply to open sockets. */
   key: string;
   answers: AnswerQueue;
+  /** Each frame takes a rate-limit token; decided in arrival order, so appends keep their order. */
+  takes: OrderedTakes;
   /** Frames (in arrival order) waiting for the key lookup in flight, so appends keep their order. */
   waiting: { frame: Frame; slot: Slot }[];
   lookingUp: boolean;
@@ -99,8 +102,12 @@ export class SdkSocketChannel {
     const protocol = bearer ?? offered[0] ?? '';
     const decide = (caller: Caller | null): void => {
       if (caller === null) return ex.fail('invalid_key');
-      const data: Connection = { key, answers: new AnswerQueue(), waiting: [], lookingUp: false };
-      ex.upgrade((r) => r.upgrade(data, wsKey, protocol, extensions, context));
+      // The upgrade is a call of its own: it takes a token (429 before the socket opens).
+      throttle(this.deps, ex, caller, () => {
+        const takes = new OrderedTakes(this.deps.limiter, (err) => this.deps.failures.report(`${wsRoute.path} frame`, err));
+        const data: Connection = { key, answers: new AnswerQueue(), takes, waiting: [], lookingUp: false };
+        ex.upgrade((r) => r.upgrade(data, wsKey, protocol, extensions, context));
+      });
     };
     const cached = this.deps.callers.peek(key);
     if (cached !== undefined) return decide(cached);
@@ -149,6 +156,16 @@ export class SdkSocketChannel {
       answers.fill(ws, slot, errorFrame(frame.seq, 'invalid_key'));
       return answers.endAfter(ws, 1008, 'key revoked or unknown');
     }
+    // Every frame with a live key counts, like every HTTP call, whatever it holds.
+    conn.takes.take(
+      caller,
+      (wait) => (wait === 0 ? this.perform(ws, answers, frame, slot, caller) : answers.fill(ws, slot, JSON.stringify({ seq: frame.seq, errors: [rateLimitedItem(wait)] }))),
+      (err) => answers.fill(ws, slot, outcomeFrame(frame.seq, this.deps.failures.outcome(`${wsRoute.path} frame`, err))),
+    );
+  }
+
+  /** A frame of a live key within its rate limit: its answer, or the append of its operation. */
+  private perform(ws: WebSocket<Connection>, answers: AnswerQueue, frame: Frame, slot: Slot, caller: Caller): void {
     if ('answer' in frame) return answers.fill(ws, slot, frame.answer);
     const { seq, op } = frame;
     if (!identityOk(caller, op.external_id, op.identity_hash)) {

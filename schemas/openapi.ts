@@ -50,6 +50,7 @@ const statusText = {
   409: 'idempotency_conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
+  429: "rate_limited: over the project's per-key rate limit",
   500: 'internal: a bug; the body carries an error_id',
   503: 'unavailable',
 } as const;
@@ -71,6 +72,8 @@ interface Operation {
 }
 
 const bodyErrors: Status[] = [400, 401, 413, 415, 503];
+
+const retryAfter = { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } };
 
 const operations: Record<string, Record<string, Operation>> = {
   '/api/sdk/users': {
@@ -181,8 +184,14 @@ function operation(op: Operation): Record<string, unknown> {
   const responses: Record<string, unknown> = {
     [op.ok[0]]: { description: statusText[op.ok[0]], content: { [op.contentType ?? 'application/json']: { schema: op.ok[1] } } },
   };
-  for (const status of [...op.errors, 405 as const, 500 as const]) {
-    responses[status] = { description: statusText[status], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+  // Every keyed call may meet the project's rate limit (API.md section 9).
+  const limited: Status[] = op.auth === 'none' ? [] : [429];
+  for (const status of [...op.errors, ...limited, 405 as const, 500 as const]) {
+    responses[status] = {
+      description: statusText[status],
+      ...(status === 429 ? { headers: { 'Retry-After': retryAfter } } : {}),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
   }
   return {
     summary: op.summary,
