@@ -1,5 +1,6 @@
 # Shell helpers shared by scripts/run.sh, scripts/bench.sh and .ci/run. Source it; it defines
-# functions only. Every function prints what it does on stderr so stdout stays for results.
+# functions (and NODE_MAJOR) only. Every function prints what it does on stderr so stdout stays
+# for results.
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -26,12 +27,16 @@ ensure_commands() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# Node 20 is what the uWebSockets.js build in package.json supports (DESIGN.md).
+# The one Node major supported: the uWebSockets.js build in package.json ships binaries up to
+# Node 20 and none for later ones (DESIGN.md). package.json's `engines` says the same
+# (test/cli/node-version.test.ts keeps them equal).
+NODE_MAJOR=20
+
 ensure_node() {
-  command -v node >/dev/null 2>&1 || die "Node.js 20 is required (https://nodejs.org); node is not on PATH"
+  command -v node >/dev/null 2>&1 || die "Node.js $NODE_MAJOR is required (https://nodejs.org); node is not on PATH"
   local major
   major="$(node -p 'process.versions.node.split(".")[0]')"
-  [ "$major" = 20 ] || say "warning: Node $(node -v) found; this project is built and tested on Node 20"
+  [ "$major" = "$NODE_MAJOR" ] || die "Node.js $NODE_MAJOR is required; found $(node -v) (the uWebSockets.js build has no binary for it)"
 }
 
 # Installs the locked versions when node_modules is missing or older than the lock file. npm writes
