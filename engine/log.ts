@@ -13,7 +13,7 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
   const min = levels[level];
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (levels[lvl] < min) return;
-    const line = JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...base, ...fields }, errorReplacer);
+    const line = JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...base, ...fields }, errorReplacer(new Set()));
     (lvl === 'error' || lvl === 'warn' ? process.stderr : process.stdout).write(line + '\n');
   };
   return {
@@ -27,17 +27,22 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
 /**
  * Errors as name, message and stack (a 500's log line must show where it came from), plus the
  * system error code, the Redis command a client error came from (ioredis sets `command`) and the
- * cause (replaced the same way, as JSON.stringify walks into it).
+ * cause (replaced the same way, as JSON.stringify walks into it). An error met again in one line
+ * (a cycle of causes) is written as its name, so the line still ends.
  */
-function errorReplacer(_key: string, value: unknown): unknown {
-  if (!(value instanceof Error)) return value;
-  const { command, code } = value as Error & { command?: { name?: unknown }; code?: unknown };
-  return {
-    name: value.name,
-    message: value.message,
-    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
-    ...(typeof command?.name === 'string' ? { command: command.name } : {}),
-    stack: value.stack,
-    ...(value.cause === undefined ? {} : { cause: value.cause }),
+function errorReplacer(seen: Set<Error>): (key: string, value: unknown) => unknown {
+  return (_key, value) => {
+    if (!(value instanceof Error)) return value;
+    if (seen.has(value)) return `[${value.name}, above]`;
+    seen.add(value);
+    const { command, code } = value as Error & { command?: { name?: unknown }; code?: unknown };
+    return {
+      name: value.name,
+      message: value.message,
+      ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+      ...(typeof command?.name === 'string' ? { command: command.name } : {}),
+      stack: value.stack,
+      ...(value.cause === undefined ? {} : { cause: value.cause }),
+    };
   };
 }

@@ -174,6 +174,17 @@ t.test('a bug is 500 internal with an error_id; the log line with that id carrie
   t.equal(bad.status, 400, 'a caller error still comes first, before the broken dependency is reached');
 });
 
+t.test('a bug whose causes form a cycle is still answered 500 and logged, the cycle cut', async (t) => {
+  const logs = captureStderr(t);
+  const looped: Error & { cause?: unknown } = new Error('outer', { cause: new Error('inner') });
+  (looped.cause as Error & { cause?: unknown }).cause = looped;
+  const gw = await gatewayWith(t, { ingest: { write: () => Promise.reject(looped) }, clickhouse: noClickHouse });
+  const answer = await call(`${gw.url}/api/sdk/events`, 'POST', gw.project.sdk_key, { external_id: 'u1', name: 'e' });
+  t.equal(answer.status, 500);
+  const id = (answer.body as ErrorBody).errors[0]?.error_id;
+  t.match(logs.find((l) => l['error_id'] === id), { err: { message: 'outer', stack: /^Error: outer\n/, cause: { message: 'inner', cause: '[Error, above]' } } });
+});
+
 t.test('a WebSocket operation that fails by a bug is answered internal with an error_id', async (t) => {
   const logs = captureStderr(t);
   const gw = await gatewayWith(t, { ingest: { write: () => Promise.reject(new TypeError('no entries today')) }, clickhouse: noClickHouse });
