@@ -10,7 +10,7 @@ export interface Child {
 }
 
 /**
- * Spawns a server process and resolves once it printed a JSON log line
+ * Spawns a server process and resolves once it printed (on stdout or stderr) a JSON log line
  * `{"msg":"listening","port":N}` (unless `listens` is false) and, when `readyMsg` is given, that message too. Rejects when it
  * exits first or does not get there within `timeoutMs`.
  */
@@ -55,16 +55,19 @@ export function startChild(
     };
     const onExit = (code: number | null): void => fail(`exited with ${code} before it was listening`);
     proc.once('exit', onExit);
-    let buffered = '';
     // Keeps reading after start so the child never blocks on a full pipe; only the tail is kept.
-    const onData = (d: Buffer): void => {
-      output = (output + d.toString()).slice(-4000);
-      buffered += d.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      lines.forEach(onLine);
+    // Log lines come on stderr (the engine's) or stdout (bench/bare-server.ts).
+    const reader = (): ((d: Buffer) => void) => {
+      let buffered = '';
+      return (d) => {
+        output = (output + d.toString()).slice(-4000);
+        buffered += d.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        lines.forEach(onLine);
+      };
     };
-    proc.stdout.on('data', onData);
-    proc.stderr.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+    proc.stdout.on('data', reader());
+    proc.stderr.on('data', reader());
   });
 }

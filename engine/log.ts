@@ -1,4 +1,7 @@
-/** Structured logging: one JSON object a line on stdout (errors on stderr), filtered by LOG_LEVEL. */
+/**
+ * Structured logging: one JSON object a line on stderr, filtered by LOG_LEVEL. Never stdout: that
+ * carries what commands print (engine migrate, keys) and, in tests, the TAP stream.
+ */
 const levels = { debug: 10, info: 20, warn: 30, error: 40 } as const;
 export type LogLevel = keyof typeof levels;
 
@@ -9,12 +12,22 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
+/** A logger that adds `fields` to every line of `log` (a line's own fields win). */
+export function withFields(log: Logger, fields: Record<string, unknown>): Logger {
+  return {
+    debug: (m, f) => log.debug(m, { ...fields, ...f }),
+    info: (m, f) => log.info(m, { ...fields, ...f }),
+    warn: (m, f) => log.warn(m, { ...fields, ...f }),
+    error: (m, f) => log.error(m, { ...fields, ...f }),
+  };
+}
+
 export function createLogger(level: LogLevel, base: Record<string, unknown> = {}): Logger {
   const min = levels[level];
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (levels[lvl] < min) return;
     const line = JSON.stringify({ t: new Date().toISOString(), level: lvl, msg, ...base, ...fields }, errorReplacer(new Set()));
-    (lvl === 'error' || lvl === 'warn' ? process.stderr : process.stdout).write(line + '\n');
+    process.stderr.write(line + '\n');
   };
   return {
     debug: (m, f) => write('debug', m, f),

@@ -59,11 +59,15 @@ async function start(
     process.once('SIGINT', resolve);
   });
   clearInterval(keepAlive);
-  log.info('stopping');
-  const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_MS + 1000);
+  log.info('stopping', { roles: names });
+  const timer = setTimeout(() => {
+    log.error('stop timed out', { roles: names, after_ms: config.SHUTDOWN_MS + 1000 });
+    process.exit(1);
+  }, config.SHUTDOWN_MS + 1000);
   await closeAll(running);
   await clickhouse.close();
   clearTimeout(timer);
+  log.info('stopped', { roles: names });
   return 0;
 }
 

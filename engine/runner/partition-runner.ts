@@ -1,4 +1,4 @@
-import type { Logger } from '../log.ts';
+import { withFields, type Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
 import type { RoleContext, RunningRole } from '../roles.ts';
 import { Rendezvous } from './rendezvous.ts';
@@ -216,7 +216,9 @@ export function runPartitionRole(
   redis: RedisClient,
   role: Pick<PartitionRunnerOptions, 'leaseKey' | 'workersKey' | 'work'>,
 ): RunningRole {
-  const { config, log, workerId } = ctx;
+  const { config, workerId } = ctx;
+  // Several partitioned roles may run in one process: their lines (partitions owned) name theirs.
+  const log = withFields(ctx.log, { role: name });
   const runner = new PartitionRunner({ redis, partitions: config.PARTITIONS, workerId, leaseMs: config.LEASE_MS, log, ...role });
   runner.start();
   let closing: Promise<void> | undefined;

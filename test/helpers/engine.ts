@@ -19,6 +19,8 @@ export interface EngineProcess {
   url: string;
   /** Every JSON log line the process printed so far. */
   logs: Record<string, unknown>[];
+  /** Everything it wrote on stdout so far (logs go to stderr, so normally nothing). */
+  stdout(): string;
   /** SIGTERM and wait for exit. */
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
@@ -39,7 +41,8 @@ export function runEngine(args: string[], env: Record<string, string>): Promise<
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    proc.on('exit', (code) => resolve({ code, stdout, stderr }));
+    // 'close', not 'exit': the output is read to its end.
+    proc.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
@@ -55,9 +58,9 @@ export function startEngine(roles: string[], env: Record<string, string>): Promi
     });
     const logs: Record<string, unknown>[] = [];
     let port = 0;
-    let buffered = '';
+    let stdout = '';
     let stderr = '';
-    const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => proc.on('close', (code) => r(code)));
     const onLine = (line: string): void => {
       let entry: Record<string, unknown>;
       try {
@@ -73,6 +76,7 @@ export function startEngine(roles: string[], env: Record<string, string>): Promi
           port,
           url: `http://127.0.0.1:${port}`,
           logs,
+          stdout: () => stdout,
           stop: async () => {
             proc.kill('SIGTERM');
             return exited;
@@ -84,18 +88,23 @@ export function startEngine(roles: string[], env: Record<string, string>): Promi
         });
       }
     };
-    proc.stdout.on('data', (d: Buffer) => {
-      buffered += d.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      lines.forEach(onLine);
-    });
-    proc.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      for (const line of d.toString().split('\n')) onLine(line);
-    });
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stdout.on('data', lines(onLine));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.stderr.on('data', lines(onLine));
     void exited.then((code) => reject(new Error(`engine exited with ${code} before it started: ${stderr}`)));
   });
+}
+
+/** A 'data' listener that calls `onLine` with each whole line (a line may arrive in pieces). */
+function lines(onLine: (line: string) => void): (d: Buffer) => void {
+  let buffered = '';
+  return (d) => {
+    buffered += d.toString();
+    const whole = buffered.split('\n');
+    buffered = whole.pop() ?? '';
+    whole.forEach(onLine);
+  };
 }
 
 export interface TestDeployment {
