@@ -15,6 +15,9 @@ export interface RateLimit {
   burst: number;
 }
 
+/** What a stored rate limit may be; a slip such as a rate of 1e-9 (one call in 30 years) is refused. */
+export const RateLimitBounds = { per_second: { min: 0.001, max: 1_000_000 }, burst: { min: 1, max: 1_000_000 } } as const;
+
 export interface Project {
   id: string;
   name: string;

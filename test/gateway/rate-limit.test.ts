@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { ClickHouseStore } from '../../engine/clickhouse/store.ts';
+import { commandTable } from '../../engine/cli/commands.ts';
+import { parseCommandLine } from '../../engine/cli/parse.ts';
+import { UsageError } from '../../engine/cli/usage.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
 import { createLogger } from '../../engine/log.ts';
@@ -16,7 +19,8 @@ import type { Caller } from '../../gateway/auth.ts';
 import { OrderedTakes, RateLimiter, type BucketStore } from '../../gateway/rate-limit.ts';
 import { gatewayRole } from '../../gateway/role.ts';
 import { openApiDocument } from '../../schemas/openapi.ts';
-import { call, type Answer } from '../helpers/http.ts';
+import { runEngine } from '../helpers/engine.ts';
+import { call, eventually, type Answer } from '../helpers/http.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix, testRedis } from '../helpers/redis.ts';
 
@@ -233,6 +237,56 @@ t.test('with Redis down the limit is lifted: buffered writes spill and answer 20
   await server.stop();
   for (let i = 0; i < 3; i++) t.equal((await sdkEvent(gw.url, d.project.sdk_key)).status, 202, `write ${i + 1} during the outage`);
   await server.restart();
+});
+
+t.test('engine project update --rate-limit sets the limit and off clears it; gateways follow within 5 s', async (t) => {
+  const d = await deployment(t);
+  const gw = await d.gateway();
+  const id = d.project.project_id;
+  t.equal((await sdkEvent(gw.url, d.project.sdk_key)).status, 202, 'no limit yet (the gateway caches that)');
+
+  const set = await runEngine(['project', 'update', id, '--rate-limit', '0.5', '--burst', '2'], d.env);
+  t.same([set.code, set.stdout], [0, `rate limit 0.5/s per key, burst 2 for project ${id}\n`], set.stderr);
+  t.same((await d.keystore.getProject(id))?.rate_limit, { per_second: 0.5, burst: 2 });
+  const changed = Date.now();
+  const refused = await eventually('a 429', async () => {
+    const answer = await sdkEvent(gw.url, d.project.sdk_key);
+    return answer.status === 429 ? answer : undefined;
+  }, 8000);
+  limited(t, refused, 'once the gateway sees the limit');
+  t.ok(Date.now() - changed < 5000, `seen within ${Date.now() - changed} ms`);
+
+  const defaults = await runEngine(['project', 'update', id, '--rate-limit', '3'], d.env);
+  t.equal(defaults.code, 0, defaults.stderr);
+  t.same((await d.keystore.getProject(id))?.rate_limit, { per_second: 3, burst: 3 }, 'the burst defaults to the rate, rounded up');
+
+  const off = await runEngine(['project', 'update', id, '--rate-limit', 'off'], d.env);
+  t.same([off.code, off.stdout], [0, `rate limit off for project ${id}\n`], off.stderr);
+  t.equal((await d.keystore.getProject(id))?.rate_limit, null);
+  await eventually('the limit lifted', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => sdkEvent(gw.url, d.project.sdk_key)));
+    return answers.every((a) => a.status === 202) ? true : undefined;
+  }, 8000);
+
+  const mistakes: [string[], RegExp][] = [
+    [['--rate-limit', '0'], /--rate-limit must be off or calls a second from 0.001/],
+    [['--rate-limit', '1', '--burst', '0'], /--burst must be from 1/],
+    [['--burst', '5'], /--burst goes with --rate-limit/],
+    [['--rate-limit', 'off', '--burst', '5'], /--burst goes with --rate-limit/],
+    [[], /needs --identity-verification or --rate-limit/],
+  ];
+  const table = commandTable({});
+  for (const [flags, message] of mistakes) {
+    const invocation = parseCommandLine(table, ['project', 'update', id, ...flags]);
+    const run = invocation.kind === 'run' ? invocation.command.run(loadConfig(d.env), invocation) : Promise.resolve(0);
+    const err = await run.then(() => null, (e: unknown) => e);
+    t.ok(err instanceof UsageError && message.test(err.message), `${flags.join(' ') || 'no setting'}: a usage mistake (${String(err)})`);
+  }
+  const spawned = await runEngine(['project', 'update', id, '--rate-limit', 'fast'], d.env);
+  t.same([spawned.code, /got "fast"/.test(spawned.stderr), /usage:/.test(spawned.stderr)], [2, true, true], 'exit 2 with the reason and the usage');
+  t.equal((await d.keystore.getProject(id))?.rate_limit, null, 'a refused command changes nothing');
+  const unknown = await runEngine(['project', 'update', 'no-such-project', '--rate-limit', '1'], d.env);
+  t.same([unknown.code, /unknown project no-such-project/.test(unknown.stderr)], [1, true]);
 });
 
 t.test('the OpenAPI document lists 429 with Retry-After on keyed operations only', async (t) => {
