@@ -103,9 +103,9 @@ t.test('too many headers, or a body slower than the idle timeout: closed unanswe
 
 t.test('the README states these limits', async (t) => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const section = readme.slice(readme.indexOf('## Behaviour worth knowing'));
+  const section = readme.slice(readme.indexOf('## Behaviour worth knowing')).replace(/\s+/g, ' ');
   t.match(section, /49 or more header lines/);
   t.match(section, /idle timeout of 10 s/);
   t.match(section, /16 KiB\/s/);
-  t.match(section, /without sending a\s+byte/);
+  t.match(section, /without sending a byte/);
 });
