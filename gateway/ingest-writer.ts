@@ -38,8 +38,8 @@ export class IngestWriter {
   /** This writer's id in the entries it stamps (unique per process). */
   private readonly writerId = randomBytes(8).toString('base64url');
   private sequence = 0;
-  /** Settles once every write so far is in Redis, in the journal, or refused. */
-  private settled: Promise<void> = Promise.resolve();
+  /** Settles once every write so far is in Redis, queued in the journal, or refused. */
+  private placed: Promise<void> = Promise.resolve();
   private spilling = false;
   private replaying = false;
   private replayOffset = 0;
@@ -74,17 +74,18 @@ export class IngestWriter {
   /** Resolves once the entries are durable, in Redis or in the journal; throws UnavailableError when neither. */
   async write(entries: IngestEntry[]): Promise<void> {
     const stamped = entries.map((e) => ({ ...e, w: this.writerId, n: this.sequence++ }));
-    const earlier = this.settled;
-    let done = (): void => {};
-    this.settled = new Promise((resolve) => (done = resolve));
+    const earlier = this.placed;
+    let place = (): void => {};
+    this.placed = new Promise((resolve) => (place = resolve));
     try {
-      await this.writeInOrder(stamped, earlier);
+      await this.writeInOrder(stamped, earlier, place);
     } finally {
-      done();
+      place();
     }
   }
 
-  private async writeInOrder(entries: IngestEntry[], earlier: Promise<void>): Promise<void> {
+  /** `place` is called once the write is queued in the journal: later writes may queue behind it. */
+  private async writeInOrder(entries: IngestEntry[], earlier: Promise<void>, place: () => void): Promise<void> {
     if (!this.spilling && this.redis.status === 'ready') {
       try {
         await appendEntries(this.redis, this.topology, entries);
@@ -101,8 +102,11 @@ export class IngestWriter {
     if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
       throw new UnavailableError('Redis is unreachable and the spill journal is full');
     }
+    const appended = this.journal.append(lines);
+    // Queued in order; the fsync it waits for is shared with the writes queued behind it.
+    place();
     try {
-      await this.journal.append(lines);
+      await appended;
     } catch (err) {
       this.log.error('spill journal append failed', { err });
       throw new UnavailableError('Redis is unreachable and the spill journal cannot be written');

@@ -261,3 +261,25 @@ t.test('size is the durable bytes plus every pending byte, the commit in flight 
   journal.clearSync();
   t.same([journal.durable, journal.size], [0, 0], 'cleared');
 });
+
+t.test('writes that spill together share one group commit, in the order they were written', async (t) => {
+  const { redis, topology, dir } = await redisSetup(t);
+  const files = new ScriptedFiles();
+  const journal = new SpillJournal(dir, 'gw', 1 << 20, { openFile: files.open });
+  const writer = new IngestWriter(redis, topology, journal, log, { replayEveryMs: 60_000 });
+  await writer.start();
+  t.teardown(() => writer.close());
+  await cutOff(redis);
+
+  const [held, release] = gate();
+  files.datasyncs.push(() => held);
+  const spare = 20;
+  for (let i = 0; i < spare; i++) files.datasyncs.push(() => Promise.resolve());
+  const first = writer.write([entry('u', 0)]);
+  await until('the first commit in its fsync', () => files.datasyncs.length === spare);
+  const rest = Array.from({ length: 10 }, (_, k) => writer.write([entry('u', k + 1)]));
+  release();
+  await Promise.all([first, ...rest]);
+  t.equal(spare - files.datasyncs.length, 1, 'the ten writes queued behind the first commit took one more fsync');
+  t.same(await journaled(journal.path), Array.from({ length: 11 }, (_, n) => n), 'in the order written');
+});
