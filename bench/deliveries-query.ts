@@ -1,5 +1,5 @@
 /**
- * Dashboard query benchmark (issue 3): how long the queries behind GET /api/deliveries and
+ * Dashboard query benchmark: how long the queries behind GET /api/deliveries and
  * /api/deliveries/stats take on a large message_deliveries table, next to a baseline measured in
  * the same run (`SELECT count()` of the project, no filter; since migration 0006 ClickHouse
  * answers it from the projection counts_by_hour, in about the time the primary-key count took).

@@ -1,5 +1,5 @@
 /**
- * Ingest benchmark (issue 2): how many buffered SDK writes one gateway process accepts per second
+ * Ingest benchmark: how many buffered SDK writes one gateway process accepts per second
  * on this machine, next to the ceiling measured in the same run (bench/bare-server.ts: uWebSockets.js
  * answering 202 and nothing else). Run with `make bench` or `node --import tsx bench/ingest.ts`.
  *

@@ -1,5 +1,5 @@
 /**
- * Recorder benchmark (issue 3): how many delivery outcomes per second one recorder process moves
+ * Recorder benchmark: how many delivery outcomes per second one recorder process moves
  * from the Redis outcomes streams into ClickHouse `message_deliveries` (read through the consumer
  * group, insert in batches with their checks, acknowledge, trim), and the CPU it and Redis spend
  * per row, next to a baseline measured in the same run: the same rows, already JSON text, inserted

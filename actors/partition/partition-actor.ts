@@ -18,7 +18,7 @@ export interface PartitionActorOptions {
 }
 
 /**
- * The partition actor (issue 2, item 8): applies a batch of a partition's ingest entries to the
+ * The partition actor: applies a batch of a partition's ingest entries to the
  * user state with one call of engine/lua/applyBatch-5.lua (fenced by the lease, deduplicated by
  * stream ID, acknowledged and trimmed in the same call), then settles the subscription
  * registrations the batch left in the partition's outbox.

@@ -1,4 +1,4 @@
-/** How the recorder batches (issue 3: at most about 1 s or 10k rows, whichever comes first). */
+/** How the recorder batches (at most about 1 s or 10k rows, whichever comes first). */
 export interface RecorderLimits {
   maxBatch: number;
   lingerMs: number;

@@ -59,7 +59,7 @@ interface Held {
  * heartbeats into the `workers` set, assigns partitions among the live workers by rendezvous
  * hashing, renews the leases it holds, gives up partitions no longer assigned to it (after their
  * batch in flight) and takes free leases of partitions assigned to it. A dead worker's leases
- * expire within LEASE_MS, so its partitions move within a few seconds (issue 2, item 7).
+ * expire within LEASE_MS, so its partitions move within a few seconds.
  */
 export class PartitionRunner {
   private readonly held = new Map<number, Held>();
