@@ -20,6 +20,7 @@ t.test('a worker killed while applying a backlog: after takeover every entry is 
   await first.kill();
   const leftAfterKill = await Promise.all([...Array(h.topology.partitions).keys()].map((p) => h.pending(p)));
   t.comment(`killed after ${progress} partition(s) started applying; partitions with entries left: ${leftAfterKill.filter((n) => n > 0).length}`);
+  t.ok(leftAfterKill.some((n) => n > 0), 'the kill landed while entries were still to be applied');
 
   await d.start(['apply']);
   await h.settled(60_000);
