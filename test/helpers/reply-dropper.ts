@@ -47,15 +47,15 @@ export class ReplyDropper {
     const upstream = connect(target.port, target.host);
     this.sockets.add(client).add(upstream);
     // The command is sent one at a time, each waiting for its reply: what comes back after it
-    // was sent starts its reply.
-    let awaited = false;
+    // was sent starts its reply. It may have been sent before the proxy was armed.
+    let sent = '';
     client.on('data', (data: Buffer) => {
-      if (this.armed?.command.test(data.toString('latin1'))) awaited = true;
+      sent = data.toString('latin1');
       upstream.write(data);
     });
     upstream.on('data', (data: Buffer) => {
-      const armed = awaited ? this.armed : undefined;
-      awaited = false;
+      const armed = this.armed?.command.test(sent) ? this.armed : undefined;
+      sent = '';
       if (armed && !emptyReplies.has(data.toString('latin1'))) {
         this.armed = undefined;
         client.destroy();
