@@ -1,57 +1,49 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { applyBatch } from './scripts/apply-batch.ts';
+import type { AnyContract, Command } from './scripts/contract.ts';
+import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
+import { releaseLease, renewLease } from './scripts/lease.ts';
+import { settleBatch } from './scripts/settle-batch.ts';
+import { takeToken } from './scripts/take-token.ts';
+import { claimToken, clearDetach } from './scripts/token-claims.ts';
 
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
-type Arg = string | number | Buffer;
-
 /**
- * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`
- * (each file's header lists its KEYS and ARGV). Add a signature here with each new script.
+ * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`,
+ * each with its contract declared once under engine/scripts. Call them through these wrappers.
  */
-export interface ScriptCommands {
-  /**
-   * applyBatch-5.lua: applies a batch of ingest entries of one partition (actors/partition).
-   * KEYS lease, applied, ingest, changes, outbox; ARGV as its header lists, then id/JSON pairs.
-   * Resolves with [code, applied, invalid, appliedId, outboxLength, pendingLeft].
-   */
-  applyBatch(...args: Arg[]): Promise<[number, number, number, string, number, number]>;
-  /**
-   * settleBatch-1.lua: acknowledges a recorded batch and trims its stream below the batch, never
-   * below an entry pending in any group. Resolves with [pendingLeft, trimmedTo].
-   */
-  settleBatch(stream: string, group: string, lastId: string, ...ids: string[]): Promise<[number, string]>;
-  /** renewLease-1.lua: extends a lease only while this worker owns it; 1 when extended. */
-  renewLease(lease: string, workerId: string, leaseMs: number): Promise<number>;
-  /** releaseLease-1.lua: deletes a lease only while this worker owns it; 1 when released. */
-  releaseLease(lease: string, workerId: string): Promise<number>;
-  /**
-   * claimToken-1.lua: records a registration of a subscription token (newest wins); resolves with
-   * the detaches owed on it as a flat [externalId, registeredAt, ...] list.
-   */
-  claimToken(token: string, externalId: string, registeredAt: number): Promise<string[]>;
-  /** clearDetach-1.lua: forgets an owed detach once sent, if still the same value; 1 when cleared. */
-  clearDetach(token: string, externalId: string, registeredAt: string): Promise<number>;
-  /**
-   * takeToken-1.lua: takes a token from a key's rate-limit bucket (`perSecond` refill, at most
-   * `burst` held), timed by Redis's clock; 0 when taken, else the ms until one will be there.
-   */
-  takeToken(bucket: string, perSecond: number, burst: number): Promise<number>;
+export const scripts = { applyBatch, settleBatch, renewLease, releaseLease, claimToken, clearDetach, takeToken };
+
+/** The commands loadScripts defines on a client; the wrappers in `scripts` call them. */
+export type ScriptCommands = Record<keyof typeof scripts, Command>;
+
+export const contracts: readonly AnyContract[] = Object.values(scripts).map((s) => s.contract);
+
+/** The script files of engine/lua (name -> source as written, includes not inlined). */
+export function scriptFiles(): Map<string, string> {
+  const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua'));
+  return new Map(files.map((f) => [f, readFileSync(luaDir + f, 'utf8')]));
 }
 
 /** A script's source with each `-- #include <name>` line replaced by engine/lua/include/<name>.lua. */
-function scriptSource(file: string): string {
-  return readFileSync(luaDir + file, 'utf8').replace(/^-- #include (\w+)$/gm, (_, name: string) =>
-    readFileSync(`${luaDir}include/${name}.lua`, 'utf8'),
-  );
+function inlined(source: string): string {
+  return source.replace(/^-- #include (\w+)$/gm, (_, name: string) => readFileSync(`${luaDir}include/${name}.lua`, 'utf8'));
 }
 
-/** Registers every script of engine/lua on a client with defineCommand (once, at start). */
+/**
+ * Registers every script of engine/lua on a client with defineCommand (once, at start), after
+ * checking each header against its declaration: a mismatch would send arguments in the wrong slots.
+ */
 export function loadScripts(client: Redis | Cluster): void {
-  for (const file of readdirSync(luaDir)) {
-    const match = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
-    if (!match?.[1] || !match[2]) continue;
-    client.defineCommand(match[1], { numberOfKeys: Number(match[2]), lua: scriptSource(file) });
+  const files = scriptFiles();
+  const problems = scriptProblems(files, contracts);
+  if (problems.length > 0) throw new Error(`Lua scripts disagree with their declarations:\n${problems.join('\n')}`);
+  for (const [file, source] of files) {
+    const name = SCRIPT_FILE.exec(file)?.[1];
+    const contract = contracts.find((c) => c.name === name);
+    if (contract) client.defineCommand(contract.name, { numberOfKeys: contract.keys.length, lua: inlined(source) });
   }
 }

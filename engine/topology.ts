@@ -1,5 +1,8 @@
 import type { SubscriptionType } from '../schemas/sdk.ts';
 
+/** Consumer group of the ingest streams (the partition actors); applyBatch gets it as ARGV group. */
+export const APPLY_GROUP = 'apply';
+
 /**
  * Redis key and stream names, and partitioning. Every key an apply touches carries the partition's
  * hash tag `{pN}` so one script call stays in one Redis Cluster slot (DESIGN.md invariant 4).

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { TemplatedApp } from 'uWebSockets.js';
 import { openApiDocument } from '../schemas/openapi.ts';
 import type { RedisClient } from '../engine/redis.ts';
-import type { Topology } from '../engine/topology.ts';
+import { APPLY_GROUP, type Topology } from '../engine/topology.ts';
 import type { GatewayDeps } from './context.ts';
 import { docsPage } from './docs-page.ts';
 import { Exchange, guarded, RouteMetric } from './http.ts';
@@ -21,8 +21,6 @@ const openApiJson = JSON.stringify(openApiDocument(version));
 
 /** How long /readyz waits for Redis to answer PING. */
 const READY_TIMEOUT_MS = 500;
-/** The consumer group of the partition actors (actors/partition). */
-const APPLY_GROUP = 'apply';
 
 /** `/healthz`, `/readyz`, `/metrics`, `/api/docs`, `/api/openapi.json` (API.md section 7): no key needed. */
 export function registerOpsRoutes(app: TemplatedApp, deps: GatewayDeps): void {

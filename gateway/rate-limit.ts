@@ -1,3 +1,4 @@
+import { scripts, type ScriptCommands } from '../engine/scripts.ts';
 import type { Topology } from '../engine/topology.ts';
 import type { ErrorItem } from '../schemas/errors.ts';
 import type { Caller } from './auth.ts';
@@ -6,9 +7,8 @@ import { classify, type Failures } from './failure.ts';
 import type { Exchange } from './http.ts';
 
 /** What the limiter needs of Redis (STYLE.md 7): the bucket script and whether the connection is up. */
-export interface BucketStore {
+export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
   readonly status: string;
-  takeToken(bucket: string, perSecond: number, burst: number): Promise<number>;
 }
 
 /**
@@ -39,8 +39,9 @@ export class RateLimiter {
     if (limit === null) return null;
     // Not connected: a command would wait in the offline queue until it times out; pass now.
     if (this.redis.status !== 'ready') return Promise.resolve(0);
-    return this.redis.takeToken(this.topology.rateBucket(caller.keyHash), limit.per_second, limit.burst).then(
-      (waitMs) => {
+    const bucket = this.topology.rateBucket(caller.keyHash);
+    return scripts.takeToken(this.redis, { keys: { bucket }, args: { perSecond: limit.per_second, burst: limit.burst } }).then(
+      ({ waitMs }) => {
         if (waitMs <= 0) return 0;
         this.refused.labels(caller.type).inc();
         return Math.max(1, Math.ceil(waitMs / 1000));

@@ -7,6 +7,3 @@ export const ApplyLimits = {
   /** Lifetime of an event idempotency key: the promise is 7 days, one more for clock slack. */
   idempotencyMs: 8 * 24 * 60 * 60 * 1000,
 } as const;
-
-/** Consumer group of the ingest streams. */
-export const APPLY_GROUP = 'apply';

@@ -1,5 +1,6 @@
 import { appendEntry } from '../../engine/ingest.ts';
 import type { RedisClient } from '../../engine/redis.ts';
+import { scripts } from '../../engine/scripts.ts';
 import type { Topology } from '../../engine/topology.ts';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
 import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
@@ -44,24 +45,24 @@ export class OutboxSettler {
   private async settleOne(reg: Registration | undefined): Promise<void> {
     if (!reg) return;
     const tokenKey = this.topology.token(reg.project, reg.type, reg.token);
-    const owed = await this.redis.claimToken(tokenKey, reg.external_id, reg.registered_at);
-    const detaches: Promise<unknown>[] = [];
-    for (let i = 0; i + 1 < owed.length; i += 2) {
-      const externalId = owed[i] as string;
-      const upTo = owed[i + 1] as string;
-      detaches.push(
+    const token = { token: tokenKey };
+    const { owed } = await scripts.claimToken(this.redis, {
+      keys: token,
+      args: { externalId: reg.external_id, registeredAt: reg.registered_at },
+    });
+    await Promise.all(
+      owed.map((detach) =>
         appendEntry(this.redis, this.topology, {
           op: 'detach',
           project: reg.project,
-          external_id: externalId,
+          external_id: detach.externalId,
           at: Date.now(),
           type: reg.type,
           token: reg.token,
-          registered_at: Number(upTo),
-        }).then(() => this.redis.clearDetach(tokenKey, externalId, upTo)),
-      );
-    }
-    await Promise.all(detaches);
+          registered_at: Number(detach.registeredAt),
+        }).then(() => scripts.clearDetach(this.redis, { keys: token, args: { ...detach } })),
+      ),
+    );
   }
 }
 

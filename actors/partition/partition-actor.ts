@@ -1,10 +1,11 @@
 import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
-import type { Topology } from '../../engine/topology.ts';
+import { APPLY_GROUP, type Topology } from '../../engine/topology.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
 import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
-import { ApplyCode } from './apply-code.ts';
-import { APPLY_GROUP, ApplyLimits } from './limits.ts';
+import { ApplyLimits } from './limits.ts';
 import type { OutboxSettler } from './outbox-settler.ts';
 
 export interface PartitionActorOptions {
@@ -32,31 +33,32 @@ export class PartitionActor implements PartitionHandler {
 
   async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
     const { redis, topology, workerId, log, metrics } = this.opts;
-    const args: (string | number)[] = [
-      topology.lease(partition),
-      topology.applied(partition),
-      topology.ingest(partition),
-      topology.changes(partition),
-      topology.outbox(partition),
-      workerId,
-      topology.prefix,
-      topology.tag(partition),
-      APPLY_GROUP,
-      ApplyLimits.idempotencyMs,
-      ApplyLimits.maxTags,
-      ApplyLimits.maxSubscriptions,
-    ];
-    for (const entry of entries) args.push(entry.id, fieldOf(entry, 'd') ?? '');
-    const [code, applied, invalid, appliedId, outbox, pending] = await redis.applyBatch(...args);
-    switch (code as ApplyCode) {
+    const { code, applied, invalid, appliedId, outbox, pending } = await scripts.applyBatch(redis, {
+      keys: {
+        lease: topology.lease(partition),
+        applied: topology.applied(partition),
+        ingest: topology.ingest(partition),
+        changes: topology.changes(partition),
+        outbox: topology.outbox(partition),
+      },
+      args: {
+        worker: workerId,
+        prefix: topology.prefix,
+        tag: topology.tag(partition),
+        group: APPLY_GROUP,
+        idempotencyMs: ApplyLimits.idempotencyMs,
+        maxTags: ApplyLimits.maxTags,
+        maxSubscriptions: ApplyLimits.maxSubscriptions,
+      },
+      entries: entries.map((entry) => ({ id: entry.id, json: fieldOf(entry, 'd') ?? '' })),
+    });
+    switch (code) {
       case ApplyCode.NotOwner:
         return { kind: 'lost' };
       case ApplyCode.Gap:
         return { kind: 'gap', after: appliedId };
       case ApplyCode.Ok:
         break;
-      default:
-        throw new Error(`applyBatch returned unknown code ${code}`);
     }
     metrics.appliedEntries.inc(applied);
     if (invalid > 0) log.warn('invalid ingest entries skipped', { partition, invalid, appliedId });

@@ -2,8 +2,7 @@ import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
 import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
-import { Topology } from '../../engine/topology.ts';
-import { APPLY_GROUP } from './limits.ts';
+import { APPLY_GROUP, Topology } from '../../engine/topology.ts';
 import { OutboxSettler } from './outbox-settler.ts';
 import { PartitionActor } from './partition-actor.ts';
 

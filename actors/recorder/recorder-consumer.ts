@@ -1,6 +1,7 @@
 import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
+import { scripts } from '../../engine/scripts.ts';
 import type { LeaseView, PartitionWork } from '../../engine/runner/partition-runner.ts';
 import { ConsumerLoop, ensureGroup, reportDeleted } from '../../engine/runner/consumer-loop.ts';
 import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
@@ -245,7 +246,11 @@ export class RecorderConsumer implements PartitionWork {
         await this.loop.pause(this.limits.retryMs);
       }
     }
-    const [pending] = await redis.settleBatch(stream, RECORDER_GROUP, last, ...entries.map((e) => e.id));
+    const { pending } = await scripts.settleBatch(redis, {
+      keys: { stream },
+      args: { group: RECORDER_GROUP, lastId: last },
+      ids: entries.map((e) => e.id),
+    });
     return pending;
   }
 }

@@ -29,19 +29,19 @@
   changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
   Invalid entries (not JSON, wrong shape) are skipped and counted, never retried forever.
 
-  KEYS[1] lease:{pN}
-  KEYS[2] applied:{pN}
-  KEYS[3] ingest:{pN}
-  KEYS[4] changes:{pN}
-  KEYS[5] outbox:{pN}
-  ARGV[1] worker id that must hold the lease
-  ARGV[2] key prefix
-  ARGV[3] partition hash tag, "{pN}"
-  ARGV[4] consumer group of the ingest stream
-  ARGV[5] idempotency key lifetime, ms (also how long a writer's sequence is kept)
-  ARGV[6] most tags per user
-  ARGV[7] most subscriptions per user
-  ARGV[8], ARGV[9], ...  stream ID, entry JSON; pairs in ascending ID order
+  KEYS[1] lease             lease:{pN}
+  KEYS[2] applied           applied:{pN}
+  KEYS[3] ingest            ingest:{pN}
+  KEYS[4] changes           changes:{pN}
+  KEYS[5] outbox            outbox:{pN}
+  ARGV[1] worker            worker id that must hold the lease
+  ARGV[2] prefix            key prefix
+  ARGV[3] tag               partition hash tag, "{pN}"
+  ARGV[4] group             consumer group of the ingest stream
+  ARGV[5] idempotencyMs     idempotency key lifetime, ms (also how long a writer's sequence is kept)
+  ARGV[6] maxTags           most tags per user
+  ARGV[7] maxSubscriptions  most subscriptions per user
+  ARGV[8], ARGV[9], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
   2 gap; appliedId is the partition's last applied ID after the call; outbox is the length of

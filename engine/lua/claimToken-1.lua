@@ -11,9 +11,9 @@
   Owed detaches stay until clearDetach-1.lua removes them after the detach entry is appended, so a
   settlement interrupted by a crash sends them again when its outbox entry is replayed.
 
-  KEYS[1] token:{pT}:proj:TYPE:token
-  ARGV[1] external_id of the registering user
-  ARGV[2] registered_at of that registration, ms
+  KEYS[1] token         token:{pT}:proj:TYPE:token
+  ARGV[1] externalId    external_id of the registering user
+  ARGV[2] registeredAt  registered_at of that registration, ms
 
   Returns a flat array: ext1, at1, ext2, at2, ... of every detach owed on this token.
 ]]

@@ -3,9 +3,9 @@
   (actors/partition/outbox-settler.ts). Only the exact value that was sent is cleared: a newer
   claim may have raised it meanwhile, and that detach is still owed.
 
-  KEYS[1] token:{pT}:proj:TYPE:token   (fields: see claimToken-1.lua)
-  ARGV[1] external_id the detach was sent to
-  ARGV[2] its registered_at, ms, as claimToken returned it
+  KEYS[1] token         token:{pT}:proj:TYPE:token (fields: see claimToken-1.lua)
+  ARGV[1] externalId    external_id the detach was sent to
+  ARGV[2] registeredAt  its registered_at, ms, as claimToken returned it
 
   Returns 1 when cleared, 0 when the owed value changed or was already gone.
 ]]

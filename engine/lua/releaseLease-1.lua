@@ -1,8 +1,8 @@
 --[[
-  Releases a partition lease, only while this worker still owns it (engine/runner/lease-manager.ts).
+  Releases a partition lease, only while this worker still owns it (engine/runner/partition-runner.ts).
 
-  KEYS[1] lease:{pN}      the lease key; its value is the owning worker id
-  ARGV[1] worker id
+  KEYS[1] lease    lease:{pN} (or lease:recorder:{pN}); its value is the owning worker id
+  ARGV[1] worker   worker id
 
   Returns 1 when released, 0 when the lease was gone or held by another worker.
 ]]

@@ -1,9 +1,9 @@
 --[[
-  Extends a partition lease, only while this worker still owns it (engine/runner/lease-manager.ts).
+  Extends a partition lease, only while this worker still owns it (engine/runner/partition-runner.ts).
 
-  KEYS[1] lease:{pN}      the lease key; its value is the owning worker id
-  ARGV[1] worker id
-  ARGV[2] lease time, ms
+  KEYS[1] lease    lease:{pN} (or lease:recorder:{pN}); its value is the owning worker id
+  ARGV[1] worker   worker id
+  ARGV[2] leaseMs  lease time, ms
 
   Returns 1 when extended, 0 when the lease is gone or held by another worker.
 ]]

@@ -3,10 +3,10 @@
   acknowledges its IDs, then trims the stream below the batch's last ID, but never below an entry
   still pending in any group nor past what a group has not read.
 
-  KEYS[1] the stream (changes:{pN} or outcomes:{pN})
-  ARGV[1] consumer group
-  ARGV[2] the batch's last ID: the highest the trim may reach
-  ARGV[3], ARGV[4], ...  the batch's IDs
+  KEYS[1] stream  changes:{pN} or outcomes:{pN}
+  ARGV[1] group   consumer group
+  ARGV[2] lastId  the batch's last ID: the highest the trim may reach
+  ARGV[3], ARGV[4], ...  ids  the batch's IDs
 
   Returns {pending, trimmedTo}: how many entries the group still has pending after the acks
   (above 0 when no batch is in flight: a read whose reply was lost left entries that no batch

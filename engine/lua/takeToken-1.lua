@@ -8,9 +8,9 @@
     at      when they were counted, microseconds since the epoch (Redis TIME)
   It expires once it would be full again, so a missing bucket is a full one.
 
-  KEYS[1] rate:<sha256 of the key>
-  ARGV[1] rate: tokens added per second (> 0)
-  ARGV[2] burst: most tokens held (>= 1)
+  KEYS[1] bucket     rate:<sha256 of the key>
+  ARGV[1] perSecond  rate: tokens added per second (> 0)
+  ARGV[2] burst      most tokens held (>= 1)
 
   Returns 0 when a token was taken, else the ms until one will be there (>= 1); nothing is taken then.
 ]]

@@ -1,6 +1,7 @@
 import { withFields, type Logger } from '../log.ts';
 import type { RedisClient } from '../redis.ts';
 import type { RoleContext, RunningRole } from '../roles.ts';
+import { scripts } from '../scripts.ts';
 import { Rendezvous } from './rendezvous.ts';
 
 /** The work a runner does on one owned partition (a stream consumer). */
@@ -135,8 +136,8 @@ export class PartitionRunner {
   private async keep(partition: number, held: Held, wanted: boolean, now: number): Promise<void> {
     const { redis, leaseKey, workerId, leaseMs, log } = this.opts;
     try {
-      const renewed = await redis.renewLease(leaseKey(partition), workerId, leaseMs);
-      if (renewed === 1) held.lease.confirmedAt = now;
+      const { renewed } = await scripts.renewLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId, leaseMs } });
+      if (renewed) held.lease.confirmedAt = now;
       else return this.drop(partition, held);
     } catch (err) {
       log.warn('lease renewal failed', { partition, err });
@@ -150,7 +151,7 @@ export class PartitionRunner {
     const { redis, leaseKey, workerId, log } = this.opts;
     held.leaving ??= held.consumer.stop().then(async () => {
       if (this.held.get(partition) !== held) return;
-      await redis.releaseLease(leaseKey(partition), workerId).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
+      await scripts.releaseLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId } }).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
       this.held.delete(partition);
       if (!this.closing) this.report();
     });
@@ -176,7 +177,7 @@ export class PartitionRunner {
     const { redis, leaseKey, workerId, leaseMs } = this.opts;
     const taken = await redis.set(leaseKey(partition), workerId, 'PX', leaseMs, 'NX');
     if (taken !== 'OK' || this.closing) {
-      if (taken === 'OK') await redis.releaseLease(leaseKey(partition), workerId);
+      if (taken === 'OK') await scripts.releaseLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId } });
       return;
     }
     // `now` was taken before the lease was set, so the lease expires no sooner than LEASE_MS after it.

@@ -1,8 +1,9 @@
 import t from 'tap';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
+import { scripts } from '../../engine/scripts.ts';
 import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
-import { APPLY_GROUP } from '../../actors/partition/limits.ts';
+import { APPLY_GROUP } from '../../engine/topology.ts';
 import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
 import { PartitionActor } from '../../actors/partition/partition-actor.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
@@ -129,7 +130,7 @@ t.test('a settlement cut short after the token claim still detaches the former h
   t.same(await actor.apply(holderPartition, await readGroup(holderPartition)), { kind: 'applied' });
 
   // The crashed settlement got as far as the claim: the token already names the new holder.
-  await h.redis.claimToken(h.topology.token(project, 'SMS', token), user, at + 50);
+  await scripts.claimToken(h.redis, { keys: { token: h.topology.token(project, 'SMS', token) }, args: { externalId: user, registeredAt: at + 50 } });
   await h.append({ op: 'subscribe', project, external_id: user, at: at + 50, type: 'SMS', token });
   t.same(await actor.apply(P, await readGroup(P)), { kind: 'applied' });
   t.equal(await h.redis.xlen(h.topology.outbox(P)), 0, 'outbox settled');

@@ -5,7 +5,7 @@ import { Metrics } from '../../engine/metrics.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import type { PartitionHandler, StreamEntry } from '../../engine/runner/types.ts';
-import { APPLY_GROUP } from '../../actors/partition/limits.ts';
+import { APPLY_GROUP } from '../../engine/topology.ts';
 import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
 import { PartitionActor } from '../../actors/partition/partition-actor.ts';
 import { deployment } from '../helpers/engine.ts';

@@ -1,0 +1,33 @@
+import { defineScript, flag, str } from './contract.ts';
+
+/** A detach owed on a token: drop it from this user if registered at or before `registeredAt`. */
+export interface OwedDetach {
+  externalId: string;
+  /** ms, as the record holds it (clearDetach clears only this exact value). */
+  registeredAt: string;
+}
+
+function owedDetaches(raw: unknown): OwedDetach[] {
+  if (!Array.isArray(raw) || raw.length % 2 !== 0) throw new Error(`claimToken: expected pairs, got ${JSON.stringify(raw)}`);
+  const owed: OwedDetach[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    owed.push({ externalId: str('claimToken externalId', raw[i]), registeredAt: str('claimToken registeredAt', raw[i + 1]) });
+  }
+  return owed;
+}
+
+/** engine/lua/claimToken-1.lua: records a registration of a token (newest wins); returns the detaches owed. */
+export const claimToken = defineScript({
+  name: 'claimToken',
+  keys: ['token'],
+  args: ['externalId', 'registeredAt'],
+  reply: { parse: (raw) => ({ owed: owedDetaches(raw) }) },
+});
+
+/** engine/lua/clearDetach-1.lua: forgets an owed detach once sent, if it still has the value sent. */
+export const clearDetach = defineScript({
+  name: 'clearDetach',
+  keys: ['token'],
+  args: ['externalId', 'registeredAt'],
+  reply: { parse: (raw) => ({ cleared: flag('clearDetach', raw) }) },
+});

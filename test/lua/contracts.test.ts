@@ -1,0 +1,77 @@
+import t from 'tap';
+import { contracts, scriptFiles } from '../../engine/scripts.ts';
+import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
+import type { AnyContract } from '../../engine/scripts/contract.ts';
+import { headerProblems, parseHeader, scriptProblems } from '../../engine/scripts/header.ts';
+
+const files = scriptFiles();
+const source = (file: string): string => files.get(file) ?? '';
+const contract = (name: string): AnyContract => {
+  const found = contracts.find((c) => c.name === name);
+  if (!found) throw new Error(`no contract ${name}`);
+  return found;
+};
+const apply = contract('applyBatch');
+const settle = contract('settleBatch');
+
+t.test('every script file has a declaration, every declaration a file, and each header agrees', async (t) => {
+  t.ok(files.size >= 7, 'the scripts of engine/lua are read');
+  t.same(scriptProblems(files, contracts), []);
+});
+
+t.test('headers parse into named KEYS and ARGV, the trailing list and the reply fields', async (t) => {
+  t.same(parseHeader(source('settleBatch-1.lua')), {
+    keys: [{ index: 1, name: 'stream' }],
+    args: [
+      { index: 1, name: 'group' },
+      { index: 2, name: 'lastId' },
+    ],
+    variadic: { first: 3, name: 'ids', item: [] },
+    returns: ['pending', 'trimmedTo'],
+  });
+  t.same(parseHeader(source('applyBatch-5.lua')).variadic, { first: 8, name: 'entries', item: ['id', 'json'] });
+});
+
+t.test('a declaration that disagrees with its header is refused', async (t) => {
+  const keys = [...apply.keys];
+  [keys[1], keys[2]] = [keys[2] ?? '', keys[1] ?? ''];
+  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, keys }), [/KEYS: header lists \[lease, applied, ingest/]);
+  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, args: apply.args.slice(0, -1) }), [
+    /ARGV: header lists/,
+    /variadic ARGV starts at 8, declared after ARGV\[6\]/,
+  ]);
+  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, variadic: { name: 'entries' } }), [/item: header \{id, json\}, declared \{\}/]);
+  const withoutIds = { name: settle.name, keys: settle.keys, args: settle.args, reply: settle.reply };
+  t.match(headerProblems('settleBatch-1.lua', source('settleBatch-1.lua'), withoutIds), [/ids from 3, none declared/]);
+  t.match(headerProblems('settleBatch-1.lua', source('settleBatch-1.lua'), { ...settle, reply: { fields: ['trimmedTo', 'pending'] } }), [/reply: header returns \{pending, trimmedTo\}/]);
+  t.match(headerProblems('settleBatch-1.lua', source('settleBatch-1.lua'), { ...settle, keys: ['stream', 'other'] }), [
+    /file name says 1 keys, declared 2/,
+    /KEYS: header lists \[stream\], declared \[stream, other\]/,
+  ]);
+});
+
+t.test('a header that disagrees with its declaration is refused', async (t) => {
+  const real = source('renewLease-1.lua');
+  const swapped = real.replace('ARGV[1] worker ', 'ARGV[1] leaseMs').replace('ARGV[2] leaseMs', 'ARGV[2] worker ');
+  t.not(swapped, real, 'the header text was changed');
+  t.match(headerProblems('renewLease-1.lua', swapped, contract('renewLease')), [/ARGV: header lists \[leaseMs, worker\], declared \[worker, leaseMs\]/]);
+  const gap = real.replace('ARGV[2] leaseMs', 'ARGV[3] leaseMs');
+  t.match(headerProblems('renewLease-1.lua', gap, contract('renewLease')), [/ARGV\[3\] is listed where ARGV\[2\] belongs/]);
+  t.match(headerProblems('renewLease-2.lua', real, contract('renewLease')), [/file name says 2 keys, declared 1/]);
+});
+
+t.test('a script without a declaration, or a declaration without a script, is refused', async (t) => {
+  const extra = new Map([...files, ['dropUser-1.lua', '--[[\n  KEYS[1] user  user:{pN}\n]]\n']]);
+  t.same(scriptProblems(extra, contracts), ['dropUser-1.lua: no declaration in engine/scripts']);
+  const missing = new Map([...files].filter(([f]) => f !== 'takeToken-1.lua'));
+  t.same(scriptProblems(missing, contracts), ['takeToken: declared, but engine/lua has no takeToken-<keys>.lua']);
+});
+
+t.test('applyBatch: its Lua code constants are ApplyCode, and entries start right after the declared ARGV', async (t) => {
+  const lua = source('applyBatch-5.lua');
+  const codes = /^local ([A-Z_, ]+) = ([\d, ]+)$/m.exec(lua);
+  const names = (codes?.[1] ?? '').split(', ').map((n) => n.toLowerCase().replace(/(^|_)(\w)/g, (_, _s: string, c: string) => c.toUpperCase()));
+  const values = (codes?.[2] ?? '').split(', ').map(Number);
+  t.same(Object.fromEntries(names.map((n, i) => [n, values[i]])), { Ok: ApplyCode.Ok, NotOwner: ApplyCode.NotOwner, Gap: ApplyCode.Gap });
+  t.match(lua, new RegExp(`^local FIRST_ENTRY = ${apply.args.length + 1}$`, 'm'));
+});
