@@ -1,6 +1,16 @@
 #!/usr/bin/env node
-// The `engine` command: TypeScript sources run through tsx's loader, no build step.
-import { register } from 'tsx/esm/api';
+// The `engine` command: the JavaScript build in dist/ (`npm run build`; `npm install` and
+// `make run` build it), or the TypeScript sources through tsx's loader when there is no build or
+// ENGINE_FROM_SOURCE=1 (tests and development, where the build may be older than the sources).
+import { existsSync } from 'node:fs';
+import process from 'node:process';
+import { URL } from 'node:url';
 
-register();
-await import('./main.ts');
+const built = new URL('../dist/bin/main.js', import.meta.url);
+if (process.env.ENGINE_FROM_SOURCE !== '1' && existsSync(built)) {
+  await import(built.href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('./main.ts');
+}

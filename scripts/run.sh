@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: everything a fresh Debian machine with Node 20 needs to try the engine locally.
-# Installs npm packages, starts a local Redis if none answers at REDIS_URL, creates a demo project
-# on first run (kept in $DATA_DIR/demo-project.json), prints ready-to-paste curl commands
-# (scripts/quickstart.sh), then runs `engine start` (all roles) in the foreground.
+# Installs npm packages, builds dist/, starts a local Redis if none answers at REDIS_URL, creates a
+# demo project on first run (kept in $DATA_DIR/demo-project.json), prints ready-to-paste curl
+# commands (scripts/quickstart.sh), then runs `engine start` (all roles) in the foreground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -15,6 +15,8 @@ demo_file="$DATA_DIR/demo-project.json"
 
 ensure_node
 ensure_node_modules
+say "building dist/ (scripts/build.sh)"
+bash scripts/build.sh
 ensure_local_redis "$REDIS_URL" "$DATA_DIR/redis"
 mkdir -p "$DATA_DIR"
 

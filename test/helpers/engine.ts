@@ -11,6 +11,8 @@ import { loadConfig } from '../../engine/config.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
+/** Tests run the sources: a build in dist/ may be older than them. */
+const fromSource = { ENGINE_FROM_SOURCE: '1' };
 
 export interface EngineProcess {
   proc: ChildProcess;
@@ -36,7 +38,7 @@ export function testEnv(prefix: string, extra: Record<string, string> = {}): Rec
 /** Runs `engine <args>` to completion and returns its exit code and output. */
 export function runEngine(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...fromSource, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -53,7 +55,7 @@ export function runEngine(args: string[], env: Record<string, string>): Promise<
 export function startEngine(roles: string[], env: Record<string, string>): Promise<EngineProcess> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [bin, 'start', '--roles', roles.join(','), '--port', '0'], {
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...fromSource, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const logs: Record<string, unknown>[] = [];
