@@ -5,7 +5,7 @@ import { deployment } from '../helpers/engine.ts';
 import { entriesOf } from './support.ts';
 
 /**
- * The limits uWebSockets.js puts on a client (README "Behaviour worth knowing"): a request must
+ * The limits uWebSockets.js puts on a client (README "Limits"): a request must
  * be whole (headers and body) within its HTTP idle timeout of 10 s, checked on 4 s ticks, unless
  * its body streams at 16 KiB/s or more; a request of more than 48 header lines is never answered.
  * Either way the server closes the connection without a byte, and serves the others meanwhile.
@@ -103,7 +103,7 @@ t.test('too many headers, or a body slower than the idle timeout: closed unanswe
 
 t.test('the README states these limits', async (t) => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const section = readme.slice(readme.indexOf('## Behaviour worth knowing')).replace(/\s+/g, ' ');
+  const section = readme.slice(readme.indexOf('## Limits')).replace(/\s+/g, ' ');
   t.match(section, /49 or more header lines/);
   t.match(section, /idle timeout of 10 s/);
   t.match(section, /16 KiB\/s/);
