@@ -58,6 +58,9 @@ export class CallerCache {
       .catch((err: unknown) => {
         const stale = this.entries.get(key);
         if (stale === undefined) throw err;
+        // It stands for another KEY_CACHE_MS: else every request would wait out a lookup that
+        // fails the same way, for as long as the outage lasts.
+        stale.expires = Date.now() + this.ttlMs;
         return stale.caller;
       })
       .finally(() => this.loading.delete(key));
