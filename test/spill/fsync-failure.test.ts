@@ -108,6 +108,18 @@ async function redisSetup(t: Test): Promise<{ redis: RedisClient; topology: Topo
   return { redis, topology: new Topology(prefix, 4), dir: mkdtempSync(join(tmpdir(), 'spill-')) };
 }
 
+/** A started writer over scripted journal files whose client is cut off, so its writes spill. */
+async function spillingWriter(t: Test, replayEveryMs: number) {
+  const { redis, topology, dir } = await redisSetup(t);
+  const files = new ScriptedFiles();
+  const journal = new SpillJournal(dir, 'gw', 1 << 20, { openFile: files.open });
+  const writer = new IngestWriter(redis, topology, journal, log, { replayEveryMs });
+  await writer.start();
+  t.teardown(() => writer.close());
+  await cutOff(redis);
+  return { redis, topology, files, journal, writer };
+}
+
 /** Cuts the writer's client off, so writes spill as they do while Redis is unreachable. */
 async function cutOff(redis: RedisClient): Promise<void> {
   redis.disconnect();
@@ -134,13 +146,7 @@ t.test('a group commit whose fsync fails is cut from the file; the next commit f
 });
 
 t.test('regression: writes answered 503 for a failed fsync are never replayed; every 202 is, once, in order', async (t) => {
-  const { redis, topology, dir } = await redisSetup(t);
-  const files = new ScriptedFiles();
-  const journal = new SpillJournal(dir, 'gw', 1 << 20, { openFile: files.open });
-  const writer = new IngestWriter(redis, topology, journal, log, { replayEveryMs: 20 });
-  await writer.start();
-  t.teardown(() => writer.close());
-  await cutOff(redis);
+  const { redis, topology, files, journal, writer } = await spillingWriter(t, 20);
 
   const users = ['a', 'b', 'c'];
   const write = (n: number) => outcome(writer.write([entry(users[n % 3] ?? 'a', n)]));
@@ -166,13 +172,7 @@ t.test('regression: writes answered 503 for a failed fsync are never replayed; e
 });
 
 t.test('regression: replay never applies a commit whose fsync is still running and then fails', async (t) => {
-  const { redis, topology, dir } = await redisSetup(t);
-  const files = new ScriptedFiles();
-  const journal = new SpillJournal(dir, 'gw', 1 << 20, { openFile: files.open });
-  const writer = new IngestWriter(redis, topology, journal, log, { replayEveryMs: 20 });
-  await writer.start();
-  t.teardown(() => writer.close());
-  await cutOff(redis);
+  const { redis, topology, files, journal, writer } = await spillingWriter(t, 20);
 
   for (let n = 0; n < 5; n++) await writer.write([entry('u', n)]);
   const [heldFsync, failFsync] = gate();
@@ -263,13 +263,7 @@ t.test('size is the durable bytes plus every pending byte, the commit in flight 
 });
 
 t.test('writes that spill together share one group commit, in the order they were written', async (t) => {
-  const { redis, topology, dir } = await redisSetup(t);
-  const files = new ScriptedFiles();
-  const journal = new SpillJournal(dir, 'gw', 1 << 20, { openFile: files.open });
-  const writer = new IngestWriter(redis, topology, journal, log, { replayEveryMs: 60_000 });
-  await writer.start();
-  t.teardown(() => writer.close());
-  await cutOff(redis);
+  const { files, journal, writer } = await spillingWriter(t, 60_000);
 
   const [held, release] = gate();
   files.datasyncs.push(() => held);
