@@ -54,7 +54,7 @@ export interface DeliveriesResult {
 }
 
 /**
- * Issue 3: the day below a page's upper bound (its cursor, or `until`) is read first. The set
+ * The day below a page's upper bound (its cursor, or `until`) is read first. The set
  * indexes on status and channel skip nothing for common values yet cost their analysis on every
  * granule of the range: page 21 of status=failed&channel=PUSH took 61 ms over 30 days of 18.8M
  * records and 23 ms within one day.
@@ -138,7 +138,7 @@ export async function deliveryStats(ch: ClickHouse, project: string, filter: Del
 const HOUR_MS = 3_600_000;
 
 /**
- * The stats query for `filter` and `groupBy` and its parameters but `project`. Issue 3: counts
+ * The stats query for `filter` and `groupBy` and its parameters but `project`. Counts
  * over many hours come from the projection counts_by_hour (migration 0006) through
  * deliveries-stats-hours.sql, which reads the partial hours at the edges of [since, until) from
  * the table; deliveries-stats.sql counts the table's rows when the projection cannot answer

@@ -10,8 +10,13 @@ export interface Migration {
   version: number;
   /** The file name without its number and `.sql` (`message_deliveries`). */
   name: string;
-  /** sha256 of the file: an applied migration whose file changed is refused (append-only). */
+  /**
+   * sha256 of the statements (comments left out): an applied migration whose statements changed is
+   * refused (append-only); its comments may be reworded.
+   */
   checksum: string;
+  /** Checksums an earlier version of the engine recorded for this same migration. */
+  earlier: string[];
   statements: string[];
 }
 
@@ -19,6 +24,17 @@ export interface Migration {
 export class MigrationError extends Error {}
 
 const dir = fileURLToPath(new URL('./migrations/', import.meta.url));
+/**
+ * Ledgers written before checksums left comments out hold the sha256 of the whole file: that of
+ * the file as it is, or for these files, whose comments were reworded since, as it was.
+ */
+const formerFileChecksums: Record<number, string> = {
+  6: '56e23bb5ad824b86306f73c5bf72f439c4c5b3b31ad4f1a9838f9d3016a8c0ef',
+  7: '44d5fc2ac458a43a4e17e16b0708555e19f7ef0714c66bd80e6f9736f2c07e1e',
+  8: '1ffb0f5b11b830755436f4941822df0fdd5e5fd6dc7631fb60edaab2b475ab66',
+  9: '755e68239fc5a6019ba5f72762baa1778133a844196551e26c80dfab335626aa',
+};
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 const fileName = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 let loaded: Migration[] | undefined;
 
@@ -46,7 +62,8 @@ export function loadMigrations(): Migration[] {
         .split(/;\s*$/m)
         .map((s) => s.trim())
         .filter((s) => s !== '');
-      return { version, name: match[2], checksum: createHash('sha256').update(text).digest('hex'), statements };
+      const former = formerFileChecksums[version];
+      return { version, name: match[2], checksum: sha256(statements.join(';\n')), earlier: [sha256(text), ...(former ? [former] : [])], statements };
     });
   loaded = migrations;
   return migrations;
@@ -71,7 +88,7 @@ export async function migrate(ch: ClickHouse): Promise<Migration[]> {
   for (const migration of migrations) {
     const checksum = applied.get(migration.version);
     if (checksum !== undefined) {
-      if (checksum !== migration.checksum) {
+      if (checksum !== migration.checksum && !migration.earlier.includes(checksum)) {
         throw new MigrationError(`migration ${migration.version} (${migration.name}) changed after it was applied; add a new migration instead`);
       }
       continue;

@@ -135,7 +135,7 @@ t.test('auth: REST key only', async (t) => {
   t.same(errorPaths(sdk), ['wrong_key_type ']);
 });
 
-// Issue 3: stats over whole hours read the projection counts_by_hour (migration 0006) and the
+// Stats over whole hours read the projection counts_by_hour (migration 0006) and the
 // partial edge hours from the table; these prove the sum equals a count of the rows themselves.
 const C = await otherProject(gw);
 // 2000 records over six hours at irregular times, some exactly on an hour and some 1 ms before

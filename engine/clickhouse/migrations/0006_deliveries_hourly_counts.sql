@@ -1,6 +1,6 @@
 -- 0006: an aggregate projection of message_deliveries with the number of records per project,
 -- hour, status, channel, subscription_type and error_code, so GET /api/deliveries/stats over
--- whole hours reads a few thousand pre-counted rows instead of every record (issue 3: stats over
+-- whole hours reads a few thousand pre-counted rows instead of every record (measured: stats over
 -- 30 days of 18.8M records took 70-160 ms; through the projection 5-7 ms).
 --
 -- Why a projection rather than a materialized view into a rollup table: ClickHouse builds the

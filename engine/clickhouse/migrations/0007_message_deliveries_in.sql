@@ -4,7 +4,7 @@
 -- Why a landing table: the outcomes entries arrive as JSON text, and ClickHouse parses text into
 -- LowCardinality and LowCardinality(Nullable) columns row by row, which took 50 ms of the 60-90 ms
 -- an insert of 10k outcomes cost on a 2-core machine. Parsed into plain String columns here and
--- converted column-wise by the view, the same insert takes about 40 ms (issue 3: recorder goal of
+-- converted column-wise by the view, the same insert takes about 40 ms (the recorder's goal of
 -- 200k rows/s). The Null engine keeps nothing: every row lives in message_deliveries only.
 --
 -- Why the constraints: the recorder hands the entries' own JSON to ClickHouse without parsing it

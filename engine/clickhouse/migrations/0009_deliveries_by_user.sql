@@ -4,7 +4,7 @@
 --
 -- Why: a page of one user's records (GET /api/deliveries?external_id=, API.md 5) found them
 -- through by_external_id but still read each one from its own granule of the table, sorted by
--- time, whole: 14 columns of 8192 rows per record. Issue 3, 18.8M records over 30 days, one user
+-- time, whole: 14 columns of 8192 rows per record. Measured on 18.8M records over 30 days, one user
 -- with about 19 of them: 35-38 ms p50 and 45-64 ms p95 for the first page, against the goal of
 -- 50 ms. Here a user's records sit together in the projection's sort order, so the page reads one
 -- or two granules, in that order, newest first: 13 ms p50, 15 ms p95 on the same host and table.
