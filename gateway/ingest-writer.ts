@@ -71,14 +71,21 @@ export class IngestWriter {
     await this.replay();
   }
 
-  /** Resolves once the entries are durable, in Redis or in the journal; throws UnavailableError when neither. */
+  /**
+   * Resolves once the entries are durable, in Redis or in the journal; throws UnavailableError when
+   * neither. Stamps each entry with this writer's id and sequence (`w`, `n`).
+   */
   async write(entries: IngestEntry[]): Promise<void> {
-    const stamped = entries.map((e) => ({ ...e, w: this.writerId, n: this.sequence++ }));
+    // Stamped in place: the entries are the request's own, built for this write.
+    for (const e of entries) {
+      e.w = this.writerId;
+      e.n = this.sequence++;
+    }
     const earlier = this.placed;
     let place = (): void => {};
     this.placed = new Promise((resolve) => (place = resolve));
     try {
-      await this.writeInOrder(stamped, earlier, place);
+      await this.writeInOrder(entries, earlier, place);
     } finally {
       place();
     }
