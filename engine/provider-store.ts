@@ -1,15 +1,14 @@
-import { Ajv } from 'ajv';
 import type { Static } from 'typebox';
 import { DefaultBaseUrls, ProviderCredentials, type ProviderName } from '../schemas/providers.ts';
 import type { RedisClient } from './redis.ts';
 import type { Topology } from './topology.ts';
+import { compile } from './validator.ts';
 
 export type Credentials = Static<(typeof ProviderCredentials)[ProviderName]>;
 
-const ajv = new Ajv({ allErrors: true });
 const validators = Object.fromEntries(
-  Object.entries(ProviderCredentials).map(([name, schema]) => [name, ajv.compile(schema)]),
-) as Record<ProviderName, ReturnType<typeof ajv.compile>>;
+  Object.entries(ProviderCredentials).map(([name, schema]) => [name, compile(schema)]),
+) as Record<ProviderName, ReturnType<typeof compile>>;
 
 /** Why a credential file was refused: one line per problem, each naming its field. */
 export class InvalidCredentials extends Error {

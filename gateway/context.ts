@@ -8,7 +8,6 @@ import type { Topology } from '../engine/topology.ts';
 import type { CallerCache } from './auth.ts';
 import type { Failures } from './failure.ts';
 import type { RateLimiter } from './rate-limit.ts';
-import type { Validators } from './validation.ts';
 
 /** What every route group of the gateway gets (built once in gateway/role.ts). */
 export interface GatewayDeps {
@@ -18,7 +17,6 @@ export interface GatewayDeps {
   /** Commands time out after REDIS_TIMEOUT_MS, so a Redis outage becomes a 503, never a hang. */
   redis: RedisClient;
   topology: Topology;
-  validators: Validators;
   callers: CallerCache;
   /** The per-key rate limit (API.md section 9), checked once the key is known. */
   limiter: RateLimiter;

@@ -1,11 +1,12 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Counter } from 'prom-client';
-import { errorItem } from '../engine/ajv-errors.ts';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
 import { bearerKey, type Caller } from './auth.ts';
 import { parseJson } from './json.ts';
 import type { GatewayDeps, Tracker } from './context.ts';
 import type { Outcome } from './failure.ts';
+import type { RawRequest } from './request-check.ts';
+import type { Auth } from './route.ts';
 import { throttle } from './rate-limit.ts';
 
 const statusLines: Record<number, string> = {
@@ -34,13 +35,17 @@ const defaultBodies = Object.fromEntries(
 export const JSON_TYPE = 'application/json';
 type Header = readonly [string, string];
 
-/** Counts responses of one route pattern; label children are made once per status. */
-export class RouteMetric {
+/** Checks an answer against its route's declared answers: null when it matches, else the answer to send instead. */
+export type AnswerCheck = (status: number, contentType: string, body: string) => Outcome | null;
+
+/** The answers of one route pattern: counted per status and, when `check` is set, checked against their schemas. */
+export class RouteAnswers {
   private readonly children = new Map<number, { inc(): void }>();
 
   constructor(
     private readonly counter: Counter<'route' | 'status'>,
     readonly route: string,
+    readonly check: AnswerCheck | null = null,
   ) {}
 
   inc(status: number): void {
@@ -62,7 +67,7 @@ export class Exchange {
 
   constructor(
     private readonly res: HttpResponse,
-    private readonly metric: RouteMetric,
+    private readonly metric: RouteAnswers,
     private readonly tracker: Tracker,
   ) {
     tracker.start();
@@ -76,6 +81,12 @@ export class Exchange {
 
   send(status: number, body: string, contentType = JSON_TYPE, headers: readonly Header[] = []): void {
     if (this.finished) return;
+    const wrong = this.metric.check?.(status, contentType, body);
+    if (wrong) return this.write(ErrorCodes.internal.status, JSON.stringify({ errors: wrong.items }), JSON_TYPE, []);
+    this.write(status, body, contentType, headers);
+  }
+
+  private write(status: number, body: string, contentType: string, headers: readonly Header[]): void {
     this.finish();
     this.metric.inc(status);
     const res = this.res;
@@ -137,58 +148,25 @@ export class Exchange {
   }
 }
 
-/** What a handler reads from the request while it is still valid (uWS requests live one call). */
-export interface RequestInfo {
-  /** The raw (still percent-encoded) path parameter, '' for routes without one. */
-  param: string;
-  /** `X-Identity-Hash`, '' when absent. */
-  identityHash: string;
-  /** The raw (still percent-encoded) query string without `?`, '' when absent. */
-  query: string;
+/** What a route's handler reads from the request while it is still valid (uWS requests live one call). */
+export interface RequestInfo extends RawRequest {
+  /** `X-Identity-Hash`, undefined when absent. */
+  identityHash: string | undefined;
 }
 
-export interface RouteSpec {
-  metric: RouteMetric;
-  /** Only REST keys (API.md section 1); an SDK key gets 403 wrong_key_type. */
-  restOnly: boolean;
-  hasParam: boolean;
-}
-
-/** What a handler throws, synchronously or by rejecting, is answered by guarded(). */
-export interface BodyRouteSpec extends RouteSpec {
-  /** Body limit in bytes (API.md section 9). */
-  limit: number;
-  handle(ex: Exchange, caller: Caller, body: unknown, info: RequestInfo): void | Promise<void>;
-}
-
-export interface GetRouteSpec extends RouteSpec {
-  handle(ex: Exchange, caller: Caller, info: RequestInfo): void | Promise<void>;
+/** A registered route as the request pipeline runs it (gateway/app.ts builds it from a declaration). */
+export interface Pipeline {
+  answers: RouteAnswers;
+  auth: Auth;
+  /** Path parameters the pattern has. */
+  params: number;
+  /** Body limit in bytes (API.md section 9); null for a route without a body. */
+  limit: number | null;
+  /** What it throws, synchronously or by rejecting, is answered by guarded(). */
+  handle(ex: Exchange, caller: Caller | null, body: unknown, info: RequestInfo): void | Promise<void>;
 }
 
 type BodyResult = { ok: true; value: unknown } | { ok: false; code: ErrorCode };
-
-/**
- * The start every keyed route shares: draining (503), the Bearer key (401), and what the handler
- * reads from the request while it is valid. Null when the request was already answered.
- */
-function begin(deps: GatewayDeps, spec: RouteSpec, res: HttpResponse, req: HttpRequest): { ex: Exchange; key: string; info: RequestInfo } | null {
-  const ex = new Exchange(res, spec.metric, deps.tracker);
-  if (deps.tracker.draining) {
-    ex.unavailable();
-    return null;
-  }
-  const key = bearerKey(req.getHeader('authorization'));
-  if (key === null) {
-    ex.fail('missing_key');
-    return null;
-  }
-  return {
-    ex,
-    key,
-    // uWS returns undefined, not '', for a URL without a query.
-    info: { param: spec.hasParam ? req.getParameter(0) : '', identityHash: req.getHeader('x-identity-hash'), query: req.getQuery() ?? '' },
-  };
-}
 
 /**
  * Runs `work` (a handler) at the catch boundary: what it throws or rejects with is classified once
@@ -208,64 +186,67 @@ export function guarded(deps: GatewayDeps, ex: Exchange, what: string, work: () 
  * Calls `found` with the key's caller: at once when cached, else after the lookup; a failed lookup
  * is answered by its kind. A caller the route admits first takes a rate-limit token (429 when none).
  */
-function withCaller(deps: GatewayDeps, ex: Exchange, spec: RouteSpec, key: string, found: (caller: Caller | null) => void): void {
+function withCaller(deps: GatewayDeps, ex: Exchange, restOnly: boolean, key: string, found: (caller: Caller | null) => void): void {
   const admit = (caller: Caller | null): void =>
-    caller === null || (spec.restOnly && caller.type !== 'rest') ? found(caller) : throttle(deps, ex, caller, () => found(caller));
+    caller === null || (restOnly && caller.type !== 'rest') ? found(caller) : throttle(deps, ex, caller, () => found(caller));
   const cached = deps.callers.peek(key);
   if (cached !== undefined) return admit(cached);
   deps.callers.load(key).then(admit, (err: unknown) => ex.answer(deps.failures.outcome('key lookup', err)));
 }
 
 /** 401 for an unknown or revoked key, 403 for an SDK key on a REST-only route; true when the caller may go on. */
-function admitted(ex: Exchange, spec: RouteSpec, caller: Caller | null): caller is Caller {
+function admitted(ex: Exchange, restOnly: boolean, caller: Caller | null): caller is Caller {
   if (caller === null) ex.fail('invalid_key');
-  else if (spec.restOnly && caller.type !== 'rest') ex.fail('wrong_key_type');
+  else if (restOnly && caller.type !== 'rest') ex.fail('wrong_key_type');
   else return true;
   return false;
 }
 
 /**
- * A route with a JSON body. Checks in API order: auth (401, 403), rate limit (429), Content-Type
- * (415), size (413, from Content-Length at once, else while streaming), UTF-8 and JSON (400). The
- * key lookup and the token take run while the body streams; the answer is decided when both are done.
+ * The uWS handler of a route. Checks in API order: draining (503) and auth (401, 403) for keyed
+ * routes, rate limit (429), then for a body Content-Type (415), size (413, from Content-Length at
+ * once, else while streaming), UTF-8 and JSON (400). The key lookup and the token take run while
+ * the body streams; the answer is decided when both are done.
  */
-export function bodyRoute(deps: GatewayDeps, spec: BodyRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
+export function pipeline(deps: GatewayDeps, route: Pipeline): (res: HttpResponse, req: HttpRequest) => void {
+  const restOnly = route.auth === 'rest';
   return (res, req) => {
-    const started = begin(deps, spec, res, req);
-    if (started === null) return;
-    const { ex, key, info } = started;
+    const ex = new Exchange(res, route.answers, deps.tracker);
+    // uWS returns undefined, not '', for a URL without a query.
+    const info: RequestInfo = {
+      params: Array.from({ length: route.params }, (_, i) => req.getParameter(i) ?? ''),
+      query: req.getQuery() ?? '',
+      identityHash: req.getHeader('x-identity-hash') || undefined,
+    };
     let caller: Caller | null | undefined;
-    let body: BodyResult | undefined;
+    let body: BodyResult | undefined = route.limit === null ? { ok: true, value: undefined } : undefined;
     const decide = (): void => {
-      if (caller === undefined || body === undefined || !ex.open || !admitted(ex, spec, caller)) return;
+      if (caller === undefined || body === undefined || !ex.open) return;
+      if (route.auth !== 'none' && !admitted(ex, restOnly, caller)) return;
       if (!body.ok) return ex.fail(body.code);
       const [who, value] = [caller, body.value];
-      guarded(deps, ex, spec.metric.route, () => spec.handle(ex, who, value, info));
+      guarded(deps, ex, route.answers.route, () => route.handle(ex, who, value, info));
     };
-    withCaller(deps, ex, spec, key, (found) => {
-      caller = found;
-      decide();
-    });
-    const early = headerError(req.getHeader('content-type'), req.getHeader('content-length'), spec.limit);
+    if (route.auth === 'none') caller = null;
+    else {
+      if (deps.tracker.draining) return ex.unavailable();
+      const key = bearerKey(req.getHeader('authorization'));
+      if (key === null) return ex.fail('missing_key');
+      withCaller(deps, ex, restOnly, key, (found) => {
+        caller = found;
+        decide();
+      });
+    }
+    if (route.limit === null) return decide();
+    const limit = route.limit;
+    const early = headerError(req.getHeader('content-type'), req.getHeader('content-length'), limit);
     if (early !== null) {
       body = { ok: false, code: early };
       return decide();
     }
-    readBody(res, ex, spec.limit, (result) => {
+    readBody(res, ex, limit, (result) => {
       body = result;
       decide();
-    });
-  };
-}
-
-/** A route without a body (GET): auth, then the handler. */
-export function getRoute(deps: GatewayDeps, spec: GetRouteSpec): (res: HttpResponse, req: HttpRequest) => void {
-  return (res, req) => {
-    const started = begin(deps, spec, res, req);
-    if (started === null) return;
-    const { ex, key, info } = started;
-    withCaller(deps, ex, spec, key, (caller) => {
-      if (ex.open && admitted(ex, spec, caller)) guarded(deps, ex, spec.metric.route, () => spec.handle(ex, caller, info));
     });
   };
 }
@@ -318,20 +299,4 @@ function parse(bytes: Uint8Array): BodyResult {
   } catch {
     return { ok: false, code: 'invalid_json' };
   }
-}
-
-/**
- * A path parameter (an external_id, a segment name): percent-decoded, 1 to 128 characters
- * (API.md section 9); errors name it as `/<name>`.
- */
-export function pathParam(raw: string, name: string): { ok: true; value: string } | { ok: false; errors: ErrorItem[] } {
-  let value: string;
-  try {
-    value = decodeURIComponent(raw);
-  } catch {
-    return { ok: false, errors: [errorItem(`/${name}`, 'must be valid percent-encoded UTF-8')] };
-  }
-  const length = value.length > 128 ? [...value].length : value.length;
-  if (length < 1 || length > 128) return { ok: false, errors: [errorItem(`/${name}`, 'must be 1 to 128 characters')] };
-  return { ok: true, value };
 }

@@ -1,9 +1,7 @@
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import type { TObject } from 'typebox';
 import type { ErrorItem } from '../schemas/errors.ts';
 import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
-import { readDeliveryCursor, readEventCursor } from './cursor.ts';
+import { compile, formatMessages } from '../engine/validator.ts';
 import type { Checked } from './validation.ts';
 
 /**
@@ -15,34 +13,18 @@ import type { Checked } from './validation.ts';
  * formats `deliveries-cursor` and `events-cursor`, so a bad one is listed with the rest.
  */
 
-/** RFC 3339 date-time (ajv-formats), and it must name an instant: Date.parse refuses a leap second. */
-const rfc3339 = (() => {
-  const formats = new Ajv();
-  addFormats.default(formats, ['date-time']);
-  return formats.compile<string>({ type: 'string', format: 'date-time' });
-})();
-
-const ajv = new Ajv({ allErrors: true });
-ajv.addFormat('date-time', { type: 'string', validate: (s: string) => rfc3339(s) && !Number.isNaN(Date.parse(s)) });
-ajv.addFormat('deliveries-cursor', { type: 'string', validate: (s: string) => readDeliveryCursor(s) !== null });
-ajv.addFormat('events-cursor', { type: 'string', validate: (s: string) => readEventCursor(s) !== null });
-
-const formatMessages: Record<string, string> = {
-  'date-time': 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
-  'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',
-  'events-cursor': 'must be a next_cursor of GET /api/events, unchanged',
-};
-
 /** Digits only: turned into a number for an integer parameter; anything else stays text and fails the schema. */
 const digits = /^[0-9]{1,15}$/;
 
 /**
  * A checker of one route's query string against `schema` (an object schema whose properties are
- * the parameters), compiled once when the route module loads. `integers` names the parameters
- * the schema types as integers.
+ * the parameters), compiled once at start.
  */
-export function queryChecker<T>(schema: TObject, integers: readonly string[] = []): (raw: string) => Checked<T> {
-  const validate = ajv.compile(schema);
+export function queryChecker<T>(schema: TObject): (raw: string) => Checked<T> {
+  const validate = compile(schema);
+  const integers = Object.entries(schema.properties)
+    .filter(([, p]) => (p as { type?: unknown }).type === 'integer')
+    .map(([name]) => name);
   return (raw) => {
     const { values, errors } = parseQueryString(raw);
     for (const name of integers) {

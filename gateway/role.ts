@@ -12,7 +12,6 @@ import { Failures } from './failure.ts';
 import { IngestWriter } from './ingest-writer.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { SpillJournal } from './spill-journal.ts';
-import { Validators } from './validation.ts';
 
 /**
  * The gateway role: the uWebSockets.js HTTP/WebSocket server of API.md sections 3, 6 and 7. It
@@ -38,7 +37,6 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     metrics,
     redis,
     topology,
-    validators: new Validators(),
     callers: new CallerCache(new Keystore(redis, topology), config.KEY_CACHE_MS),
     limiter: new RateLimiter(redis, topology, metrics.rateLimited, failures),
     tracker,
@@ -46,7 +44,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     clickhouse,
     failures,
   };
-  const { app, channel } = buildApp(deps);
+  const { app, channels } = buildApp(deps);
   let listenSocket: us_listen_socket;
   try {
     listenSocket = await listen(app, config.HOST, config.PORT);
@@ -63,7 +61,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     tracker.draining = true;
     await tracker.whenIdle(config.SHUTDOWN_MS);
     uWS.us_listen_socket_close(listenSocket);
-    channel.closeAll();
+    for (const channel of channels) channel.closeAll();
     await ingest.close();
     await redis.quit().catch(() => redis.disconnect());
     await ingestRedis.quit().catch(() => ingestRedis.disconnect());

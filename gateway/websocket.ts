@@ -5,12 +5,11 @@ import { bearerKey, identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { opEntry } from './entries.ts';
 import type { Outcome } from './failure.ts';
-import { Exchange, RouteMetric } from './http.ts';
+import { Exchange, type RouteAnswers } from './http.ts';
 import { parseJson } from './json.ts';
 import { OrderedTakes, rateLimitedItem, throttle } from './rate-limit.ts';
+import { checkOp, type Checked } from './validation.ts';
 import { AnswerQueue, MAX_BACKPRESSURE, type Slot } from './ws-answers.ts';
-
-export const wsRoute = { path: '/api/sdk/ws', allow: 'GET' } as const;
 
 /** Largest operation frame (the SDK body limit); larger frames get payload_too_large. */
 const FRAME_LIMIT = 64 * 1024;
@@ -55,14 +54,16 @@ interface Connection {
  */
 export class SdkSocketChannel {
   private readonly sockets = new Set<WebSocket<Connection>>();
-  private readonly metric: RouteMetric;
 
-  constructor(private readonly deps: GatewayDeps) {
-    this.metric = new RouteMetric(deps.metrics.requests, wsRoute.path);
-  }
+  constructor(
+    private readonly deps: GatewayDeps,
+    /** The upgrade's answers (counted, and checked in development). */
+    private readonly metric: RouteAnswers,
+    private readonly check: (op: unknown) => Checked<SdkOp> = checkOp,
+  ) {}
 
-  register(app: TemplatedApp): void {
-    app.ws<Connection>(wsRoute.path, {
+  register(app: TemplatedApp, path: string): void {
+    app.ws<Connection>(path, {
       maxPayloadLength: MAX_PAYLOAD,
       maxBackpressure: MAX_BACKPRESSURE,
       closeOnBackpressureLimit: 0,
@@ -104,7 +105,7 @@ export class SdkSocketChannel {
       if (caller === null) return ex.fail('invalid_key');
       // The upgrade is a call of its own: it takes a token (429 before the socket opens).
       throttle(this.deps, ex, caller, () => {
-        const takes = new OrderedTakes(this.deps.limiter, (err) => this.deps.failures.report(`${wsRoute.path} frame`, err));
+        const takes = new OrderedTakes(this.deps.limiter, (err) => this.deps.failures.report(`${this.metric.route} frame`, err));
         const data: Connection = { key, answers: new AnswerQueue(), takes, waiting: [], lookingUp: false };
         ex.upgrade((r) => r.upgrade(data, wsKey, protocol, extensions, context));
       });
@@ -160,7 +161,7 @@ export class SdkSocketChannel {
     conn.takes.take(
       caller,
       (wait) => (wait === 0 ? this.perform(ws, answers, frame, slot, caller) : answers.fill(ws, slot, JSON.stringify({ seq: frame.seq, errors: [rateLimitedItem(wait)] }))),
-      (err) => answers.fill(ws, slot, outcomeFrame(frame.seq, this.deps.failures.outcome(`${wsRoute.path} frame`, err))),
+      (err) => answers.fill(ws, slot, outcomeFrame(frame.seq, this.deps.failures.outcome(`${this.metric.route} frame`, err))),
     );
   }
 
@@ -180,10 +181,10 @@ export class SdkSocketChannel {
           this.deps.metrics.acceptedWrites.inc();
           answers.fill(ws, slot, `{"seq":${seq},"accepted":true}`);
         },
-        (err: unknown) => answers.fill(ws, slot, outcomeFrame(seq, this.deps.failures.outcome(`${wsRoute.path} frame`, err))),
+        (err: unknown) => answers.fill(ws, slot, outcomeFrame(seq, this.deps.failures.outcome(`${this.metric.route} frame`, err))),
       )
       .finally(() => this.deps.tracker.done())
-      .catch((err: unknown) => this.deps.failures.report(`${wsRoute.path} answer`, err));
+      .catch((err: unknown) => this.deps.failures.report(`${this.metric.route} answer`, err));
   }
 
   /** parse(), with a throw answered like any bug (500 internal): a throw in a uWS handler ends the process. */
@@ -191,7 +192,7 @@ export class SdkSocketChannel {
     try {
       return this.parse(message, isBinary);
     } catch (err) {
-      return { seq: null, answer: outcomeFrame(null, this.deps.failures.outcome(`${wsRoute.path} frame`, err)) };
+      return { seq: null, answer: outcomeFrame(null, this.deps.failures.outcome(`${this.metric.route} frame`, err)) };
     }
   }
 
@@ -213,7 +214,7 @@ export class SdkSocketChannel {
       const what = seq === undefined ? 'is required' : 'must be integer';
       return { seq: null, answer: errorFrame(null, 'validation_failed', `seq: ${what}`, '/seq') };
     }
-    const checked = this.deps.validators.op(op);
+    const checked = this.check(op);
     if (!checked.ok) return { seq, answer: JSON.stringify({ seq, errors: checked.errors }) };
     return { seq, op: checked.value };
   }

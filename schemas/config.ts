@@ -33,6 +33,8 @@ export const ConfigSchema = Type.Object(
     REDIS_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 50 }),
     /** Most bytes the gateway's spill journal (DATA_DIR/spill) holds while Redis is unreachable; past it, 503. */
     SPILL_MAX_BYTES: Type.Integer({ default: 1073741824, minimum: 0 }),
+    /** Development and tests: every answer is checked against its route's declared schema; one that breaks it is a 500 and an error log line. */
+    CHECK_ANSWERS: Type.Boolean({ default: false }),
     /** Grace period for in-flight work on SIGTERM/SIGINT. */
     SHUTDOWN_MS: Type.Integer({ default: 5000, minimum: 0 }),
   },

@@ -164,6 +164,18 @@ export const BatchLimits = { minItems: 1, maxItems: 1000 } as const;
  */
 export const BatchBody = Type.Object({ operations: Type.Array(Type.Unknown(), BatchLimits) }, { additionalProperties: false });
 
+/** `/api/sdk/batch` as documented: each operation is one of the ops (the gateway checks them one by one). */
+export const BatchRequest = Type.Object(
+  { operations: Type.Array(Type.Union([IdentifyOp, ...Object.values(SubscribeOpByType), TagsOp, EventOp, ReceiptOp]), BatchLimits) },
+  { additionalProperties: false },
+);
+
+/** An operation on the WebSocket channel: a batch operation plus `seq` (API.md section 3.2). */
+export const SocketAnswer = Type.Union([
+  Type.Object({ seq: Type.Integer(), accepted: Type.Literal(true) }),
+  Type.Object({ seq: Type.Union([Type.Integer(), Type.Null()]), errors: Type.Array(Type.Object({ code: Type.String(), message: Type.String(), path: Type.Optional(Type.String()) })) }),
+]);
+
 export const Accepted = Type.Object({ accepted: Type.Literal(true) });
 export const BatchAccepted = Type.Object({ accepted: Type.Literal(true), count: Type.Integer() });
 export const ConsentAnswer = Type.Object({

@@ -1,14 +1,13 @@
-import { Ajv } from 'ajv';
 import { Change, type EventChange, type ReceiptChange } from '../../schemas/changes.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { Static } from 'typebox';
 import type { UserView } from '../../schemas/users.ts';
+import { compileFirst } from '../../engine/validator.ts';
 import { fieldOf, type RawStreamEntry, type StreamEntry } from '../../engine/runner/types.ts';
 
 // Compiled once per process (STYLE.md 6).
-const ajv = new Ajv();
-const isChange = ajv.compile<Change>(Change);
-const isOutcome = ajv.compile<OutcomeEntry>(OutcomeEntry);
+const isChange = compileFirst<Change>(Change);
+const isOutcome = compileFirst<OutcomeEntry>(OutcomeEntry);
 
 /** JSON text (a stream entry's field `d`) when it matches `check`, else null (counted as invalid). */
 function parsed<T>(json: string | undefined, check: (v: unknown) => v is T): T | null {

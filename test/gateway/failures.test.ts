@@ -14,9 +14,11 @@ import { CallerCache } from '../../gateway/auth.ts';
 import { Tracker, type GatewayDeps } from '../../gateway/context.ts';
 import { classify, Failures } from '../../gateway/failure.ts';
 import { RateLimiter } from '../../gateway/rate-limit.ts';
-import { Validators, type Checked } from '../../gateway/validation.ts';
+import { socketRoute, type Route } from '../../gateway/route.ts';
+import { routes } from '../../gateway/routes/table.ts';
+import { sdkSocket } from '../../gateway/routes/sdk-ws.ts';
+import { SdkSocketChannel } from '../../gateway/websocket.ts';
 import { CallerError, UnavailableError } from '../../schemas/errors.ts';
-import type { SdkOp } from '../../schemas/sdk.ts';
 import { call } from '../helpers/http.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
@@ -108,9 +110,9 @@ function captureStderr(t: Test): Record<string, unknown>[] {
  * (GatewayDeps' narrow interfaces), on real Redis under a fresh prefix, logging through the real
  * logger.
  */
-async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'> & Partial<Pick<GatewayDeps, 'validators'>>): Promise<{ url: string; project: CreatedProject }> {
+async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject }> {
   const prefix = testPrefix();
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn' });
+  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true' });
   const redis = createRedis(config, { commandTimeout: 1000 });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const keystore = new Keystore(redis, topology);
@@ -123,18 +125,17 @@ async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickho
     metrics,
     redis,
     topology,
-    validators: new Validators(),
     callers: new CallerCache(keystore, 1000),
     limiter: new RateLimiter(redis, topology, metrics.rateLimited, failures),
     tracker: new Tracker(),
     failures,
     ...parts,
   };
-  const { app, channel } = buildApp(deps);
+  const { app, channels } = buildApp(deps, table);
   const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))));
   t.teardown(async () => {
     uWS.us_listen_socket_close(socket);
-    channel.closeAll();
+    for (const channel of channels) channel.closeAll();
     redis.disconnect();
     await cleanupPrefix(prefix);
   });
@@ -199,16 +200,22 @@ t.test('a WebSocket operation that fails by a bug is answered internal with an e
   t.match(logs.find((l) => l['error_id'] === errors[0]?.error_id), { level: 'error', err: { name: 'TypeError', stack: /TypeError: no entries today\n\s+at / } });
 });
 
-/** Validators whose operation check has a bug. */
-class BrokenValidators extends Validators {
-  override op(): Checked<SdkOp> {
-    throw new RangeError('validator bug');
-  }
-}
+/** The route table with a WebSocket channel whose operation check has a bug. */
+const brokenCheck = routes.map((r) =>
+  r === sdkSocket
+    ? socketRoute({
+        ...sdkSocket,
+        channel: (deps, answers) =>
+          new SdkSocketChannel(deps, answers, () => {
+            throw new RangeError('validator bug');
+          }),
+      })
+    : r,
+);
 
 t.test('a WebSocket frame whose check throws is answered internal, and the connection stays open', async (t) => {
   const logs = captureStderr(t);
-  const gw = await gatewayWith(t, { ingest: { write: () => Promise.resolve() }, clickhouse: noClickHouse, validators: new BrokenValidators() });
+  const gw = await gatewayWith(t, { ingest: { write: () => Promise.resolve() }, clickhouse: noClickHouse }, brokenCheck);
   const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/api/sdk/ws`, { headers: { authorization: `Bearer ${gw.project.sdk_key}` } });
   t.teardown(() => ws.close());
   await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));

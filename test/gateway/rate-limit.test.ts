@@ -18,7 +18,8 @@ import { newWorkerId } from '../../engine/worker-id.ts';
 import type { Caller } from '../../gateway/auth.ts';
 import { OrderedTakes, RateLimiter, type BucketStore } from '../../gateway/rate-limit.ts';
 import { gatewayRole } from '../../gateway/role.ts';
-import { openApiDocument } from '../../schemas/openapi.ts';
+import { openApiDocument } from '../../gateway/openapi.ts';
+import { routes } from '../../gateway/routes/table.ts';
 import { runEngine } from '../helpers/engine.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
@@ -290,7 +291,7 @@ t.test('engine project update --rate-limit sets the limit and off clears it; gat
 });
 
 t.test('the OpenAPI document lists 429 with Retry-After on keyed operations only', async (t) => {
-  const doc = openApiDocument('test') as { paths: Record<string, Record<string, { responses: Record<string, { headers?: unknown }> }>> };
+  const doc = openApiDocument(routes, 'test') as { paths: Record<string, Record<string, { responses: Record<string, { headers?: unknown }> }>> };
   const keyed = doc.paths['/api/sdk/events']?.['post']?.responses['429'];
   t.match(keyed, { description: /rate_limited/, headers: { 'Retry-After': { schema: { type: 'integer', minimum: 1 } } } });
   t.match(doc.paths['/api/segments']?.['get']?.responses['429'], { headers: { 'Retry-After': {} } });

@@ -39,7 +39,7 @@ export interface InProcess {
 export async function inProcessGateway(t: Test, env: Record<string, string> = {}): Promise<InProcess> {
   const prefix = testPrefix();
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-inproc-'));
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, PORT: '0', LEASE_MS: '1000', PARTITIONS: '8', LOG_LEVEL: 'warn', ...env });
+  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, PORT: '0', LEASE_MS: '1000', PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...env });
   const log = createLogger(config.LOG_LEVEL);
   const store = new ClickHouseStore(config, log);
   const ctx: RoleContext = { config, log, metrics: new Metrics(), workerId: newWorkerId(), clickhouse: store };

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { deliveryCursor, eventCursor } from '../../gateway/cursor.ts';
+import { deliveryCursor, eventCursor } from '../../engine/clickhouse/cursor.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { BASE, deliveryRow, get, type EventRow } from './fixtures.ts';
 

@@ -1,6 +1,6 @@
-import { Ajv } from 'ajv';
 // The one mapping of ajv errors to API.md section 2 items, so filter errors read like every other.
 import { ErrorList, mapErrors, violations, type TwoWayValidator } from '../../ajv-errors.ts';
+import { compileTwoWay as twoWay } from '../../validator.ts';
 import type { ErrorItem } from '../../../schemas/errors.ts';
 import {
   EventCondition,
@@ -18,10 +18,7 @@ import {
 /** A checked filter list, or every problem found, each naming its entry (`/filters/3/relation`). */
 export type CheckedFilters = { ok: true; value: FilterEntry[] } | { ok: false; errors: ErrorItem[] };
 
-// Compiled once per process (STYLE.md 6), each schema twice (engine/ajv-errors.ts).
-const all = new Ajv({ allErrors: true });
-const first = new Ajv();
-const twoWay = (schema: object): TwoWayValidator => ({ first: first.compile(schema), all: all.compile(schema) });
+// Compiled once per process (STYLE.md 6).
 const byRelation = new Map<string, TwoWayValidator>([
   ...TagCompareRelations.map((r) => [r, twoWay(TagCompareCondition)] as const),
   ['in', twoWay(TagInCondition)],

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DeliveryPosition, EventPosition } from '../schemas/queries.ts';
+import type { DeliveryPosition, EventPosition } from '../../schemas/queries.ts';
 
 /**
  * Page cursors (API.md 5, 6): opaque base64url text holding where a page ended. The bytes are an

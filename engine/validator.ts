@@ -1,0 +1,49 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { readDeliveryCursor, readEventCursor } from './clickhouse/cursor.ts';
+import type { TwoWayValidator } from './ajv-errors.ts';
+
+/**
+ * The process's one schema compiler: every request, answer, filter, credential and stream-entry
+ * schema is compiled here, once, with the same formats. It has two modes because listing every
+ * violation of a huge value is what made one bad 1 MiB batch hold the event loop for seconds
+ * (engine/ajv-errors.ts checks such values to their first error only).
+ */
+const allErrors = new Ajv({ allErrors: true });
+const firstError = new Ajv();
+
+/** RFC 3339 date-time (ajv-formats) that names an instant: Date.parse refuses a leap second. */
+const rfc3339 = (() => {
+  const formats = new Ajv();
+  addFormats.default(formats, ['date-time']);
+  return formats.compile<string>({ type: 'string', format: 'date-time' });
+})();
+
+for (const ajv of [allErrors, firstError]) {
+  addFormats.default(ajv);
+  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => rfc3339(s) && !Number.isNaN(Date.parse(s)) });
+  ajv.addFormat('deliveries-cursor', { type: 'string', validate: (s: string) => readDeliveryCursor(s) !== null });
+  ajv.addFormat('events-cursor', { type: 'string', validate: (s: string) => readEventCursor(s) !== null });
+}
+
+/** Messages of the custom formats, in the words of API.md. */
+export const formatMessages: Readonly<Record<string, string>> = {
+  'date-time': 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
+  'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',
+  'events-cursor': 'must be a next_cursor of GET /api/events, unchanged',
+};
+
+/** A validator that lists every violation. */
+export function compile<T = unknown>(schema: object): ValidateFunction<T> {
+  return allErrors.compile<T>(schema);
+}
+
+/** A validator in both modes, for values that may be huge (engine/ajv-errors.ts violations). */
+export function compileTwoWay(schema: object): TwoWayValidator {
+  return { first: firstError.compile(schema), all: allErrors.compile(schema) };
+}
+
+/** A validator that stops at the first violation: for values only checked, never explained. */
+export function compileFirst<T = unknown>(schema: object): ValidateFunction<T> {
+  return firstError.compile<T>(schema);
+}

@@ -1,0 +1,19 @@
+import { writeConsent } from '../engine/state/consent.ts';
+import { CallerError } from '../schemas/errors.ts';
+import type { ConsentBody } from '../schemas/sdk.ts';
+import { identityOk } from './auth.ts';
+import type { Handle, Setup } from './route.ts';
+
+/**
+ * Opt-out and opt-in (API.md section 3.1): never buffered. The consent hash is written directly and
+ * the 200 goes out only after Redis acknowledged it (503 when it cannot be confirmed). No user
+ * record is needed, so consent for users not yet known is kept.
+ */
+export function consentHandler(optedOut: boolean): (setup: Setup) => Handle<'sdk', unknown, unknown, ConsentBody> {
+  return ({ deps }) =>
+    async ({ ex, caller, body: { external_id, subscription_type }, identityHash }) => {
+      if (!identityOk(caller, external_id, identityHash)) throw new CallerError('identity_verification_failed');
+      const stored = await writeConsent(deps.redis, deps.topology, caller.project, external_id, subscription_type, optedOut, Date.now());
+      ex.send(200, JSON.stringify({ external_id, subscription_type, opted_out: stored.opted_out, at: new Date(stored.at).toISOString() }));
+    };
+}

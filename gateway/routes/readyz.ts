@@ -1,0 +1,24 @@
+import Type from 'typebox';
+import { pingWithin } from '../health.ts';
+import { httpRoute } from '../route.ts';
+
+/** How long /readyz waits for Redis to answer PING. */
+const READY_TIMEOUT_MS = 500;
+
+export const readyz = httpRoute({
+  method: 'get',
+  path: '/readyz',
+  auth: 'none',
+  summary: 'Redis and ClickHouse answer',
+  answers: { 200: Type.Object({ ok: Type.Literal(true) }) },
+  errors: ['unavailable'],
+  handler:
+    ({ deps }) =>
+    async ({ ex }) => {
+      if (deps.tracker.draining) return ex.unavailable();
+      const [redis, clickhouse] = await Promise.all([pingWithin(deps.redis, READY_TIMEOUT_MS), deps.clickhouse.ping()]).catch(() => [false, false]);
+      if (redis && clickhouse) ex.send(200, '{"ok":true}');
+      else ex.unavailable();
+    },
+});
+

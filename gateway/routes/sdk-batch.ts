@@ -1,0 +1,40 @@
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { BatchAccepted, BatchRequest, type SdkOp } from '../../schemas/sdk.ts';
+import { ErrorList } from '../../engine/ajv-errors.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import { accept } from '../accept.ts';
+import { identityOk, type Caller } from '../auth.ts';
+import { opEntry } from '../entries.ts';
+import { httpRoute } from '../route.ts';
+import { checkBatch } from '../validation.ts';
+
+export const sdkBatch = httpRoute({
+  method: 'post',
+  path: '/api/sdk/batch',
+  auth: 'sdk',
+  summary: '1 to 1000 operations, all or nothing (buffered)',
+  body: { schema: BatchRequest, limit: 1024 * 1024, check: checkBatch },
+  answers: { 202: BatchAccepted },
+  errors: ['identity_verification_failed'],
+  handler:
+    ({ deps }) =>
+    ({ ex, caller, body: ops }) => {
+      const denied = identityFailures(caller, ops);
+      if (denied.length > 0) throw new CallerError('identity_verification_failed', denied);
+      const at = Date.now();
+      const entries = ops.map((op) => opEntry(caller.project, op, at));
+      return accept(deps, ex, entries, `{"accepted":true,"count":${entries.length}}`);
+    },
+});
+
+/** Per-operation identity check of a batch: one error per failing operation, naming its index (at most MAX_ERROR_ITEMS listed). */
+function identityFailures(caller: Caller, ops: SdkOp[]): ErrorItem[] {
+  const list = new ErrorList();
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i];
+    if (op === undefined || identityOk(caller, op.external_id, op.identity_hash)) continue;
+    const path = `/operations/${i}/identity_hash`;
+    list.add([{ code: 'identity_verification_failed', message: `${path.slice(1)}: missing or does not match external_id`, path }]);
+  }
+  return list.result('/operations', 'operations');
+}

@@ -1,0 +1,16 @@
+import { ConsentAnswer, ConsentBody } from '../../schemas/sdk.ts';
+import { SDK_LIMIT } from '../accept.ts';
+import { consentHandler } from '../consent.ts';
+import { httpRoute } from '../route.ts';
+
+export const sdkOptIn = httpRoute({
+  method: 'post',
+  path: '/api/sdk/opt-in',
+  auth: 'sdk',
+  summary: 'Lift an opt-out (synchronous)',
+  identityHeader: true,
+  body: { schema: ConsentBody, limit: SDK_LIMIT },
+  answers: { 200: ConsentAnswer },
+  errors: ['identity_verification_failed'],
+  handler: consentHandler(false),
+});

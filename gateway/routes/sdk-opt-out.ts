@@ -1,0 +1,16 @@
+import { ConsentAnswer, ConsentBody } from '../../schemas/sdk.ts';
+import { SDK_LIMIT } from '../accept.ts';
+import { consentHandler } from '../consent.ts';
+import { httpRoute } from '../route.ts';
+
+export const sdkOptOut = httpRoute({
+  method: 'post',
+  path: '/api/sdk/opt-out',
+  auth: 'sdk',
+  summary: 'Opt a user out of a subscription type (synchronous)',
+  identityHeader: true,
+  body: { schema: ConsentBody, limit: SDK_LIMIT },
+  answers: { 200: ConsentAnswer },
+  errors: ['identity_verification_failed'],
+  handler: consentHandler(true),
+});

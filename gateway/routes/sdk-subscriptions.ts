@@ -1,0 +1,22 @@
+import { Accepted, SubscriptionBody } from '../../schemas/sdk.ts';
+import { acceptOne, SDK_LIMIT } from '../accept.ts';
+import { subscribeEntry } from '../entries.ts';
+import { httpRoute } from '../route.ts';
+import { checkSubscription } from '../validation.ts';
+import { UserParams } from './params.ts';
+
+export const sdkSubscriptions = httpRoute({
+  method: 'post',
+  path: '/api/sdk/users/{external_id}/subscriptions',
+  auth: 'sdk',
+  summary: 'Register a subscription (buffered)',
+  params: UserParams,
+  identityHeader: true,
+  body: { schema: SubscriptionBody, limit: SDK_LIMIT, check: checkSubscription },
+  answers: { 202: Accepted },
+  errors: ['identity_verification_failed'],
+  handler:
+    ({ deps }) =>
+    ({ ex, caller, params, body, identityHash }) =>
+      acceptOne(deps, ex, caller, params.external_id, identityHash, (at) => subscribeEntry(caller.project, params.external_id, body, at)),
+});

@@ -1,0 +1,26 @@
+import { SegmentStore } from '../../engine/segments/store.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import { Segment, SegmentBody } from '../../schemas/segments.ts';
+import { httpRoute } from '../route.ts';
+import { checkSegmentBody } from '../segment-body.ts';
+
+export const segmentsCreate = httpRoute({
+  method: 'post',
+  path: '/api/segments',
+  auth: 'rest',
+  summary: 'Create a segment (a second one of the same name is 409)',
+  // As for notifications (API.md section 9).
+  body: { schema: SegmentBody, limit: 1024 * 1024, check: checkSegmentBody },
+  answers: { 201: Segment },
+  errors: ['idempotency_conflict'],
+  handler: ({ deps }) => {
+    const store = new SegmentStore(deps.redis, deps.topology);
+    return async ({ ex, caller, body: { name, filters } }) => {
+      const segment = await store.create(caller.project, name, filters);
+      if (segment === null) {
+        throw new CallerError('idempotency_conflict', [{ code: 'idempotency_conflict', message: `A segment named ${JSON.stringify(name)} already exists.`, path: '/name' }]);
+      }
+      ex.send(201, JSON.stringify(segment));
+    };
+  },
+});

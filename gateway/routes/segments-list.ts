@@ -1,0 +1,15 @@
+import { SegmentStore } from '../../engine/segments/store.ts';
+import { SegmentList } from '../../schemas/segments.ts';
+import { httpRoute } from '../route.ts';
+
+export const segmentsList = httpRoute({
+  method: 'get',
+  path: '/api/segments',
+  auth: 'rest',
+  summary: 'Every segment, All included, sorted by name',
+  answers: { 200: SegmentList },
+  handler: ({ deps }) => {
+    const store = new SegmentStore(deps.redis, deps.topology);
+    return async ({ ex, caller }) => ex.send(200, JSON.stringify({ segments: await store.list(caller.project) }));
+  },
+});

@@ -1,0 +1,51 @@
+import type { Route } from '../route.ts';
+import { deliveriesStats } from './deliveries-stats.ts';
+import { deliveries } from './deliveries.ts';
+import { docs } from './docs.ts';
+import { events } from './events.ts';
+import { healthz } from './healthz.ts';
+import { metrics } from './metrics.ts';
+import { openapi } from './openapi.ts';
+import { readyz } from './readyz.ts';
+import { sdkBatch } from './sdk-batch.ts';
+import { sdkEvents } from './sdk-events.ts';
+import { sdkOptIn } from './sdk-opt-in.ts';
+import { sdkOptOut } from './sdk-opt-out.ts';
+import { sdkReceipts } from './sdk-receipts.ts';
+import { sdkSubscriptions } from './sdk-subscriptions.ts';
+import { sdkTags } from './sdk-tags.ts';
+import { sdkUsers } from './sdk-users.ts';
+import { sdkSocket } from './sdk-ws.ts';
+import { segmentCount } from './segment-count.ts';
+import { segmentDelete } from './segment-delete.ts';
+import { segmentGet } from './segment-get.ts';
+import { segmentsCreate } from './segments-create.ts';
+import { segmentsList } from './segments-list.ts';
+import { usersGet } from './users-get.ts';
+
+/** Every route of the gateway, in the order of the API reference. Adding a route: one entry here and its file. */
+export const routes: readonly Route[] = [
+  sdkUsers,
+  sdkSubscriptions,
+  sdkTags,
+  sdkEvents,
+  sdkReceipts,
+  sdkBatch,
+  sdkOptOut,
+  sdkOptIn,
+  sdkSocket,
+  usersGet,
+  deliveries,
+  deliveriesStats,
+  events,
+  segmentsCreate,
+  segmentsList,
+  segmentGet,
+  segmentDelete,
+  segmentCount,
+  healthz,
+  readyz,
+  metrics,
+  docs,
+  openapi,
+];
