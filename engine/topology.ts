@@ -5,35 +5,8 @@ export const APPLY_GROUP = 'apply';
 
 /**
  * Redis key and stream names, and partitioning. Every key an apply touches carries the partition's
- * hash tag `{pN}` so one script call stays in one Redis Cluster slot (DESIGN.md invariant 4).
- *
- * Layout (P = KEY_PREFIX, N = partition, proj = project id, ext = external_id):
- *   P ingest:{pN}                    stream of IngestEntry (field d), consumer group "apply"
- *   P changes:{pN}                   stream of Change (field d), consumer group "recorder"
- *   P outcomes:{pN}                  stream of OutcomeEntry (field d) of the users of partition N,
- *                                    written by dispatch, consumer group "recorder"
- *   P outbox:{pN}                    stream of subscription claims to settle (actors/partition)
- *   P applied:{pN}                   last applied ingest stream ID of partition N
- *   P lease:{pN}                     worker id whose apply role owns partition N (PX = LEASE_MS)
- *   P lease:recorder:{pN}            the same for the recorder role
- *   P user:{pN}:proj:ext             hash: created_at, updated_at (ms)
- *   P tags:{pN}:proj:ext             hash: tag key -> encoded value (engine/state/tag-codec.ts)
- *   P subs:{pN}:proj:ext             hash: "TYPE:token" -> JSON StoredSubscription
- *   P consent:{pN}:proj:ext          hash: TYPE -> JSON { opted_out, at } (at: ms)
- *   P idem:{pN}:proj:key             event idempotency key marker (PX 8 days)
- *   P token:{pT}:proj:TYPE:token     hash: owner, registered_at (pT = partition of the token),
- *                                    d:ext -> detach owed to user ext (engine/lua/claimToken-1.lua)
- *   P workers                        sorted set: apply worker id -> heartbeat expiry (ms)
- *   P workers:recorder               the same for recorder workers
- *   P project:id                     hash: name, identity_verification, identity_secret, created_at,
- *                                    rate_per_second, rate_burst (both absent: no rate limit)
- *   P project:id:keys                set of key hashes of the project
- *   P project:id:providers           hash: provider name -> JSON credentials (schemas/providers.ts)
- *   P project:id:segments            hash: segment name -> JSON Segment (schemas/segments.ts); All is never stored
- *   P projects                       set of project ids
- *   P key:sha256hex                  hash: project_id, type, created_at, revoked_at, prefix
- *   P rate:sha256hex                 hash: the key's rate-limit bucket (engine/lua/takeToken-1.lua)
- * Project ids never contain ':', so "proj:ext" is unambiguous.
+ * hash tag `{pN}` so one script call stays in one Redis Cluster slot. The layout is listed in
+ * docs/architecture.md, "Redis keys".
  */
 export class Topology {
   constructor(

@@ -18,11 +18,8 @@ const READ_COUNT = 256;
 
 /**
  * Settles the subscription registrations an apply left in a partition's outbox. A token's owner
- * record lives in the token's own partition (another Cluster slot), so it is updated here, after
- * the apply, rather than inside it: claimToken records the registration (newest wins) and returns
- * the detaches owed; each is appended to the losing user's ingest stream, then cleared, then the
- * outbox entry is deleted. Every step can be replayed after a crash: claims are idempotent, owed
- * detaches stay until sent, and a detach only removes a registration not newer than the winner's.
+ * lives in another Cluster slot, so it is claimed here, after the apply; every step can be replayed
+ * after a crash (docs/architecture.md, "Partitions").
  */
 export class OutboxSettler {
   constructor(

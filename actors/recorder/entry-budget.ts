@@ -1,9 +1,7 @@
 /**
  * How many stream entries the recorder's partitions in one process may hold read but not yet
- * inserted, all together (STYLE.md 8, DESIGN.md invariant 7). Without it, a backlog has every
- * owned partition read a full batch at once (64 partitions: 640k entries in memory), and parsing
- * them all holds the event loop while ClickHouse waits for its first batch; with it, reading the
- * next batches overlaps with inserting the current ones.
+ * inserted, all together, so a backlog is not read by every partition at once while ClickHouse
+ * waits (docs/architecture.md, "The recorder").
  */
 export class EntryBudget {
   private available: number;

@@ -39,26 +39,9 @@ const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
 
 /**
  * Records one owned partition's changes and outcomes streams into ClickHouse (consumer group
- * "recorder"). Each stream has its own batch, inserted when it holds `maxBatch` entries or its
- * first entry is `lingerMs` old, acknowledged only after ClickHouse took it, then trimmed.
- *
- * Exactly once: nothing new is read while a batch is being inserted, so the group's pending
- * entries of a stream are always exactly its current batch. After a crash the next owner takes
- * over the pending entries (XAUTOCLAIM, COUNT maxBatch) and gets that same batch back; its
- * deduplication token is `stream|first id|last id`, the same as before, so rows the crashed
- * owner already inserted are dropped by ClickHouse (insert_deduplication_token).
- *
- * A read whose reply is lost (a dropped connection, Redis killed after it ran the read) still
- * moved its entries into the pending list. So after a failed read, or when a settled batch leaves
- * entries pending that no batch holds, the consumer drops its untried batches and claims the
- * pending entries again, making the pending list and the batches agree before it reads on; and
- * streams are trimmed only below what every group has acknowledged (settleBatch-1.lua).
- *
- * An owner whose lease may have lapsed (a stalled process, failed renewals) neither reads nor
- * starts an insert, and a read never blocks past the lease: the next owner, which takes the
- * partition only once the lease has expired, claims exactly the batch this one holds, either
- * untouched or frozen in an insert with the same token. Otherwise this owner could read entries
- * after that claim and insert them with the claimed ones under another token: rows twice.
+ * "recorder"), a batch per stream. Nothing is read while a batch is inserted, so after a crash the
+ * pending entries are exactly that batch, inserted again under the same token; see
+ * docs/architecture.md, "The recorder".
  */
 export class RecorderConsumer implements PartitionWork {
   private readonly limits: Readonly<RecorderLimits>;

@@ -8,9 +8,8 @@ import { RecorderConsumer } from './recorder-consumer.ts';
 import { RecorderSink } from './sink.ts';
 
 /**
- * The `recorder` role: owns a share of the partitions through leases of its own (independent of
- * the apply role's) and records each one's changes and outcomes streams into ClickHouse
- * (DESIGN.md: changes -> users/events/receipts, outcomes -> message_deliveries). close() inserts
+ * The `recorder` role: owns partitions through leases of its own and records their changes
+ * (users, events, receipts) and outcomes (message_deliveries) into ClickHouse. close() inserts
  * what is batched, acknowledges it and releases the leases.
  */
 export const recorderRole: RoleFactory = async (ctx) => {

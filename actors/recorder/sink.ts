@@ -34,11 +34,9 @@ export class RecorderSink {
   }
 
   /**
-   * The hot path: the entries' own JSON, with `stream_id` spliced in, goes to ClickHouse unparsed
-   * and is checked there (migration 0007). The outcomes stream is written by the dispatch actor
-   * alone, so a refused batch is rare: then each entry is checked here, the invalid ones are
-   * skipped and reported, and the rest is inserted under the same token (a refused insert wrote
-   * nothing). A refusal of valid entries is ClickHouse failing, and is thrown to be retried.
+   * The entries' own JSON goes to ClickHouse unparsed and is checked there; only a refused batch
+   * is checked here, entry by entry (docs/architecture.md, "The recorder"). A refusal of valid
+   * entries is ClickHouse failing, and is thrown to be retried.
    */
   private async recordOutcomes(entries: RawStreamEntry[], token: string): Promise<void> {
     const lines = deliveryLines(entries);

@@ -36,19 +36,9 @@ export function clickHouseLocation(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA
 }
 
 /**
- * One `@clickhouse/client` for both modes (DESIGN.md "Storage"): a ClickHouse server when
- * CLICKHOUSE_URL is set, otherwise the in-process chDB engine with its data under
- * DATA_DIR/clickhouse. The same SQL runs on both; values always travel as query parameters
- * (`{name:Type}` with `query_params`), never inside the SQL text.
- *
- * Embedded mode binds one data directory per process (chDB), so only one process of a deployment
- * may open it; this throws when the engine cannot be opened (an EngineLockedError naming the
- * process when another one holds it). chDB applies `clickhouse_settings` as session-wide `SET`s
- * that outlive the call, so inserts go through insertRows (./insert.ts), which always sets the
- * deduplication token.
- *
- * The client's own warnings and errors go to `logger` as JSON lines; without one they are
- * dropped, since every failed call also rejects and its caller reports it.
+ * A ClickHouse server when CLICKHOUSE_URL is set, else the embedded chDB engine under
+ * DATA_DIR/clickhouse, which one process at a time may open (throws EngineLockedError otherwise).
+ * Inserts must go through ./insert.ts (docs/architecture.md, "ClickHouse: one client, two modes").
  */
 export function createClickHouse(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>, logger?: Logger): ClickHouse {
   const log = clientLog(logger);

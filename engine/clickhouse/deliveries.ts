@@ -54,19 +54,16 @@ export interface DeliveriesResult {
 }
 
 /**
- * The day below a page's upper bound (its cursor, or `until`) is read first. The set
- * indexes on status and channel skip nothing for common values yet cost their analysis on every
- * granule of the range: page 21 of status=failed&channel=PUSH took 61 ms over 30 days of 18.8M
- * records and 23 ms within one day.
+ * The day below a page's upper bound (its cursor, or `until`) is read first: the set indexes on
+ * status and channel cost their analysis on every granule of the range (page 21 of
+ * status=failed&channel=PUSH: 61 ms over 30 days, 23 ms within one; docs/performance.md).
  */
 const PAGE_WINDOW_MS = 86_400_000;
 
 /**
  * One project's delivery records matching `filter`, newest first by (at, id), at most `limit`,
- * starting after `after` (the previous page's last row; null for the first page). Keyset paging:
- * a walk through the pages returns every record present when it started exactly once, since a
- * new record sorts before the pages already read (unless written with an older `at`). Each record
- * carries the latest receipt of its notification and user, read with a second query.
+ * starting after `after` (the previous page's last row; null for the first page), each with the
+ * latest receipt of its notification and user. Keyset pages: see docs/architecture.md, "Queries".
  */
 export async function listDeliveries(
   ch: ClickHouse,
@@ -85,12 +82,9 @@ export async function listDeliveries(
 }
 
 /**
- * The first `count` records of a page. Below an upper bound they are first looked for in the
- * PAGE_WINDOW_MS before it: when that window holds `count` of them, every record outside it is
- * older, so they are the page. Otherwise the page is read again over the whole range, so that its
- * rows always come from one query, which reads one set of parts (a record written meanwhile is
- * either in it or not, as with a single query). Lookups of one user or one notification skip the
- * window: their few records spread over many days and their own indexes find them.
+ * The first `count` records of a page: from the PAGE_WINDOW_MS below its upper bound when that
+ * holds them all, else read again over the whole range, so a page always comes from one query.
+ * See docs/architecture.md, "Queries".
  */
 async function pageRows(ch: ClickHouse, project: string, filter: DeliveryFilter, count: number, after: DeliveryPosition | null): Promise<DeliveryRow[]> {
   const upper = after?.at ?? filter.until;
@@ -138,12 +132,9 @@ export async function deliveryStats(ch: ClickHouse, project: string, filter: Del
 const HOUR_MS = 3_600_000;
 
 /**
- * The stats query for `filter` and `groupBy` and its parameters but `project`. Counts
- * over many hours come from the projection counts_by_hour (migration 0006) through
- * deliveries-stats-hours.sql, which reads the partial hours at the edges of [since, until) from
- * the table; deliveries-stats.sql counts the table's rows when the projection cannot answer
- * (external_id, notification_id) or the range holds no whole hour. Exported for the test that
- * checks, with EXPLAIN, that ClickHouse reads the projection.
+ * The stats query for `filter` and `groupBy` and its parameters but `project`: whole hours from
+ * the projection counts_by_hour when it can answer (docs/architecture.md, "Queries"). Exported
+ * for the test that checks, with EXPLAIN, that ClickHouse reads the projection.
  */
 export function statsQueryFor(filter: DeliveryFilter, groupBy: GroupBy): { query: string; params: Record<string, string | number> } {
   const { since, until, ...rest } = filter;

@@ -5,11 +5,10 @@ import { Readable } from 'node:stream';
 import { insertInbox, type ClickHouse } from './client.ts';
 
 /**
- * Inserts rows (JSONEachRow) as one block. `token` is the insert deduplication token: a block
- * inserted again with the same token into a table with `non_replicated_deduplication_window` is
- * dropped, which is how a redelivered batch lands once. An empty token means none; it is still
- * sent because the embedded engine keeps the previous call's token for the session otherwise,
- * and a later unrelated insert would be silently dropped as its duplicate.
+ * Inserts rows (JSONEachRow) as one block under the deduplication token `token`. An empty token
+ * means none, and is still sent: the embedded engine would otherwise keep the previous call's
+ * token and drop a later, unrelated insert. See docs/architecture.md, "ClickHouse: one client,
+ * two modes".
  */
 export async function insertRows(ch: ClickHouse, table: string, rows: readonly object[], token = ''): Promise<void> {
   if (rows.length === 0) return;
@@ -22,11 +21,8 @@ export async function insertRows(ch: ClickHouse, table: string, rows: readonly o
 }
 
 /**
- * Settings of insertJsonLines: the text must fit the table exactly (an unknown field, or null for
- * a column that is not Nullable, fails the insert instead of being dropped or defaulted), the
- * insert is written before the call returns, and a materialized view's block is deduplicated by
- * the token as the table's own is. Parallel parsing only pays off on inputs of tens of MB; on a
- * batch of 10k rows it was slower.
+ * Settings of insertJsonLines: the text must fit the table exactly, is written before the call
+ * returns, and views deduplicate by the token too. Parallel parsing was slower on 10k-row batches.
  */
 const JSON_LINES_SETTINGS = {
   input_format_skip_unknown_fields: 0,

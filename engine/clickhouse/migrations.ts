@@ -39,10 +39,8 @@ const fileName = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 let loaded: Migration[] | undefined;
 
 /**
- * The migrations of ./migrations in version order, read once per process (STYLE.md 13). Files are
- * `NNNN_name.sql`, numbered from 0001 without gaps. Statements end with `;` at the end of a line;
- * `--` lines are comments. Every statement must be idempotent DDL (`IF NOT EXISTS`), because two
- * runners may apply the same migration at once.
+ * The migrations of ./migrations in version order, read once per process: `NNNN_name.sql` from
+ * 0001 without gaps, statements ending with `;` at the end of a line, `--` lines comments.
  */
 export function loadMigrations(): Migration[] {
   if (loaded) return loaded;
@@ -70,12 +68,9 @@ export function loadMigrations(): Migration[] {
 }
 
 /**
- * Applies the migrations the ledger (`schema_migrations`) does not list yet, in order, and
- * returns those this call applied. Called by `engine migrate` and by every role that opens
- * ClickHouse at start. Safe to run again (nothing pending: returns []) and from two runners at
- * once: both may run a pending migration's idempotent DDL, and its ledger row is deduplicated
- * (token and ReplacingMergeTree), so the end state is the same as one run. A migration is recorded
- * only after all its statements succeeded, so a crash mid-way re-runs it next time.
+ * Applies the migrations the ledger (`schema_migrations`) does not list yet, in order, and returns
+ * those this call applied. Safe to run again and from two runners at once, since every statement
+ * is idempotent (docs/architecture.md, "Migrations").
  */
 export async function migrate(ch: ClickHouse): Promise<Migration[]> {
   const migrations = loadMigrations();

@@ -6,17 +6,9 @@ const switchTag = /\s*--\s*@(if|unless)\s+([a-z_]+)\s*$/;
 const loaded = new Map<string, QueryFile>();
 
 /**
- * One query of ./queries (STYLE.md 13), read once per process. Values always travel as
- * `{name:Type}` query parameters.
- *
- * A line ending in `-- @if <switch>` is kept only when the caller turns that switch on: optional
- * filters become WHERE terms of their own instead of `{p:Nullable(T)} IS NULL OR col = {p}`.
- * ClickHouse prunes granules the same way with both, but EXPLAIN indexes = 1 shows the primary
- * key searched with "generic exclusion" instead of "binary search" for the Nullable form, and it
- * ran 2 to 14 ms slower per page on 2 million rows. A line ending in `-- @unless <switch>` is kept
- * only when that switch is off. The switches are fixed names written in the
- * file, so a request only decides which of these fixed lines are present, never their text.
- * Whole-line `--` comments (the header) are dropped from the text sent.
+ * One query of ./queries, read once per process; values travel as `{name:Type}` parameters. A line
+ * ending in `-- @if <switch>` is kept only when that switch is on, `-- @unless <switch>` only when
+ * it is off, so optional filters need no Nullable parameters (docs/architecture.md, "Queries").
  */
 export class QueryFile {
   /** Every switch the file's lines use. */

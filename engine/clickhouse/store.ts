@@ -8,10 +8,8 @@ import { migrate, unfinishedRewrites } from './migrations.ts';
 const PING_TIMEOUT_MS = 1000;
 
 /**
- * The process's one ClickHouse client (DESIGN.md "Storage"), shared by every role of the process:
- * the embedded engine binds its data directory to one process, so the recorder and the query
- * routes must use the same client. Opened on first use and migrated before anyone gets it; a
- * failed open (another process holds the embedded engine, the server is down) is retried by the
+ * The process's one ClickHouse client, shared by its roles because the embedded engine binds its
+ * data directory to one process. Opened and migrated on first use; a failed open is retried by the
  * next call. close() is idempotent.
  */
 export class ClickHouseStore {

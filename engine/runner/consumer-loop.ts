@@ -7,10 +7,9 @@ import type { RedisClient } from '../redis.ts';
 const READ_GRACE_MS = 5000;
 
 /**
- * A read of a group moves entries into the group's pending list when Redis runs it, whether or not
- * its reply arrives. So the blocking connection never sends a read again after a reconnect (a
- * second read would hide the first one's entries) and fails every read in flight when it drops
- * (maxRetriesPerRequest 0), so the consumer knows to re-read its pending entries.
+ * A group read moves entries to the pending list even if its reply is lost, so reads are never
+ * resent after a reconnect and fail when the connection drops; the consumer then re-reads its
+ * pending entries (docs/architecture.md, "Consumer groups and pending entries").
  */
 const blockingOptions: Partial<RedisOptions> = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 };
 
@@ -21,10 +20,8 @@ function duplicateForReads(redis: RedisClient): RedisClient {
 
 /**
  * The stop, pause and blocking-read plumbing of a stream consumer's loop (the partition consumer,
- * the recorder): blocking reads run on a connection of their own, which a stop disconnects so an
- * idle loop ends at once; a pause is cut short by a stop. A read that fails (its connection
- * dropped, or no answer within its BLOCK time and a grace) rejects: its entries may be pending in
- * the group with no batch holding them, and the consumer claims its pending entries again.
+ * the recorder). A read that fails (connection dropped, or silent past BLOCK and a grace) rejects,
+ * so the consumer claims its pending entries again.
  */
 export class ConsumerLoop {
   private stopped = false;

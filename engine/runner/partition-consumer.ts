@@ -28,13 +28,9 @@ export interface PartitionConsumerOptions {
 const RETRY_MS = 500;
 
 /**
- * Consumes one owned partition's ingest stream through consumer group `group`: on start it takes
- * over every pending entry of the group (XAUTOCLAIM, min-idle 0: the lease makes this worker the
- * only rightful consumer) and applies them in ID order, then reads new entries (XREADGROUP `>`)
- * one batch at a time, so at most one batch is in flight. Reads block on a connection of their own.
- * A read that fails, or an apply after which the group still has entries pending (a read whose
- * reply was lost, a former owner's read that landed late), makes it claim the pending entries
- * again before it reads on: they would otherwise wait for the next write to the partition.
+ * Consumes one owned partition's ingest stream through consumer group `group`, one batch in
+ * flight. It claims the group's pending entries on start and whenever a read may have left some
+ * behind (docs/architecture.md, "Consumer groups and pending entries").
  */
 export class PartitionConsumer implements PartitionWork {
   private readonly loop: ConsumerLoop;

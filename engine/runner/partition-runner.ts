@@ -56,11 +56,9 @@ interface Held {
 }
 
 /**
- * Owns partitions through leases and runs the role's work (a stream consumer) on each. Every LEASE_MS/3 it
- * heartbeats into the `workers` set, assigns partitions among the live workers by rendezvous
- * hashing, renews the leases it holds, gives up partitions no longer assigned to it (after their
- * batch in flight) and takes free leases of partitions assigned to it. A dead worker's leases
- * expire within LEASE_MS, so its partitions move within a few seconds.
+ * Owns partitions through leases and runs the role's work (a stream consumer) on each; every
+ * LEASE_MS/3 it heartbeats, reassigns by rendezvous hashing and renews or takes leases
+ * (docs/architecture.md, "Leases: who owns a partition").
  */
 export class PartitionRunner {
   private readonly held = new Map<number, Held>();

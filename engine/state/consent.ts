@@ -5,12 +5,9 @@ import type { RedisClient } from '../redis.ts';
 import type { Topology } from '../topology.ts';
 
 /**
- * Consent of one user per subscription type (API.md section 3.1), in the user's consent hash
- * (engine/topology.ts): field = subscription type, value = JSON StoredConsent. Written
- * synchronously by the gateway, never through the ingest log, so it holds for users that are not
- * known yet and is visible to the dispatch actor as soon as the write is acknowledged. The same
- * transaction appends a `user` change (schemas/changes.ts) to the user's partition stream, so the
- * ClickHouse mirror learns the new consent; both keys carry the partition's hash tag.
+ * Writes one user's consent for a subscription type, with a `user` change for the ClickHouse
+ * mirror in the same transaction. Never through the ingest log, so it holds for users not known
+ * yet (docs/architecture.md, "Consent writes").
  */
 export async function writeConsent(
   redis: RedisClient,

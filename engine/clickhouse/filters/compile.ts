@@ -23,13 +23,9 @@ export interface CompiledFilters {
 }
 
 /**
- * Compiles checked filters (engine/clickhouse/filters/check.ts) for `project`. AND binds tighter
- * than OR: the list is split at each OR into groups of ANDed conditions. `nowMs` fixes "the last
- * H hours" of event conditions, so the pages of one audience agree on the window.
- *
- * FINAL reads the newest version of each user: ReplacingMergeTree collapses versions only at
- * merge time, and FINAL applies WHERE after collapsing (a condition on an older version never
- * leaks in), unlike a plain read.
+ * Compiles checked filters (engine/clickhouse/filters/check.ts) for `project`; AND binds tighter
+ * than OR. `nowMs` fixes "the last H hours", so the pages of one audience agree. FINAL keeps a
+ * user's older versions out of WHERE (docs/architecture.md, "The users mirror and segments").
  */
 export function compileFilters(project: string, filters: readonly FilterEntry[], nowMs: number): CompiledFilters {
   const params = new Params({ project });

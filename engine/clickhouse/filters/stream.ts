@@ -3,14 +3,9 @@ import type { CompiledFilters } from './compile.ts';
 
 /**
  * Reads the audience of compiled filters in chunks of at most `chunkSize` external_ids, in
- * external_id order, awaiting `onChunk` before reading on (the consumer sets the pace). Returns
- * how many ids were passed on.
- *
- * Each chunk is its own query resuming after the last id seen (keyset paging along the users
- * sort key), rather than one long result stream: the embedded engine buffers a whole result
- * before handing it over, so only pages keep an audience of millions out of memory in both modes.
- * Every id comes once; a user whose tags change while the audience is read is judged by the state
- * at the time their page is read.
+ * external_id order, awaiting `onChunk` before reading on; returns how many ids were passed on.
+ * Each chunk is its own query because the embedded engine buffers whole results
+ * (docs/architecture.md, "The users mirror and segments").
  */
 export async function streamAudience(
   ch: ClickHouse,

@@ -1,15 +1,9 @@
 -- GET /api/deliveries/stats (API.md 5) when the range holds at least one whole hour and no filter
 -- or grouping needs a column the projection counts_by_hour (migration 0006) lacks (external_id,
 -- notification_id): the same answer as deliveries-stats.sql, read mostly from the projection.
--- The first branch counts the whole hours [hours_from, hours_to) through the projection: its
--- conditions and key use only the projection's columns, written with the projection's own hour
--- expression, which is what lets ClickHouse choose it (EXPLAIN projections = 1 shows
--- `ReadFromMergeTree (counts_by_hour)`). A whole hour h holds exactly the records with
--- h <= at < h + 1 hour, so `hour >= from` and `hour < to` select the same records as `at`
--- would. The second branch counts the records of the partial hours at the edges, [since,
--- hours_from) and [hours_to, until), from the table (its primary key reads only those); an edge
--- that does not exist is passed as an empty range (from = to). The outer query adds the counts
--- of a key found in both branches.
+-- The first branch counts the whole hours [hours_from, hours_to) through the projection, using
+-- only its columns and its own hour expression so ClickHouse picks it; the second counts the
+-- partial edge hours from the table (docs/architecture.md, "Queries").
 -- Exactly one `by_*` switch picks the grouping column; `hour` is the hour start in ms since the
 -- epoch (the caller formats it). Rows without a value form the group NULL. Sorted by count,
 -- largest first (ties by key: switch `by_count`), or by time (switch `by_time`).
