@@ -1,26 +1,16 @@
-import uWS from 'uWebSockets.js';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { Redis } from 'ioredis';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import WebSocket from 'ws';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
-import { createLogger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
-import { buildApp } from '../../gateway/app.ts';
-import { CallerCache } from '../../gateway/auth.ts';
-import { Tracker, type GatewayDeps } from '../../gateway/context.ts';
-import { classify, Failures } from '../../gateway/failure.ts';
-import { RateLimiter } from '../../gateway/rate-limit.ts';
-import { socketRoute, type Route } from '../../gateway/route.ts';
+import type { GatewayDeps } from '../../gateway/context.ts';
+import { classify } from '../../gateway/failure.ts';
+import { socketRoute } from '../../gateway/route.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { sdkSocket } from '../../gateway/routes/sdk-ws.ts';
 import { SdkSocketChannel } from '../../gateway/websocket.ts';
 import { CallerError, UnavailableError } from '../../schemas/errors.ts';
 import { call } from '../helpers/http.ts';
-import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
+import { captureStderr, gatewayWith } from '../helpers/gateway-app.ts';
 
 /** An error shaped like one a library throws: its class name and fields. */
 function libraryError(name: string, message: string, fields: Record<string, unknown> = {}): Error {
@@ -84,63 +74,6 @@ t.test('classify: what the real clients reject with while their server is unreac
   t.ok(chErr instanceof Error, '@clickhouse/client rejected');
   t.match(classify(chErr), { kind: 'unavailable' }, `@clickhouse/client: ${String(chErr)}`);
 });
-
-/** Log lines the process writes to stderr (warnings and errors) while the test runs. */
-function captureStderr(t: Test): Record<string, unknown>[] {
-  const lines: Record<string, unknown>[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-    for (const line of String(chunk).split('\n')) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // Not a log line.
-      }
-    }
-    return (write as (c: string | Uint8Array, ...r: unknown[]) => boolean)(chunk, ...rest);
-  }) as typeof process.stderr.write;
-  t.teardown(() => {
-    process.stderr.write = write;
-  });
-  return lines;
-}
-
-/**
- * A gateway app on port 0 built from deps whose ingest sink and ClickHouse the test supplies
- * (GatewayDeps' narrow interfaces), on real Redis under a fresh prefix, logging through the real
- * logger.
- */
-async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject }> {
-  const prefix = testPrefix();
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true' });
-  const redis = createRedis(config, { commandTimeout: 1000 });
-  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
-  const keystore = new Keystore(redis, topology);
-  const log = createLogger('warn');
-  const metrics = new Metrics();
-  const failures = new Failures(log);
-  const deps: GatewayDeps = {
-    config,
-    log,
-    metrics,
-    redis,
-    topology,
-    callers: new CallerCache(keystore, 1000),
-    limiter: new RateLimiter(redis, topology, metrics.rateLimited, failures),
-    tracker: new Tracker(),
-    failures,
-    ...parts,
-  };
-  const { app, channels } = buildApp(deps, table);
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))));
-  t.teardown(async () => {
-    uWS.us_listen_socket_close(socket);
-    for (const channel of channels) channel.closeAll();
-    redis.disconnect();
-    await cleanupPrefix(prefix);
-  });
-  return { url: `http://127.0.0.1:${uWS.us_socket_local_port(socket)}`, project: await keystore.createProject('test', false) };
-}
 
 const noClickHouse: GatewayDeps['clickhouse'] = {
   get: () => Promise.reject(new UnavailableError('no ClickHouse in this test')),
