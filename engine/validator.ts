@@ -12,7 +12,10 @@ import type { TwoWayValidator } from './ajv-errors.ts';
 const allErrors = new Ajv({ allErrors: true });
 const firstError = new Ajv();
 
-/** RFC 3339 date-time (ajv-formats) that names an instant: Date.parse refuses a leap second. */
+/**
+ * `instant`: an RFC 3339 date-time that Date.parse reads (a leap second is refused), for query
+ * bounds. Bodies keep `date-time`, where a leap second is placed at the next minute.
+ */
 const rfc3339 = (() => {
   const formats = new Ajv();
   addFormats.default(formats, ['date-time']);
@@ -21,14 +24,14 @@ const rfc3339 = (() => {
 
 for (const ajv of [allErrors, firstError]) {
   addFormats.default(ajv);
-  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => rfc3339(s) && !Number.isNaN(Date.parse(s)) });
+  ajv.addFormat('instant', { type: 'string', validate: (s: string) => rfc3339(s) && !Number.isNaN(Date.parse(s)) });
   ajv.addFormat('deliveries-cursor', { type: 'string', validate: (s: string) => readDeliveryCursor(s) !== null });
   ajv.addFormat('events-cursor', { type: 'string', validate: (s: string) => readEventCursor(s) !== null });
 }
 
 /** Messages of the custom formats, in the words of API.md. */
 export const formatMessages: Readonly<Record<string, string>> = {
-  'date-time': 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
+  instant: 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
   'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',
   'events-cursor': 'must be a next_cursor of GET /api/events, unchanged',
 };

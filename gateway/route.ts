@@ -111,6 +111,8 @@ export function routeErrors(route: Route): ErrorCode[] {
   if (route.auth === 'rest') codes.add('wrong_key_type');
   if (route.kind === 'http' && route.body) for (const c of ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type'] as const) codes.add(c);
   if (route.kind === 'http' && (route.params || route.query)) codes.add('validation_failed');
+  // An empty path segment matches no route: `/api/sdk/users//tags` is not found.
+  if (paramNames(route.path).length > 0) codes.add('not_found');
   for (const c of route.errors ?? []) codes.add(c);
   return Object.keys(ErrorCodes).filter((c): c is ErrorCode => codes.has(c as ErrorCode));
 }

@@ -13,7 +13,8 @@ const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type
 /** Default and largest page size (API.md 5). */
 export const PageLimits = { default: 100, maximum: 1000 } as const;
 
-const DateTimeParam = (description: string) => Type.String({ format: 'date-time', description });
+/** `instant`: a date-time that names one instant (engine/validator.ts). */
+const DateTimeParam = (description: string) => Type.String({ format: 'instant', description });
 const Since = DateTimeParam('ISO 8601 date-time with a time zone; rows at or after it');
 const Until = DateTimeParam('ISO 8601 date-time with a time zone; rows before it');
 const Limit = Type.Integer({ minimum: 1, maximum: PageLimits.maximum, description: `page size, default ${PageLimits.default}` });
