@@ -2,6 +2,10 @@ import type { SubscriptionType } from '../schemas/sdk.ts';
 
 /** Consumer group of the ingest streams (the partition actors); applyBatch gets it as ARGV group. */
 export const APPLY_GROUP = 'apply';
+/** Consumer group of the notifications stream (fan-out workers). */
+export const FANOUT_GROUP = 'fanout';
+/** Consumer group of the dispatch streams (dispatch workers). */
+export const DISPATCH_GROUP = 'dispatch';
 
 /**
  * Redis key and stream names, and partitioning. Every key an apply touches carries the partition's
@@ -111,6 +115,59 @@ export class Topology {
   /** The rate-limit bucket of a key, by its hash: one key, so one slot on a Redis Cluster. */
   rateBucket(hash: string): string {
     return `${this.prefix}rate:${hash}`;
+  }
+
+  /** A notification's record (hash): its own hash tag, so its keys share a slot. */
+  notification(id: string): string {
+    return `${this.prefix}notif:{n:${id}}`;
+  }
+
+  /** A notification's throttle bucket (takeToken), next to its record. */
+  notificationRate(id: string): string {
+    return `${this.prefix}nrate:{n:${id}}`;
+  }
+
+  /** An idempotency key of POST /api/notifications: the notification it created, for 30 days. */
+  notificationIdempotency(project: string, key: string): string {
+    return `${this.prefix}nidem:${project}:${key}`;
+  }
+
+  /** Notifications ready for fan-out (stream, group FANOUT_GROUP). */
+  notifications(): string {
+    return `${this.prefix}notifications`;
+  }
+
+  /** Notifications waiting for their send_after (sorted set scored by it). */
+  scheduled(): string {
+    return `${this.prefix}scheduled`;
+  }
+
+  /** Dispatch jobs of the users of partition N (stream, group DISPATCH_GROUP). */
+  dispatch(partition: number): string {
+    return `${this.prefix}dispatch:${this.tag(partition)}`;
+  }
+
+  /** Dispatch jobs of partition N waiting for a retry (sorted set scored by due time). */
+  retries(partition: number): string {
+    return `${this.prefix}retry:${this.tag(partition)}`;
+  }
+
+  /** A notification's counters in partition N: jobs, done, sent, failed, skipped, last_at. */
+  notificationCounts(partition: number, id: string): string {
+    return `${this.prefix}ncount:${this.tag(partition)}:${id}`;
+  }
+
+  /** The users of partition N a notification's fan-out appended (set): a resumed fan-out skips them. */
+  notificationFanned(partition: number, id: string): string {
+    return `${this.prefix}nfan:${this.tag(partition)}:${id}`;
+  }
+
+  dispatchLease(partition: number): string {
+    return `${this.prefix}lease:dispatch:${this.tag(partition)}`;
+  }
+
+  dispatchWorkers(): string {
+    return `${this.prefix}workers:dispatch`;
   }
 
   private userKey(kind: string, project: string, externalId: string): string {

@@ -1,0 +1,127 @@
+import Type, { type Static } from 'typebox';
+import { Filters } from './filters.ts';
+import { Channel } from './outcomes.ts';
+import { ExternalId } from './sdk.ts';
+import { SegmentName } from './segments.ts';
+
+/**
+ * Notifications (API.md section 4): the request body, the answers, the stored record and the log
+ * entries that carry a notification from the gateway through fan-out to dispatch.
+ */
+
+export const NotificationLimits = {
+  /** Body limit in bytes (API.md section 9). */
+  body: 1024 * 1024,
+  /** `data` serialised, bytes. */
+  data: 2048,
+  userIds: 20_000,
+  /** Default and largest `ttl`, seconds. */
+  ttlDefault: 259_200,
+  ttlMax: 2_419_200,
+  /** How long an idempotency key is remembered, seconds (30 days). */
+  idempotencySeconds: 30 * 24 * 3600,
+} as const;
+
+const Localized = Type.Record(Type.String({ minLength: 1, maxLength: 35, pattern: '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' }), Type.String({ minLength: 1, maxLength: 4096 }), {
+  minProperties: 1,
+  maxProperties: 200,
+});
+
+export const NotificationBody = Type.Object(
+  {
+    include_external_user_ids: Type.Optional(Type.Array(ExternalId, { minItems: 1, maxItems: NotificationLimits.userIds })),
+    included_segments: Type.Optional(Type.Array(SegmentName, { minItems: 1, maxItems: 100 })),
+    excluded_segments: Type.Optional(Type.Array(SegmentName, { maxItems: 100 })),
+    filters: Type.Optional(Filters),
+    headings: Type.Optional(Localized),
+    contents: Type.Intersect([Localized, Type.Object({ en: Type.String({ minLength: 1, maxLength: 4096 }) })]),
+    data: Type.Optional(Type.Record(Type.String({ maxLength: 128 }), Type.Unknown())),
+    channel: Type.Optional(Channel),
+    send_after: Type.Optional(Type.String({ format: 'date-time' })),
+    ttl: Type.Optional(Type.Integer({ minimum: 0, maximum: NotificationLimits.ttlMax })),
+    priority: Type.Optional(Type.Union([Type.Literal('high'), Type.Literal('normal')])),
+    collapse_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    throttle_rate_per_minute: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000 })),
+    idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  },
+  { additionalProperties: false },
+);
+
+export const NotificationStatus = Type.Union([
+  Type.Literal('scheduled'),
+  Type.Literal('queued'),
+  Type.Literal('sending'),
+  Type.Literal('completed'),
+  Type.Literal('canceled'),
+]);
+
+export const NotificationCreated = Type.Object({
+  id: Type.String(),
+  svc_message_id: Type.String(),
+  recipients: Type.Integer({ minimum: 0 }),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled')]),
+  errors: Type.Object({ invalid_external_user_ids: Type.Array(Type.String()) }),
+});
+
+export const NotificationCounts = Type.Object({
+  sent: Type.Integer({ minimum: 0 }),
+  failed: Type.Integer({ minimum: 0 }),
+  skipped: Type.Integer({ minimum: 0 }),
+  delivered: Type.Integer({ minimum: 0 }),
+  opened: Type.Integer({ minimum: 0 }),
+  clicked: Type.Integer({ minimum: 0 }),
+});
+
+export const NotificationView = Type.Object({
+  id: Type.String(),
+  channel: Channel,
+  status: NotificationStatus,
+  recipients: Type.Integer({ minimum: 0 }),
+  created_at: Type.String({ format: 'date-time' }),
+  send_after: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  canceled: Type.Boolean(),
+  counts: NotificationCounts,
+});
+
+/**
+ * The notification as fan-out and dispatch read it (field `spec` of its record, JSON): the
+ * request with defaults filled, and what the gateway resolved at accept.
+ */
+export const NotificationSpec = Type.Object({
+  id: Type.String(),
+  project: Type.String(),
+  channel: Channel,
+  headings: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()]),
+  contents: Type.Record(Type.String(), Type.String()),
+  data: Type.Record(Type.String(), Type.Unknown()),
+  ttl: Type.Integer(),
+  priority: Type.Union([Type.Literal('high'), Type.Literal('normal')]),
+  collapse_id: Type.Union([Type.String(), Type.Null()]),
+  throttle_rate_per_minute: Type.Integer({ minimum: 0 }),
+  /** Exactly one targeting mode is set. */
+  external_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  included_segments: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  excluded_segments: Type.Array(Type.String()),
+  filters: Type.Union([Filters, Type.Null()]),
+  created_at: Type.Integer(),
+  send_after: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+/** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */
+export const DispatchJob = Type.Object({
+  n: Type.String(),
+  project: Type.String(),
+  external_id: Type.String(),
+  attempt: Type.Integer({ minimum: 1 }),
+  /** Retries only: the subscriptions (`TYPE:token`) still to retry; absent means every live one. */
+  subs: Type.Optional(Type.Array(Type.String())),
+});
+
+export type NotificationBody = Static<typeof NotificationBody>;
+export type NotificationCreated = Static<typeof NotificationCreated>;
+export type NotificationView = Static<typeof NotificationView>;
+export type NotificationStatus = Static<typeof NotificationStatus>;
+export type NotificationCounts = Static<typeof NotificationCounts>;
+export type NotificationSpec = Static<typeof NotificationSpec>;
+export type DispatchJob = Static<typeof DispatchJob>;
