@@ -1,0 +1,85 @@
+import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../../schemas/providers.ts';
+
+/** One request a simulator received, as `GET /__sim/requests` lists it. */
+export interface SimRequest {
+  /** Epoch ms when it arrived. */
+  at: number;
+  method: string;
+  /** Path and query as sent. */
+  path: string;
+  /** Lowercased names; HTTP/2 pseudo-headers are left out. */
+  headers: Record<string, string>;
+  /** Parsed JSON or form object; for web push the decrypted plaintext string (undefined if it did not decrypt). */
+  body: unknown;
+  /** What the simulator answered; 0 while a delayed answer is pending or when it sent GOAWAY instead. */
+  status: number;
+}
+
+/**
+ * A scripted answer: the first rule (in the order added) whose every given `match` field fits
+ * answers instead of the simulator, `times` times (default: until reset).
+ */
+export interface ScriptRule {
+  match: {
+    /** Substring of the request path. */
+    path?: string;
+    /** Device token (APNs, FCM), phone number (Twilio `To`), email (any SendGrid recipient), endpoint id (web push). */
+    token?: string;
+  };
+  respond: {
+    status: number;
+    /** An object is sent as JSON, a string as is. */
+    body?: unknown;
+    headers?: Record<string, string>;
+    /** Wait this long before answering. */
+    delayMs?: number;
+    /** APNs only: send GOAWAY {"reason":"Shutdown"} and refuse the stream instead of answering. */
+    goaway?: boolean;
+  };
+  times?: number;
+}
+
+export interface Sim<C> {
+  /** Base URL, e.g. https://127.0.0.1:PORT. */
+  url: string;
+  /** A credential file the engine accepts, pointing at this simulator. */
+  credentials(): C;
+  script(rule: ScriptRule): Promise<void>;
+  /** Every request received, in order (the last 100k). */
+  requests(): Promise<SimRequest[]>;
+  /** Forgets requests, scripts and protocol state (APNs token history). */
+  reset(): Promise<void>;
+}
+
+export interface WebPushSubscription {
+  /** The https endpoint on the simulator. */
+  token: string;
+  /** base64url auth secret. */
+  web_auth: string;
+  /** base64url uncompressed P-256 public key. */
+  web_p256: string;
+}
+
+export interface Simulators {
+  /** PEM of the self-signed certificate every TLS simulator uses. */
+  caFile: string;
+  apns: Sim<ApnsCredentials>;
+  fcm: Sim<FcmCredentials> & {
+    /** OAuth token requests (`POST /token`), kept apart from the message sends. */
+    tokenRequests(): Promise<SimRequest[]>;
+    /** Forget every access token issued so far: the next send with one gets 401 UNAUTHENTICATED. */
+    expireAccessTokens(): Promise<void>;
+  };
+  webpush: Sim<WebPushCredentials> & {
+    /** A new browser-like subscription whose private key the simulator keeps, to decrypt. */
+    subscription(): WebPushSubscription;
+  };
+  twilio: Sim<TwilioCredentials> & {
+    /** With `From` (default) or with a messaging service sid the simulator also accepts. */
+    credentials(kind?: 'from' | 'messaging_service'): TwilioCredentials;
+  };
+  sendgrid: Sim<SendGridCredentials>;
+  close(): Promise<void>;
+}
+
+export type SimName = 'apns' | 'fcm' | 'webpush' | 'twilio' | 'sendgrid';
