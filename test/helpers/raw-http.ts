@@ -4,13 +4,14 @@ import { connect } from 'node:net';
  * HTTP/1.1 over a plain socket, one request per connection, for tests that send what fetch would
  * refuse or rewrite: any request target (bad percent-encoding, `..`), any header value, any body
  * bytes, a body written in pieces. The answer is read by its Content-Length (or chunked encoding)
- * and the socket is then closed.
+ * and the socket is then closed. The connection is keep-alive, as a browser's would be: a server
+ * may answer before the body is all sent (401, 415) and must then read on, not reset the connection.
  */
 export interface RawRequest {
   method: string;
   /** The request target exactly as written on the request line (no encoding is applied). */
   target: string;
-  /** Written in order, as given; Host and Connection: close are added. */
+  /** Written in order, as given; Host is added. */
   headers: readonly (readonly [string, string])[];
   body?: Buffer;
   /** Adds Content-Length: <body length> (default true when there is a body). */
@@ -50,7 +51,16 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs = 5000): Pro
       else if (answer !== undefined) resolve(answer);
     };
     const timer = setTimeout(() => settle(new NoAnswer('hang', `no complete answer within ${timeoutMs} ms (${received.length} bytes received)`)), timeoutMs);
-    socket.on('error', (err) => settle(new NoAnswer('dropped', `socket error ${err.message} (${received.length} bytes received)`)));
+    socket.on('error', (err) => {
+      // A write may fail after the answer came in (the server answered early, then closed): the answer counts.
+      let answer: RawAnswer | null = null;
+      try {
+        answer = parseAnswer(received, false);
+      } catch {
+        // Reported as dropped below.
+      }
+      settle(answer === null ? new NoAnswer('dropped', `socket error ${err.message} (${received.length} bytes received)`) : null, answer ?? undefined);
+    });
     socket.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
       try {
@@ -71,7 +81,7 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs = 5000): Pro
     socket.on('close', () => settle(new NoAnswer('dropped', `connection closed after ${received.length} bytes`)));
     socket.once('connect', () => {
       const body = req.body;
-      const lines = [`${req.method} ${req.target} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close'];
+      const lines = [`${req.method} ${req.target} HTTP/1.1`, 'Host: 127.0.0.1'];
       for (const [name, value] of req.headers) lines.push(`${name}: ${value}`);
       if (body !== undefined && req.contentLength !== false) lines.push(`Content-Length: ${body.length}`);
       socket.write(Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'));
