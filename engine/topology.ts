@@ -132,14 +132,14 @@ export class Topology {
     return `${this.prefix}nidem:${project}:${key}`;
   }
 
-  /** Notifications ready for fan-out (stream, group FANOUT_GROUP). */
+  /** Notifications ready for fan-out (stream, group FANOUT_GROUP); one slot with `scheduled`. */
   notifications(): string {
-    return `${this.prefix}notifications`;
+    return `${this.prefix}{notifications}:log`;
   }
 
   /** Notifications waiting for their send_after (sorted set scored by it). */
   scheduled(): string {
-    return `${this.prefix}scheduled`;
+    return `${this.prefix}{notifications}:scheduled`;
   }
 
   /** Dispatch jobs of the users of partition N (stream, group DISPATCH_GROUP). */

@@ -62,6 +62,19 @@ export const IngestDetach = Type.Object({
   registered_at: Type.Integer(),
 });
 
-export const IngestEntry = Type.Union([IngestIdentify, IngestTags, IngestSubscribe, IngestEvent, IngestReceipt, IngestDetach]);
+/**
+ * Internal: a provider said the token is dead (PROVIDERS.md, DROP); the subscription is marked
+ * retired unless it was registered again after `sent_at`. Written by dispatch, never by clients.
+ */
+export const IngestRetire = Type.Object({
+  op: Type.Literal('retire'),
+  ...base,
+  type: SubscriptionTypeSchema,
+  token: Type.String(),
+  sent_at: Type.Integer(),
+});
+
+export const IngestEntry = Type.Union([IngestIdentify, IngestTags, IngestSubscribe, IngestEvent, IngestReceipt, IngestDetach, IngestRetire]);
 export type IngestEntry = Static<typeof IngestEntry>;
 export type IngestSubscribe = Static<typeof IngestSubscribe>;
+export type IngestRetire = Static<typeof IngestRetire>;

@@ -20,6 +20,8 @@
     receipt         create the user; append to changes:{pN}
     detach          drop the subscription if it was registered at or before the detach's
                     registered_at; never creates a user
+    retire          mark the subscription retired (a provider said its token is dead) unless it
+                    was registered again after the send (sent_at); never creates a user
   Events and receipts create a user but do not move its updated_at (they are not state changes).
   An entry stamped by a gateway's writer (w, n) is skipped when that writer already had an entry
   at or past n applied in this partition (writer:{pN}:w, kept as long as idempotency keys): a
@@ -142,6 +144,7 @@ local function valid(e)
   end
   if op == 'receipt' then return isStr(e.svc_message_id) and RECEIPTS[e.kind] == true and type(e.ts) == 'number' end
   if op == 'detach' then return SUB_TYPES[e.type] == true and isStr(e.token) and type(e.registered_at) == 'number' end
+  if op == 'retire' then return SUB_TYPES[e.type] == true and isStr(e.token) and type(e.sent_at) == 'number' end
   return false
 end
 
@@ -241,6 +244,18 @@ local function detach(e)
   end
 end
 
+local function retire(e)
+  local key = userKey('subs', e)
+  local field = e.type .. ':' .. e.token
+  local old = redis.call('HGET', key, field)
+  local sub = old and decodeSub(old)
+  if sub and sub.state ~= 'retired' and registeredAt(sub) <= e.sent_at then
+    sub.state, sub.updated_at = 'retired', e.at
+    redis.call('HSET', key, field, encode(sub))
+    touchUser(e, true)
+  end
+end
+
 local function change(record)
   redis.call('XADD', changesKey, '*', 'd', encode(record))
 end
@@ -285,6 +300,8 @@ for _, i in ipairs(fresh) do
     local op = e.op
     if op == 'detach' then
       detach(e)
+    elseif op == 'retire' then
+      retire(e)
     else
       touchUser(e, op ~= 'event' and op ~= 'receipt')
       if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e) end

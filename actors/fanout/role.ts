@@ -1,0 +1,31 @@
+import { createRedis } from '../../engine/redis.ts';
+import type { RoleFactory } from '../../engine/roles.ts';
+import { SegmentStore } from '../../engine/segments/store.ts';
+import { Topology } from '../../engine/topology.ts';
+import { FanoutWorker } from './fanout-worker.ts';
+
+/**
+ * The `fanout` role: turns each notification into dispatch jobs (actors/fanout/fanout-worker.ts).
+ * Any number of processes may run it; they share the notifications log through one consumer group.
+ */
+export const fanoutRole: RoleFactory = async ({ config, log, workerId, clickhouse }) => {
+  const redis = createRedis(config);
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  const worker = new FanoutWorker({
+    redis,
+    topology,
+    sources: { clickhouse: () => clickhouse.get(), segments: new SegmentStore(redis, topology) },
+    consumer: workerId,
+    leaseMs: config.LEASE_MS,
+    log,
+  });
+  worker.start();
+  let closing: Promise<void> | undefined;
+  return {
+    name: 'fanout',
+    close: () =>
+      (closing ??= worker.stop().then(async () => {
+        await redis.quit().catch(() => redis.disconnect());
+      })),
+  };
+};

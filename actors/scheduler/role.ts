@@ -1,0 +1,46 @@
+import { createRedis } from '../../engine/redis.ts';
+import type { RoleFactory } from '../../engine/roles.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { Topology } from '../../engine/topology.ts';
+
+/** How often due notifications are looked for, ms: send_after holds to about this. */
+const TICK_MS = 200;
+/** Most notifications released per tick. */
+const BATCH = 100;
+
+/**
+ * The `scheduler` role: releases notifications whose send_after has come from the scheduled set
+ * onto the notifications log, where fan-out takes them. Any number may run: each release is one
+ * atomic script call (engine/lua/releaseDue-2.lua), so a notification is released once.
+ */
+export const schedulerRole: RoleFactory = async ({ config, log }) => {
+  const redis = createRedis(config);
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  let ticking: Promise<void> = Promise.resolve();
+  const tick = async (): Promise<void> => {
+    try {
+      for (;;) {
+        const { moved } = await scripts.releaseDue(redis, {
+          keys: { waiting: topology.scheduled(), stream: topology.notifications() },
+          args: { now: Date.now(), max: BATCH },
+        });
+        if (moved < BATCH) return;
+      }
+    } catch (err) {
+      log.warn('scheduler tick failed', { err });
+    }
+  };
+  const timer = setInterval(() => {
+    ticking = ticking.then(tick);
+  }, TICK_MS);
+  let closing: Promise<void> | undefined;
+  return {
+    name: 'scheduler',
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(timer);
+        await ticking;
+        await redis.quit().catch(() => redis.disconnect());
+      })()),
+  };
+};

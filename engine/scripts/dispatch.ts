@@ -1,0 +1,30 @@
+import { defineScript, int } from './contract.ts';
+
+/** engine/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
+export const appendJobs = defineScript({
+  name: 'appendJobs',
+  keys: ['dispatch', 'fanned', 'counts'],
+  args: ['notification', 'project', 'keepSeconds'],
+  variadic: { name: 'users', spread: (call: { users: readonly string[] }) => [...call.users] },
+  reply: { parse: (raw) => ({ appended: int('appendJobs', raw) }) },
+});
+
+/** engine/lua/recordAttempts-5.lua: acknowledges a dispatch job and records its outcomes, once. */
+export const recordAttempts = defineScript({
+  name: 'recordAttempts',
+  keys: ['dispatch', 'counts', 'outcomes', 'retries', 'ingest'],
+  args: ['group', 'entryId', 'now', 'done', 'retry', 'retryAt', 'outcomeCount'],
+  variadic: {
+    name: 'items',
+    spread: (call: { outcomes: readonly string[]; retire: readonly string[] }) => [...call.outcomes, ...call.retire],
+  },
+  reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) === 1 }) },
+});
+
+/** engine/lua/releaseDue-2.lua: moves due members of a sorted set onto a stream. */
+export const releaseDue = defineScript({
+  name: 'releaseDue',
+  keys: ['waiting', 'stream'],
+  args: ['now', 'max'],
+  reply: { parse: (raw) => ({ moved: int('releaseDue', raw) }) },
+});
