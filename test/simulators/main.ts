@@ -23,7 +23,7 @@ const { values } = parseArgs({
 
 const ports: Partial<Record<SimName, number>> = {};
 for (const name of names) {
-  const raw = values[`${name}-port`];
+  const raw = (values as Record<string, unknown>)[`${name}-port`];
   if (typeof raw !== 'string') continue;
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
