@@ -35,6 +35,8 @@ export const ConfigSchema = Type.Object(
     SPILL_MAX_BYTES: Type.Integer({ default: 1073741824, minimum: 0 }),
     /** Development and tests: every answer is checked against its route's declared schema; one that breaks it is a 500 and an error log line. */
     CHECK_ANSWERS: Type.Boolean({ default: false }),
+    /** Extra CA certificate (PEM file) trusted for provider connections, say a local simulator's. */
+    PROVIDER_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
     /** Grace period for in-flight work on SIGTERM/SIGINT. */
     SHUTDOWN_MS: Type.Integer({ default: 5000, minimum: 0 }),
   },

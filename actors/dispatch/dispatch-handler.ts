@@ -1,0 +1,244 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from '../../engine/log.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { parseConsent } from '../../engine/state/consent.ts';
+import { decodeTag } from '../../engine/state/tag-codec.ts';
+import { DISPATCH_GROUP, type Topology } from '../../engine/topology.ts';
+import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
+import type { IngestRetire } from '../../schemas/ingest.ts';
+import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
+import type { OutcomeEntry } from '../../schemas/outcomes.ts';
+import type { StoredSubscription } from '../../schemas/state.ts';
+import type { ProjectClients } from './clients.ts';
+import { sendTo, type SendResult } from './providers/index.ts';
+import { render } from './render.ts';
+import type { Specs } from './specs.ts';
+
+/** Attempts per subscription, the first included (API.md section 8). */
+export const MAX_ATTEMPTS = 5;
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_MAX_MS = 5 * 60_000;
+
+const channelTypes: Record<NotificationSpec['channel'], readonly StoredSubscription['type'][]> = {
+  PUSH: ['IOS_PUSH', 'ANDROID_PUSH', 'WEB_PUSH'],
+  SMS: ['SMS'],
+  EMAIL: ['EMAIL'],
+};
+
+export interface DispatchDeps {
+  redis: RedisClient;
+  topology: Topology;
+  specs: Specs;
+  clients: ProjectClients;
+  log: Logger;
+}
+
+/** What one job came to: its outcomes, the dead tokens to retire, the retry that follows. */
+interface JobResult {
+  outcomes: OutcomeEntry[];
+  retire: IngestRetire[];
+  retry: { job: DispatchJob; at: number } | null;
+}
+
+/**
+ * Runs the dispatch jobs of one partition (`dispatch:{pN}`): for each user, their live
+ * subscriptions of the notification's channel are loaded, cancel and consent are checked right
+ * before the sends, each subscription gets its localized message through its provider's client,
+ * and one outcome per attempt is recorded together with the job's acknowledgement
+ * (engine/lua/recordAttempts-5.lua). The jobs of a batch run concurrently; each provider client
+ * bounds its own requests in flight.
+ */
+export class DispatchHandler implements PartitionHandler {
+  constructor(private readonly deps: DispatchDeps) {}
+
+  open(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
+    await Promise.all(entries.map((entry) => this.runJob(partition, entry)));
+    return { kind: 'applied' };
+  }
+
+  private async runJob(partition: number, entry: StreamEntry): Promise<void> {
+    const { redis, topology, log } = this.deps;
+    const job = parseJob(fieldOf(entry, 'd'));
+    const spec = job === null ? null : await this.deps.specs.get(job.n);
+    if (job === null || spec === null) {
+      log.warn('dispatch job dropped', { partition, entry: entry.id, reason: job === null ? 'unreadable' : 'unknown notification' });
+      await redis.xack(topology.dispatch(partition), DISPATCH_GROUP, entry.id);
+      return;
+    }
+    const result = await this.attempt(job, spec);
+    await scripts.recordAttempts(redis, {
+      keys: {
+        dispatch: topology.dispatch(partition),
+        counts: topology.notificationCounts(partition, job.n),
+        outcomes: topology.outcomes(partition),
+        retries: topology.retries(partition),
+        ingest: topology.ingest(partition),
+      },
+      args: {
+        group: DISPATCH_GROUP,
+        entryId: entry.id,
+        now: Date.now(),
+        done: result.retry === null ? 1 : 0,
+        retry: result.retry === null ? '' : JSON.stringify(result.retry.job),
+        retryAt: result.retry?.at ?? 0,
+        outcomeCount: result.outcomes.length,
+      },
+      outcomes: result.outcomes.map((o) => JSON.stringify(o)),
+      retire: result.retire.map((r) => JSON.stringify(r)),
+    });
+  }
+
+  /** Loads the user, checks cancel, throttle and consent, sends to each subscription. */
+  private async attempt(job: DispatchJob, spec: NotificationSpec): Promise<JobResult> {
+    const { redis, topology } = this.deps;
+    const wait = await this.throttle(spec);
+    if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
+    const [subsHash, consentHash, language, canceledAt] = await Promise.all([
+      redis.hgetall(topology.subs(job.project, job.external_id)),
+      redis.hgetall(topology.consent(job.project, job.external_id)),
+      redis.hget(topology.tags(job.project, job.external_id), 'language'),
+      redis.hget(topology.notification(job.n), 'canceled_at'),
+    ]);
+    const now = Date.now();
+    const subs = liveSubscriptions(subsHash, spec, job);
+    const outcome = new Outcomes(job, spec);
+    if (subs.length === 0) return { outcomes: [outcome.skip(null, ownCode('no_subscription'), now)], retire: [], retry: null };
+    const consent = parseConsent(consentHash);
+    const locale = language === null ? null : String(decodeTag(language));
+    const message = render(spec, locale, now);
+    const clients = await this.deps.clients.get(spec.project);
+    const result: JobResult = { outcomes: [], retire: [], retry: null };
+    const again: string[] = [];
+    let retryAfter = 0;
+    await Promise.all(
+      subs.map(async (sub) => {
+        if (canceledAt !== null) return result.outcomes.push(outcome.skip(sub, ownCode('canceled'), now));
+        if (consent[sub.type]?.opted_out) return result.outcomes.push(outcome.skip(sub, ownCode('opted_out'), now));
+        const sentAt = Date.now();
+        const sent = await sendTo(clients, target(sub), message);
+        const retrying = !sent.ok && (sent.action === 'RETRY' || sent.action === 'REAUTH') && job.attempt < MAX_ATTEMPTS && message.ttlSeconds > 0;
+        result.outcomes.push(outcome.attempt(sub, sent, retrying, Date.now()));
+        if (retrying) {
+          again.push(subKey(sub));
+          retryAfter = Math.max(retryAfter, sent.ok ? 0 : (sent.retryAfterMs ?? 0));
+        }
+        if (!sent.ok && sent.action === 'DROP') result.retire.push(retireEntry(job, sub, sent.invalidSinceMs ?? sentAt));
+      }),
+    );
+    if (again.length > 0) {
+      const delay = Math.max(retryAfter, backoff(job.attempt));
+      result.retry = { job: { ...job, attempt: job.attempt + 1, subs: again }, at: Date.now() + delay };
+    }
+    return result;
+  }
+
+  /** 0 to send now, else ms to wait: a token of the notification's rate, shared by every dispatch worker. */
+  private async throttle(spec: NotificationSpec): Promise<number> {
+    if (spec.throttle_rate_per_minute <= 0) return 0;
+    const perSecond = spec.throttle_rate_per_minute / 60;
+    const { waitMs } = await scripts.takeToken(this.deps.redis, {
+      keys: { bucket: this.deps.topology.notificationRate(spec.id) },
+      args: { perSecond, burst: Math.max(1, Math.floor(perSecond)) },
+    });
+    return waitMs;
+  }
+}
+
+/** Builds the outcome entries of one job (schemas/outcomes.ts). */
+class Outcomes {
+  constructor(
+    private readonly job: DispatchJob,
+    private readonly spec: NotificationSpec,
+  ) {}
+
+  skip(sub: StoredSubscription | null, answer: DeliveryAnswer, at: number): OutcomeEntry {
+    return this.entry(sub, { status: 'skipped', error_code: answer.code, hint: answer.hint, provider_message_id: null, latency_ms: null, retrying: false }, at);
+  }
+
+  attempt(sub: StoredSubscription, sent: SendResult, retrying: boolean, at: number): OutcomeEntry {
+    if (sent.ok) {
+      return this.entry(sub, { status: 'sent', error_code: null, hint: null, provider_message_id: sent.providerMessageId, latency_ms: Math.round(sent.latencyMs), retrying: false }, at);
+    }
+    const latency = sent.latencyMs === null ? null : Math.round(sent.latencyMs);
+    return this.entry(sub, { status: 'failed', error_code: sent.code, hint: sent.hint, provider_message_id: null, latency_ms: latency, retrying }, at);
+  }
+
+  private entry(sub: StoredSubscription | null, result: Pick<OutcomeEntry, 'status' | 'error_code' | 'hint' | 'provider_message_id' | 'latency_ms' | 'retrying'>, at: number): OutcomeEntry {
+    const { job, spec } = this;
+    const which = sub === null ? 'none' : subKey(sub);
+    return {
+      // The same attempt of the same subscription always has the same id (the recorder deduplicates by it).
+      id: createHash('sha256').update(`${job.n}\0${job.external_id}\0${which}\0${job.attempt}`).digest('base64url').slice(0, 24),
+      project: job.project,
+      notification_id: job.n,
+      external_id: job.external_id,
+      channel: spec.channel,
+      subscription_type: sub?.type ?? null,
+      token_tail: sub === null ? null : `…${sub.token.slice(-4)}`,
+      attempt: job.attempt,
+      ...result,
+      at,
+    };
+  }
+}
+
+/** The user's live subscriptions the notification goes to (for a retry: those still to retry). */
+function liveSubscriptions(hash: Record<string, string>, spec: NotificationSpec, job: DispatchJob): StoredSubscription[] {
+  const types = channelTypes[spec.channel];
+  const only = job.subs === undefined ? null : new Set(job.subs);
+  const out: StoredSubscription[] = [];
+  for (const [field, json] of Object.entries(hash)) {
+    if (only !== null && !only.has(field)) continue;
+    const sub = parseSubscription(json);
+    if (sub !== null && sub.state === 'live' && types.includes(sub.type)) out.push(sub);
+  }
+  return out.sort((a, b) => a.registered_at - b.registered_at);
+}
+
+function parseSubscription(json: string): StoredSubscription | null {
+  try {
+    const value = JSON.parse(json) as StoredSubscription;
+    return typeof value === 'object' && value !== null && typeof value.token === 'string' ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+function parseJob(json: string | undefined): DispatchJob | null {
+  try {
+    const job = JSON.parse(json ?? '') as DispatchJob;
+    return typeof job.n === 'string' && typeof job.external_id === 'string' && typeof job.project === 'string' && Number.isInteger(job.attempt) ? job : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The field of a subscription in the user's subs hash. */
+function subKey(sub: StoredSubscription): string {
+  return `${sub.type}:${sub.token}`;
+}
+
+function target(sub: StoredSubscription): Parameters<typeof sendTo>[1] {
+  return {
+    type: sub.type,
+    token: sub.token,
+    ...(sub.web_auth === undefined ? {} : { web_auth: sub.web_auth }),
+    ...(sub.web_p256 === undefined ? {} : { web_p256: sub.web_p256 }),
+  };
+}
+
+function retireEntry(job: DispatchJob, sub: StoredSubscription, sentAt: number): IngestRetire {
+  return { op: 'retire', project: job.project, external_id: job.external_id, at: Date.now(), type: sub.type, token: sub.token, sent_at: sentAt };
+}
+
+/** Exponential backoff with jitter: between half and all of 1 s, 2 s, 4 s ... after attempts 1, 2, 3; at most 5 min. */
+function backoff(attempt: number): number {
+  const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+}

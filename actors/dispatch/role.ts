@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import { createRedis } from '../../engine/redis.ts';
+import type { RoleFactory } from '../../engine/roles.ts';
+import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
+import { runPartitionRole, type PartitionWork } from '../../engine/runner/partition-runner.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
+import { ProjectClients } from './clients.ts';
+import { DispatchHandler } from './dispatch-handler.ts';
+import { Specs } from './specs.ts';
+
+/** Jobs read and run at once per partition. */
+const BATCH = 128;
+const BLOCK_MS = 2000;
+/** How often due retries are moved back onto a partition's dispatch stream, ms. */
+const RETRY_TICK_MS = 250;
+
+/**
+ * The `dispatch` role: owns partitions through leases of its own (`lease:dispatch:{pN}`) and runs
+ * their dispatch jobs (actors/dispatch/dispatch-handler.ts), with the provider clients of every
+ * project shared by the process. close() finishes the jobs in flight, then closes the clients.
+ */
+export const dispatchRole: RoleFactory = async (ctx) => {
+  const { config, log, metrics, workerId } = ctx;
+  const redis = createRedis(config);
+  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  const ca = config.PROVIDER_CA_FILE === undefined ? undefined : readFileSync(config.PROVIDER_CA_FILE);
+  const clients = new ProjectClients(redis, topology, ca === undefined ? {} : { ca });
+  const handler = new DispatchHandler({ redis, topology, specs: new Specs(redis, topology), clients, log });
+  const role = runPartitionRole('dispatch', ctx, redis, {
+    leaseKey: (p) => topology.dispatchLease(p),
+    workersKey: topology.dispatchWorkers(),
+    work: (partition, onLost): PartitionWork => {
+      const consumer = new PartitionConsumer({
+        redis,
+        stream: topology.dispatch(partition),
+        partition,
+        group: DISPATCH_GROUP,
+        consumer: workerId,
+        batchSize: BATCH,
+        blockMs: BLOCK_MS,
+        handler,
+        log,
+        metrics,
+        onLost,
+      });
+      let timer: NodeJS.Timeout | undefined;
+      return {
+        start: () => {
+          consumer.start();
+          timer = setInterval(() => {
+            scripts
+              .releaseDue(redis, { keys: { waiting: topology.retries(partition), stream: topology.dispatch(partition) }, args: { now: Date.now(), max: BATCH } })
+              .catch((err: unknown) => log.warn('dispatch retries not released', { partition, err }));
+          }, RETRY_TICK_MS);
+        },
+        stop: () => {
+          clearInterval(timer);
+          return consumer.stop();
+        },
+      };
+    },
+  });
+  return {
+    name: 'dispatch',
+    close: async () => {
+      await role.close();
+      await clients.close();
+    },
+  };
+};
