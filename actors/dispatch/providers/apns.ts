@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { deliveryCode } from '../../../schemas/delivery-codes.ts';
+import { DefaultBaseUrls, type ApnsCredentials } from '../../../schemas/providers.ts';
+import { apnsTokens, type ApnsTokenCache } from './apns-token.ts';
+import { H2Pool, type H2PoolOptions, type H2Response } from './h2-pool.ts';
+import {
+  answered,
+  DEFAULT_TIMEOUT_MS,
+  elapsed,
+  closedFailure,
+  failure,
+  InFlight,
+  parseJson,
+  retryAfterMs,
+  transportFailure,
+  type ClientOptions,
+  type ProviderClient,
+  type PushMessage,
+  type SendResult,
+  type Target,
+} from './provider.ts';
+
+export const APNS_SANDBOX_URL = 'https://api.sandbox.push.apple.com';
+/** PROVIDERS.md: at most 4096 bytes of JSON (VoIP pushes, which we do not send, 5120). */
+export const APNS_MAX_PAYLOAD = 4096;
+
+export interface ApnsClientOptions extends ClientOptions {
+  /** The pool's limits (connections, queue); see H2PoolOptions. */
+  pool?: Omit<H2PoolOptions, 'ca' | 'timeoutMs'>;
+  /** Provider-token cache; the process-wide one unless a test brings its own clock. */
+  tokens?: ApnsTokenCache;
+}
+
+/** The request body: the app's data keys, and `aps` (which a data key may not replace). */
+export function apnsPayload(message: PushMessage): string {
+  const data = { ...message.data };
+  delete data.aps;
+  const background = message.title === null && message.body === '';
+  const aps = background
+    ? { 'content-available': 1 }
+    : { alert: message.title === null ? { body: message.body } : { title: message.title, body: message.body }, sound: 'default' };
+  return JSON.stringify({ aps, ...data });
+}
+
+/**
+ * APNs over pooled HTTP/2 with token authentication. All clients of one team+key share one
+ * provider token (ApnsTokenCache); an ExpiredProviderToken answer renews it (at most every 20 min)
+ * and retries the send once; a 503 or IdleTimeout answer retires the connection that gave it.
+ */
+export class ApnsClient implements ProviderClient {
+  readonly #creds: ApnsCredentials;
+  readonly #pool: H2Pool;
+  readonly #inflight = new InFlight();
+  #closing: Promise<void> | null = null;
+  readonly #tokens: ApnsTokenCache;
+
+  constructor(creds: ApnsCredentials, opts: ApnsClientOptions = {}) {
+    this.#creds = creds;
+    this.#tokens = opts.tokens ?? apnsTokens;
+    const base = creds.base_url ?? (creds.environment === 'sandbox' ? APNS_SANDBOX_URL : (DefaultBaseUrls.apns as string));
+    this.#pool = new H2Pool(base, { ...opts.pool, ca: opts.ca, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  }
+
+  /** The connection pool (tests read its stats). */
+  get pool(): H2Pool {
+    return this.#pool;
+  }
+
+  send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
+    if (this.#inflight.closing) return Promise.resolve(closedFailure());
+    return this.#inflight.run(() => this.#send(target, message, signal));
+  }
+
+  async #send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
+    const body = Buffer.from(apnsPayload(message));
+    if (body.length > APNS_MAX_PAYLOAD) return failure(deliveryCode('apns', 413, 'PayloadTooLarge'), null);
+    const headers = this.#headers(message);
+    const first = await this.#attempt(target, headers, body, signal);
+    if (first.ok || first.code !== 'apns_403_ExpiredProviderToken' || !first.jwt) return first.result;
+    // REAUTH: re-sign only if the token is old enough (else APNs answers 429
+    // TooManyProviderTokenUpdates), then retry once; a second refusal goes back to the caller.
+    if (!this.#tokens.expired(this.#creds, first.jwt)) return first.result;
+    return (await this.#attempt(target, headers, body, signal)).result;
+  }
+
+  /** Refuses new sends, lets running ones finish, then closes the connections. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#inflight.drain().then(() => this.#pool.close());
+    return this.#closing;
+  }
+
+  #headers(message: PushMessage): Record<string, string> {
+    const background = message.title === null && message.body === '';
+    const headers: Record<string, string> = {
+      'apns-topic': this.#creds.topic,
+      'apns-push-type': background ? 'background' : 'alert',
+      'apns-id': randomUUID(),
+      'apns-expiration': String(message.ttlSeconds > 0 ? Math.floor(Date.now() / 1000) + message.ttlSeconds : 0),
+      // Apple: background pushes must use priority 5.
+      'apns-priority': message.priority === 'high' && !background ? '10' : '5',
+      'content-type': 'application/json',
+    };
+    // A collapse id over 64 bytes is refused (BadCollapseId); sending without it still delivers.
+    if (message.collapseId && Buffer.byteLength(message.collapseId) <= 64) headers['apns-collapse-id'] = message.collapseId;
+    return headers;
+  }
+
+  async #attempt(
+    target: Target,
+    headers: Record<string, string>,
+    body: Buffer,
+    signal?: AbortSignal,
+  ): Promise<{ ok: boolean; code: string | null; jwt: string | null; result: SendResult }> {
+    let jwt: string;
+    try {
+      jwt = await this.#tokens.token(this.#creds);
+    } catch {
+      return { ok: false, code: null, jwt: null, result: failure(deliveryCode('apns', 403, 'InvalidProviderToken'), null) };
+    }
+    const start = performance.now();
+    let answer: H2Response;
+    try {
+      answer = await this.#pool.request({ ':path': `/3/device/${target.token}`, authorization: `bearer ${jwt}`, ...headers }, body, signal);
+    } catch (err) {
+      return { ok: false, code: null, jwt, result: transportFailure(err, elapsed(start)) };
+    }
+    const latencyMs = elapsed(start);
+    if (answer.status === 200) {
+      const id = answer.headers['apns-id'];
+      return { ok: true, code: null, jwt, result: { ok: true, providerMessageId: typeof id === 'string' ? id : headers['apns-id'] ?? null, latencyMs } };
+    }
+    const parsed = parseJson(answer.body) as { reason?: unknown; timestamp?: unknown } | null;
+    const reason = typeof parsed?.reason === 'string' ? parsed.reason : null;
+    if (answer.status === 503 || reason === 'IdleTimeout' || reason === 'Shutdown') this.#pool.replace(answer.conn);
+    const result = answered('apns', answer.status, reason, latencyMs, retryAfterMs(answer.headers['retry-after']));
+    if (answer.status === 410 && typeof parsed?.timestamp === 'number') result.invalidSinceMs = parsed.timestamp;
+    return { ok: false, code: result.code, jwt, result };
+  }
+}

@@ -1,0 +1,189 @@
+import { deliveryCode, ownCode, type DeliveryAnswer, type DeliveryProvider } from '../../../schemas/delivery-codes.ts';
+
+/** One message as the dispatch actor hands it to a provider client. */
+export interface PushMessage {
+  notificationId: string;
+  title: string | null;
+  body: string;
+  /** Custom keys for the app; includes `svc_message_id`. */
+  data: Record<string, unknown>;
+  priority: 'high' | 'normal';
+  ttlSeconds: number;
+  collapseId: string | null;
+}
+
+/** One subscription to send to (schemas/sdk.ts token formats; WEB_PUSH token = endpoint). */
+export interface Target {
+  type: 'IOS_PUSH' | 'ANDROID_PUSH' | 'WEB_PUSH' | 'SMS' | 'EMAIL';
+  token: string;
+  web_auth?: string;
+  web_p256?: string;
+}
+
+export type SendFailure = {
+  ok: false;
+  code: string;
+  action: 'RETRY' | 'REAUTH' | 'DROP' | 'FAIL';
+  hint: string;
+  retryAfterMs: number | null;
+  /** Null when no request reached the provider (refused locally, queue full, canceled). */
+  latencyMs: number | null;
+  /** APNs 410 only: when the token stopped being valid (ms); a re-registration after it is live. */
+  invalidSinceMs?: number;
+};
+
+export type SendResult = { ok: true; providerMessageId: string | null; latencyMs: number } | SendFailure;
+
+/**
+ * A provider client: one per (project, provider) credential, long-lived, safe for concurrent sends.
+ * `send` never throws for a provider or transport failure: it answers a SendResult whose `action`
+ * tells the dispatch actor what to do. `close` is idempotent and lets in-flight sends finish.
+ */
+export interface ProviderClient {
+  send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+/** Options every client takes (engine config: PROVIDER_CA_FILE, provider timeout). */
+export interface ClientOptions {
+  /** Extra trusted CA (PEM) for TLS connections to the provider; the system roots otherwise. */
+  ca?: string | Buffer;
+  /** Longest one request may take, from the send until the whole answer is read, ms. Default 10 000. */
+  timeoutMs?: number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** A transport failure: no answer was read. `kind` is the delivery code it is recorded as. */
+export class TransportError extends Error {
+  constructor(
+    readonly kind: 'timeout' | 'connection_error' | 'queue_full' | 'canceled',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'TransportError';
+  }
+}
+
+export function failure(answer: DeliveryAnswer, latencyMs: number | null, retryAfterMs: number | null = null): SendFailure {
+  if (answer.action === 'OK') throw new Error(`failure() of an accepted answer ${answer.code}`);
+  return { ok: false, code: answer.code, action: answer.action, hint: answer.hint, retryAfterMs, latencyMs };
+}
+
+/** The failure of a provider answer. */
+export function answered(
+  provider: DeliveryProvider,
+  status: number,
+  reason: string | number | null,
+  latencyMs: number,
+  retryAfterMs: number | null,
+  message?: string,
+): SendFailure {
+  return failure(deliveryCode(provider, status, reason, message), latencyMs, retryAfterMs);
+}
+
+/** Maps anything a transport threw to a SendFailure; a bug (not a transport failure) is rethrown. */
+export function transportFailure(err: unknown, latencyMs: number | null): SendFailure {
+  const kind = transportKind(err);
+  if (!kind) throw err;
+  return failure(ownCode(kind), kind === 'queue_full' || kind === 'canceled' ? null : latencyMs);
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const SOCKET_CODES = new Set([
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_HTTP2_SESSION_ERROR',
+  'ERR_HTTP2_STREAM_ERROR',
+  'ERR_HTTP2_GOAWAY_SESSION',
+  'ERR_HTTP2_STREAM_CANCEL',
+  'ERR_HTTP2_ERROR',
+  'ERR_HTTP2_INVALID_SESSION',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+]);
+
+function transportKind(err: unknown): TransportError['kind'] | null {
+  if (err instanceof TransportError) return err.kind;
+  if (!(err instanceof Error)) return null;
+  if (err.name === 'TimeoutError') return 'timeout';
+  if (err.name === 'AbortError') return 'canceled';
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (TIMEOUT_CODES.has(code)) return 'timeout';
+    if (SOCKET_CODES.has(code) || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED/.test(code)) return 'connection_error';
+  }
+  return null;
+}
+
+/** `Retry-After` (delay seconds or an HTTP date) in ms from now; null when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined | null, now = Date.now()): number | null {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined || raw === null || raw.trim() === '') return null;
+  const text = raw.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+/** SendGrid's `X-RateLimit-Reset` (epoch seconds) in ms from now; null when absent or unreadable. */
+export function rateLimitResetMs(value: string | string[] | undefined | null, now = Date.now()): number | null {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (!raw || !/^\d+$/.test(raw.trim())) return null;
+  return Math.max(0, Number(raw.trim()) * 1000 - now);
+}
+
+/** One AbortSignal that fires on the caller's signal or after `timeoutMs` (as a TimeoutError). */
+export function deadline(timeoutMs: number, signal?: AbortSignal): AbortSignal {
+  const timer = AbortSignal.timeout(timeoutMs);
+  return signal ? AbortSignal.any([signal, timer]) : timer;
+}
+
+/** Reads a JSON body, or null when it is empty or not JSON (error bodies are advisory). */
+export function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+export const elapsed = (start: number): number => Math.max(0, Math.round(performance.now() - start));
+
+/**
+ * Sends a client has started and not finished, so `close()` can refuse new ones and wait for
+ * those (a send may still be signing a token before it reaches the connection pool).
+ */
+export class InFlight {
+  #count = 0;
+  #idle: (() => void)[] = [];
+  closing = false;
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    this.#count += 1;
+    try {
+      return await work();
+    } finally {
+      this.#count -= 1;
+      if (this.#count === 0) for (const wake of this.#idle.splice(0)) wake();
+    }
+  }
+
+  /** Marks the client closing and resolves once no send is running. */
+  async drain(): Promise<void> {
+    this.closing = true;
+    while (this.#count > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
+  }
+}
+
+/** The answer to a send on a closed client. */
+export const closedFailure = (): SendFailure => failure(ownCode('connection_error'), null);
