@@ -169,6 +169,7 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
     s.on('request', onRequest);
     s.on('session', (session) => {
       sessions.add(session);
+      session.on('stream', (stream) => lastStreamIds.set(session, Math.max(lastStreamIds.get(session) ?? 0, stream.id ?? 0)));
       session.on('close', () => sessions.delete(session));
       session.on('error', () => undefined);
     });
@@ -209,15 +210,22 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
   return { url, transport: opts.transport, close };
 }
 
+/** Highest stream id each HTTP/2 session has received, for GOAWAY's last-stream-id. */
+const lastStreamIds = new WeakMap<http2.ServerHttp2Session, number>();
+
 /**
- * GOAWAY the way APNs does on shutdown: NO_ERROR with a JSON reason as debug data, the last
- * stream id before this one, so this stream is refused and the client replays it elsewhere.
+ * GOAWAY the way APNs does on shutdown: NO_ERROR with a JSON reason as debug data. The
+ * last-stream-id covers every stream received so far, which are still answered; this one is reset
+ * with REFUSED_STREAM (RFC 9113 section 8.7: not processed, safe to replay elsewhere), and streams
+ * opened after the GOAWAY are never processed.
  */
 function goaway(session: http2.ServerHttp2Session, stream: http2.ServerHttp2Stream): void {
-  const lastStreamId = Math.max(0, (stream.id ?? 1) - 2);
+  const id = stream.id ?? 1;
+  const highest = lastStreamIds.get(session) ?? id;
+  const lastStreamId = highest > id ? highest : Math.max(0, id - 2);
   session.goaway(http2.constants.NGHTTP2_NO_ERROR, lastStreamId, Buffer.from(JSON.stringify({ reason: 'Shutdown' })));
   stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
-  // Streams up to lastStreamId may still finish; then the connection goes.
+  // Streams up to lastStreamId finish; then the connection goes.
   session.close();
 }
 

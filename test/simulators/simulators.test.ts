@@ -127,24 +127,41 @@ t.test('APNs', async (t) => {
     t.same((await sims.apns.requests()).map((r) => r.status), [410, 429, 200]);
   });
 
-  t.test('scripted GOAWAY refuses the stream with reason Shutdown', async (t) => {
+  t.test('scripted GOAWAY refuses its stream with reason Shutdown; streams before it are answered', async (t) => {
     const auth = `bearer ${await sign(nowS())}`;
-    await sims.apns.script({ match: { token: device }, respond: { status: 503, goaway: true }, times: 1 });
     const session = await h2Connect(creds.base_url ?? '');
     t.teardown(() => session.destroy());
+    const headers = { authorization: auth, 'apns-topic': creds.topic };
+    const raised = new Promise((resolve) => session.once('remoteSettings', resolve));
+    t.equal((await h2Post(session, `/3/device/${device}`, headers, aps)).status, 200);
+    await raised;
+    const doomed = randomBytes(32).toString('hex');
+    await sims.apns.script({ match: { token: doomed }, respond: { status: 503, goaway: true }, times: 1 });
     const goaway = new Promise<{ code: number; reason: unknown }>((resolve) =>
       session.once('goaway', (code, _last, data) => resolve({ code, reason: data ? JSON.parse(data.toString()) : undefined })),
     );
-    const err = await h2Post(session, `/3/device/${device}`, { authorization: auth, 'apns-topic': creds.topic }, aps).then(
-      () => null,
-      (e: unknown) => e as NodeJS.ErrnoException,
+    const tokens = Array.from({ length: 6 }, (_, i) => (i === 3 ? doomed : randomBytes(32).toString('hex')));
+    const outcomes = await Promise.all(
+      tokens.map((tok) =>
+        h2Post(session, `/3/device/${tok}`, headers, aps).then(
+          (r) => r.status,
+          (e: unknown) => String((e as Error).message),
+        ),
+      ),
     );
-    t.match(err?.message, /REFUSED_STREAM/);
+    t.match(outcomes[3], /REFUSED_STREAM/, 'the GOAWAY stream is refused');
     t.same(await goaway, { code: http2.constants.NGHTTP2_NO_ERROR, reason: { reason: 'Shutdown' } });
+    const log = (await sims.apns.requests()).slice(1);
+    t.same(log.filter((r) => r.status === 0).map((r) => r.path), [`/3/device/${doomed}`], 'GOAWAY logged with status 0');
+    tokens.forEach((tok, i) => {
+      const answered = log.filter((r) => r.path.endsWith(tok) && r.status === 200).length;
+      // A stream that reached the simulator before the GOAWAY is answered; a later one is refused unseen.
+      if (outcomes[i] === 200) t.equal(answered, 1, `stream ${i} answered once`);
+      else t.equal(answered, 0, `stream ${i} refused and never processed`);
+    });
     const again = await h2Connect(creds.base_url ?? '');
     t.teardown(() => again.close());
-    t.equal((await h2Post(again, `/3/device/${device}`, { authorization: auth, 'apns-topic': creds.topic }, aps)).status, 200, 'replayed on a new connection');
-    t.same((await sims.apns.requests()).map((r) => r.status), [0, 200], 'GOAWAY logged with status 0');
+    t.equal((await h2Post(again, `/3/device/${doomed}`, headers, aps)).status, 200, 'replayed on a new connection');
   });
 });
 
