@@ -1,0 +1,57 @@
+import Type from 'typebox';
+import { capped, errorItem, violations } from '../ajv-errors.ts';
+import { checkFilters } from '../clickhouse/filters/check.ts';
+import { compileTwoWay } from '../validator.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { NotificationBody, NotificationLimits } from '../../schemas/notifications.ts';
+
+/**
+ * The gateway's check of a POST /api/notifications body (API.md section 4): the schema with
+ * `filters` left to the filter checker (whose errors name the entry), then what a schema cannot
+ * say: exactly one targeting mode, and the size of `data`. Every violation in one 400.
+ */
+
+/** NotificationBody with `filters` taken as is; checkFilters looks at it. */
+const Envelope = Type.Object({ ...NotificationBody.properties, filters: Type.Optional(Type.Unknown()) }, { additionalProperties: false });
+const envelope = compileTwoWay(Envelope);
+
+/** The targeting modes, each named by the field that selects it. */
+const modes = ['include_external_user_ids', 'included_segments', 'filters'] as const;
+
+/** Same shape as the gateway's Checked (gateway/validation.ts). */
+export type CheckedBody = { ok: true; value: NotificationBody } | { ok: false; errors: ErrorItem[] };
+
+export function checkNotificationBody(body: unknown): CheckedBody {
+  const errors = capped(violations(envelope, body, ''), '');
+  const value = isObject(body) ? body : {};
+  if (value['filters'] !== undefined) {
+    const filters = checkFilters(value['filters'], '/filters');
+    if (!filters.ok) errors.push(...filters.errors);
+  }
+  errors.push(...targetingErrors(value), ...dataErrors(value['data']));
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, value: body as NotificationBody };
+}
+
+function targetingErrors(body: Record<string, unknown>): ErrorItem[] {
+  const given = modes.filter((m) => body[m] !== undefined);
+  const errors: ErrorItem[] = [];
+  if (given.length === 0) errors.push(errorItem('', `exactly one of ${modes.join(', ')} is required`));
+  if (given.length > 1) {
+    for (const m of given) errors.push(errorItem(`/${m}`, `only one targeting mode may be given, got ${given.join(' and ')}`));
+  }
+  if (body['excluded_segments'] !== undefined && body['included_segments'] === undefined) {
+    errors.push(errorItem('/excluded_segments', 'needs included_segments'));
+  }
+  return errors;
+}
+
+function dataErrors(data: unknown): ErrorItem[] {
+  if (!isObject(data)) return [];
+  // The caller's object as sent; svc_message_id, added later, does not count.
+  const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
+  return bytes > NotificationLimits.data ? [errorItem('/data', `must be at most ${NotificationLimits.data} bytes serialised, got ${bytes}`)] : [];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { errorItem } from '../ajv-errors.ts';
+import { compileFilters } from '../clickhouse/filters/compile.ts';
+import { countAudience } from '../clickhouse/filters/stream.ts';
+import type { ClickHouseStore } from '../clickhouse/store.ts';
+import type { RedisClient } from '../redis.ts';
+import { SegmentStore } from '../segments/store.ts';
+import type { Topology } from '../topology.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationSpec } from '../../schemas/notifications.ts';
+import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
+import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
+import { writeAccepted } from './write.ts';
+
+/** What creating, reading and cancelling notifications needs (the gateway's deps fit it). */
+export interface NotificationDeps {
+  redis: RedisClient;
+  topology: Topology;
+  clickhouse: Pick<ClickHouseStore, 'get'>;
+}
+
+/** Who is targeted and how many of them will get a delivery attempt. */
+interface Targeting {
+  external_ids: string[] | null;
+  included_segments: string[] | null;
+  excluded_segments: string[];
+  filters: NotificationSpec['filters'];
+  recipients: number;
+  invalid: string[];
+}
+
+/**
+ * Creates a notification from a body checked by checkNotificationBody (API.md section 4) and
+ * answers the 201 body. Throws a CallerError for unknown segments (400) and a reused
+ * idempotency_key (409); Redis and ClickHouse failures propagate (503 at the gateway).
+ */
+export async function createNotification(deps: NotificationDeps, project: string, body: NotificationBody, now = Date.now()): Promise<NotificationCreated> {
+  const keys = new IdempotencyKeys(deps.redis, deps.topology);
+  const key = body.idempotency_key;
+  const hash = key === undefined ? '' : bodyHash(body);
+  if (key !== undefined) {
+    const prior = await keys.read(project, key);
+    if (prior !== null) return keys.repeat(project, key, prior, hash);
+  }
+
+  const id = randomUUID();
+  const channel = body.channel ?? 'PUSH';
+  const sendAfter = body.send_after === undefined ? null : timeOf(body.send_after);
+  const targeting = await target(deps, project, body, now);
+  const spec: NotificationSpec = {
+    id,
+    project,
+    channel,
+    headings: body.headings ?? null,
+    contents: body.contents,
+    data: { ...body.data, svc_message_id: id },
+    ttl: body.ttl ?? NotificationLimits.ttlDefault,
+    priority: body.priority ?? 'high',
+    collapse_id: body.collapse_id ?? null,
+    throttle_rate_per_minute: body.throttle_rate_per_minute ?? 0,
+    external_ids: targeting.external_ids,
+    included_segments: targeting.included_segments,
+    excluded_segments: targeting.excluded_segments,
+    filters: targeting.filters,
+    created_at: now,
+    send_after: sendAfter,
+  };
+  const state = sendAfter !== null && sendAfter > now ? 'scheduled' : 'queued';
+  const answer: NotificationCreated = {
+    id,
+    svc_message_id: id,
+    recipients: targeting.recipients,
+    status: state,
+    errors: { invalid_external_user_ids: targeting.invalid },
+  };
+
+  let claim: Claim | null = null;
+  if (key !== undefined) {
+    claim = await keys.claim(project, key, { id, hash, answer, spec, at: now });
+    if (claim === null) {
+      // A concurrent first request with this key won the claim: answer as its repeat.
+      const winner = await keys.read(project, key);
+      if (winner === null) throw new Error('idempotency claim lost, then not found');
+      return keys.repeat(project, key, winner, hash);
+    }
+  }
+  await writeAccepted(deps.redis, deps.topology, spec, state, targeting.recipients);
+  if (key !== undefined && claim !== null) await keys.written(project, key, claim);
+  return answer;
+}
+
+async function target(deps: NotificationDeps, project: string, body: NotificationBody, now: number): Promise<Targeting> {
+  const channel = body.channel ?? 'PUSH';
+  const none = { external_ids: null, included_segments: null, excluded_segments: [], filters: null, invalid: [] };
+  if (body.include_external_user_ids !== undefined) {
+    const reach = await reachOfUsers(deps.redis, deps.topology, project, channel, body.include_external_user_ids);
+    return { ...none, external_ids: reach.ids, recipients: reach.reachable, invalid: reach.invalid };
+  }
+  if (body.included_segments !== undefined) {
+    const store = new SegmentStore(deps.redis, deps.topology);
+    const includedNames = [...new Set(body.included_segments)];
+    const excludedNames = [...new Set(body.excluded_segments ?? [])];
+    const [included, excluded] = await Promise.all([
+      segmentFilters(store, project, body.included_segments, '/included_segments'),
+      segmentFilters(store, project, body.excluded_segments ?? [], '/excluded_segments'),
+    ]);
+    const errors = [...included.errors, ...excluded.errors];
+    if (errors.length > 0) throw new CallerError('validation_failed', errors);
+    const ch = await deps.clickhouse.get();
+    const recipients = await countTargeted(ch, project, union(included.lists), excluded.lists.length > 0 ? union(excluded.lists) : null, now);
+    return { ...none, included_segments: includedNames, excluded_segments: excludedNames, recipients };
+  }
+  if (body.filters !== undefined) {
+    const ch = await deps.clickhouse.get();
+    const recipients = await countAudience(ch, compileFilters(project, body.filters, now));
+    return { ...none, filters: body.filters, recipients };
+  }
+  // checkNotificationBody refuses a body without a targeting mode; kept for callers that did not check.
+  throw new CallerError('validation_failed', [errorItem('', 'exactly one targeting mode is required')]);
+}
+
+/**
+ * send_after in ms. A leap second (`:60`, valid RFC 3339 that JavaScript cannot place) is the
+ * first instant of the next minute, as body timestamps of the SDK routes (gateway/entries.ts).
+ */
+function timeOf(text: string): number {
+  let ms = Date.parse(text);
+  if (!Number.isFinite(ms)) ms = Date.parse(text.replace(/(T\d{2}:\d{2}):60/i, '$1:59')) + 1000;
+  // An offset can carry a date past the years an ISO 8601 answer can name (GET send_after).
+  if (!(ms >= firstInstant && ms <= lastInstant)) {
+    throw new CallerError('validation_failed', [errorItem('/send_after', 'must be within the years 0000 to 9999 in UTC')]);
+  }
+  return ms;
+}
+
+const firstInstant = Date.parse('0000-01-01T00:00:00.000Z');
+const lastInstant = Date.parse('9999-12-31T23:59:59.999Z');
