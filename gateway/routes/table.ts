@@ -5,6 +5,9 @@ import { docs } from './docs.ts';
 import { events } from './events.ts';
 import { healthz } from './healthz.ts';
 import { metrics } from './metrics.ts';
+import { notificationsCancel } from './notifications-cancel.ts';
+import { notificationsCreate } from './notifications-create.ts';
+import { notificationsGet } from './notifications-get.ts';
 import { openapi } from './openapi.ts';
 import { readyz } from './readyz.ts';
 import { sdkBatch } from './sdk-batch.ts';
@@ -43,6 +46,9 @@ export const routes: readonly Route[] = [
   segmentGet,
   segmentDelete,
   segmentCount,
+  notificationsCreate,
+  notificationsGet,
+  notificationsCancel,
   healthz,
   readyz,
   metrics,
