@@ -1,0 +1,292 @@
+import t from 'tap';
+import { applyRole } from '../../actors/partition/role.ts';
+import { insertRows } from '../../engine/clickhouse/insert.ts';
+import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
+import type { NotificationCreated, NotificationSpec, NotificationView } from '../../schemas/notifications.ts';
+import { call, eventually, type Answer } from '../helpers/http.ts';
+import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
+
+let gw: InProcess;
+let other: CreatedProject;
+const iosToken = 'ab'.repeat(32);
+const base = Date.parse('2026-11-01T00:00:00.000Z');
+
+/** A users-mirror row as the recorder writes it (test/segments/count.test.ts). */
+function mirrorUser(project: string, id: string, tags: Record<string, string>, subscriptions: string[]): Record<string, unknown> {
+  return { project, external_id: id, tags, tag_numbers: {}, subscription_types: subscriptions, opted_out: [], created_at: base, updated_at: base, version: 1, stream_id: '1-0' };
+}
+
+t.before(async () => {
+  gw = await inProcessGateway(t);
+  await gw.run(applyRole);
+  other = await new Keystore(gw.redis, gw.topology).createProject('other', false);
+  const sdk = (path: string, body: unknown) => call(`${gw.url}/api/sdk${path}`, 'POST', gw.project.sdk_key, body);
+  if ((await sdk('/users/ios/subscriptions', { type: 'IOS_PUSH', token: iosToken })).status !== 202) throw new Error('subscribe ios');
+  if ((await sdk('/users/mail/subscriptions', { type: 'EMAIL', token: 'mail@example.com' })).status !== 202) throw new Error('subscribe mail');
+  const p = gw.project.project_id;
+  await eventually('both subscriptions applied', async () => {
+    const [ios, mail] = await Promise.all([gw.redis.hlen(gw.topology.subs(p, 'ios')), gw.redis.hlen(gw.topology.subs(p, 'mail'))]);
+    return ios > 0 && mail > 0 ? true : undefined;
+  });
+  // A subscription retired by a provider: no SDK call retires one, so it is written as apply stores it.
+  const retired = { type: 'IOS_PUSH', token: 'cd'.repeat(32), state: 'retired', created_at: base, updated_at: base, registered_at: base };
+  await gw.redis.hset(gw.topology.subs(p, 'retired'), `IOS_PUSH:${retired.token}`, JSON.stringify(retired));
+
+  // The users mirror, as the recorder would fill it: a and b gold, c silver; a, c subscribed.
+  await insertRows(gw.clickhouse, 'users', [
+    mirrorUser(p, 'a', { plan: 'gold' }, ['IOS_PUSH']),
+    mirrorUser(p, 'b', { plan: 'gold' }, []),
+    mirrorUser(p, 'c', { plan: 'silver' }, ['EMAIL']),
+    mirrorUser(other.project_id, 'x', { plan: 'gold' }, ['SMS']),
+  ]);
+  for (const [name, value] of [
+    ['gold', 'gold'],
+    ['silver', 'silver'],
+  ]) {
+    const created = await call(`${gw.url}/api/segments`, 'POST', gw.project.rest_key, { name, filters: [{ field: 'tag', key: 'plan', relation: '=', value }] });
+    if (created.status !== 201) throw new Error(`segment ${name}`);
+  }
+});
+
+const post = (body: unknown, key = gw.project.rest_key): Promise<Answer> => call(`${gw.url}/api/notifications`, 'POST', key, body);
+const get = (id: string, key = gw.project.rest_key): Promise<Answer> => call(`${gw.url}/api/notifications/${encodeURIComponent(id)}`, 'GET', key);
+const cancel = (id: string, key = gw.project.rest_key): Promise<Answer> => call(`${gw.url}/api/notifications/${encodeURIComponent(id)}`, 'DELETE', key);
+const contents = { en: 'Hello' };
+
+async function created(body: unknown): Promise<NotificationCreated> {
+  const answer = await post(body);
+  if (answer.status !== 201) throw new Error(`expected 201, got ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body as NotificationCreated;
+}
+
+async function stored(id: string): Promise<{ fields: Record<string, string>; spec: NotificationSpec }> {
+  const fields = await gw.redis.hgetall(gw.topology.notification(id));
+  return { fields, spec: JSON.parse(fields['spec'] ?? 'null') as NotificationSpec };
+}
+
+/** The ids on the notifications stream, in order. */
+async function logged(): Promise<string[]> {
+  const entries = await gw.redis.xrange(gw.topology.notifications(), '-', '+');
+  return entries.map(([, fields]) => fields[1] ?? '');
+}
+
+function paths(answer: Answer): string[] {
+  return ((answer.body as { errors: { path?: string }[] }).errors ?? []).map((e) => e.path ?? '');
+}
+
+t.test('by user ids: recipients are users with a live subscription of the channel, the others are listed', async (t) => {
+  const before = Date.now();
+  const body = await created({ include_external_user_ids: ['ios', 'mail', 'retired', 'nobody', 'ios'], contents, data: { deep: 'link' } });
+  t.match(body.id, /^[0-9a-f-]{36}$/);
+  t.same(body, { id: body.id, svc_message_id: body.id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: ['mail', 'retired', 'nobody'] } });
+
+  const { fields, spec } = await stored(body.id);
+  t.same([fields['project'], fields['state'], fields['recipients']], [gw.project.project_id, 'queued', '1']);
+  t.match(spec, {
+    id: body.id,
+    project: gw.project.project_id,
+    channel: 'PUSH',
+    headings: null,
+    contents,
+    data: { deep: 'link', svc_message_id: body.id },
+    ttl: 259200,
+    priority: 'high',
+    collapse_id: null,
+    throttle_rate_per_minute: 0,
+    external_ids: ['ios', 'mail', 'retired', 'nobody'],
+    included_segments: null,
+    excluded_segments: [],
+    filters: null,
+    send_after: null,
+  });
+  t.ok(spec.created_at >= before && spec.created_at <= Date.now());
+  t.ok((await logged()).includes(body.id), 'on the notifications stream');
+
+  const email = await created({ include_external_user_ids: ['ios', 'mail'], contents, channel: 'EMAIL' });
+  t.same([email.recipients, email.errors.invalid_external_user_ids], [1, ['ios']], 'EMAIL reaches EMAIL subscriptions only');
+});
+
+t.test('the body is checked: exactly one targeting mode, contents.en, data size, known segments, filters', async (t) => {
+  const none = await post({ contents });
+  t.same([none.status, paths(none)], [400, ['']]);
+  t.match((none.body as { errors: { message: string }[] }).errors[0]?.message, /include_external_user_ids, included_segments, filters/);
+
+  const two = await post({ include_external_user_ids: ['ios'], filters: [{ field: 'subscription', type: 'SMS' }], contents });
+  t.same([two.status, paths(two).sort()], [400, ['/filters', '/include_external_user_ids']]);
+
+  const three = await post({ include_external_user_ids: ['ios'], included_segments: ['All'], filters: [{ field: 'subscription', type: 'SMS' }], contents });
+  t.same(paths(three).length, 3, 'every mode named');
+
+  const exclusionsOnly = await post({ excluded_segments: ['gold'], contents });
+  t.equal(exclusionsOnly.status, 400);
+  t.ok(paths(exclusionsOnly).includes('/excluded_segments'));
+
+  const noEn = await post({ include_external_user_ids: ['ios'], contents: { fr: 'Salut' } });
+  t.same([noEn.status, paths(noEn)], [400, ['/contents/en']]);
+
+  const fits = await post({ include_external_user_ids: ['ios'], contents, data: { x: 'y'.repeat(2048 - 8) } });
+  t.equal(fits.status, 201, 'data of exactly 2048 bytes is taken');
+  const large = await post({ include_external_user_ids: ['ios'], contents, data: { x: 'y'.repeat(2048 - 7) } });
+  t.same([large.status, paths(large)], [400, ['/data']]);
+
+  const unknown = await post({ included_segments: ['All', 'nope'], excluded_segments: ['gone'], contents });
+  t.same([unknown.status, paths(unknown)], [400, ['/included_segments/1', '/excluded_segments/0']]);
+  t.match((unknown.body as { errors: { message: string }[] }).errors[0]?.message, /"nope"/);
+
+  const badFilter = await post({ filters: [{ field: 'tag', key: 'plan', relation: 'like', value: 'g' }], contents });
+  t.same([badFilter.status, paths(badFilter)], [400, ['/filters/0/relation']]);
+
+  const extra = await post({ include_external_user_ids: ['ios'], contents, colour: 'red' });
+  t.same([extra.status, paths(extra)], [400, ['/colour']]);
+});
+
+t.test('segments and filters: recipients counted over the users mirror, exclusions exactly', async (t) => {
+  const count = async (body: object): Promise<number> => (await created({ ...body, contents })).recipients;
+  t.equal(await count({ filters: [{ field: 'tag', key: 'plan', relation: '=', value: 'gold' }] }), 2, 'a and b');
+  t.equal(await count({ included_segments: ['All'] }), 2, 'a and c have a subscription');
+  t.equal(await count({ included_segments: ['gold', 'silver'] }), 3, 'the union');
+  t.equal(await count({ included_segments: ['gold', 'All', 'gold'] }), 3, 'a, b, c; a counted once');
+  t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'] }), 1, 'c');
+  t.equal(await count({ included_segments: ['gold'], excluded_segments: ['All'] }), 1, 'b');
+  t.equal(await count({ included_segments: ['silver'], excluded_segments: ['silver', 'gold'] }), 0);
+
+  const body = await created({ included_segments: ['gold', 'gold'], excluded_segments: ['silver'], contents, channel: 'SMS' });
+  const { spec } = await stored(body.id);
+  t.same([spec.channel, spec.included_segments, spec.excluded_segments, spec.external_ids, spec.filters], ['SMS', ['gold'], ['silver'], null, null]);
+  t.same(body.errors, { invalid_external_user_ids: [] });
+});
+
+t.test('idempotency_key: a repeat answers the same and creates nothing; another body is 409', async (t) => {
+  const body = { include_external_user_ids: ['ios'], contents, idempotency_key: 'order-1', data: { a: 1, b: [1, 2] } };
+  const first = await post(body);
+  t.equal(first.status, 201);
+  const id = (first.body as NotificationCreated).id;
+  const reordered = await post({ data: { b: [1, 2], a: 1 }, idempotency_key: 'order-1', contents, include_external_user_ids: ['ios'] });
+  t.same([reordered.status, reordered.body], [201, first.body], 'the same body, its keys in another order');
+  t.equal((await logged()).filter((n) => n === id).length, 1, 'one stream entry');
+
+  const conflict = await post({ ...body, contents: { en: 'Other' } });
+  t.same([conflict.status, (conflict.body as { errors: { code: string; path: string }[] }).errors], [409, [{ code: 'idempotency_conflict', message: 'idempotency_key: used before with a different body', path: '/idempotency_key' }]]);
+
+  const elsewhere = await post(body, other.rest_key);
+  t.equal(elsewhere.status, 201, 'keys are per project');
+  t.not((elsewhere.body as NotificationCreated).id, id);
+});
+
+t.test('concurrent first requests with one idempotency_key create one notification', async (t) => {
+  const before = new Set(await logged());
+  const body = { include_external_user_ids: ['ios', 'mail'], contents, idempotency_key: 'race' };
+  const answers = await Promise.all(Array.from({ length: 8 }, () => post(body)));
+  t.same(new Set(answers.map((a) => a.status)), new Set([201]));
+  t.equal(new Set(answers.map((a) => JSON.stringify(a.body))).size, 1, 'one answer');
+  const added = (await logged()).filter((n) => !before.has(n));
+  t.same(added, [(answers[0]?.body as NotificationCreated).id], 'one stream entry');
+});
+
+t.test('send_after in the future: scheduled, in the scheduled set, not on the stream', async (t) => {
+  const when = new Date(Date.now() + 3_600_000);
+  const body = await created({ include_external_user_ids: ['ios'], contents, send_after: when.toISOString() });
+  t.equal(body.status, 'scheduled');
+  t.equal(Number(await gw.redis.zscore(gw.topology.scheduled(), body.id)), when.getTime());
+  t.notOk((await logged()).includes(body.id));
+  t.equal((await stored(body.id)).fields['state'], 'scheduled');
+
+  const view = await get(body.id);
+  t.match(view.body, { status: 'scheduled', send_after: when.toISOString(), canceled: false });
+
+  const past = await created({ include_external_user_ids: ['ios'], contents, send_after: '2020-01-01T00:00:00+02:00' });
+  t.equal(past.status, 'queued', 'a send_after passed is sent now');
+  t.equal((await stored(past.id)).spec.send_after, Date.parse('2019-12-31T22:00:00Z'));
+  const leap = await created({ include_external_user_ids: ['ios'], contents, send_after: '2016-12-31T23:59:60Z' });
+  t.equal((await stored(leap.id)).spec.send_after, Date.parse('2017-01-01T00:00:00Z'), 'a leap second is the next minute');
+  const beyond = await post({ include_external_user_ids: ['ios'], contents, send_after: '9999-12-31T23:00:00-05:00' });
+  t.same([beyond.status, paths(beyond)], [400, ['/send_after']], 'past year 9999 in UTC');
+});
+
+t.test('GET: the status from the record and counters, receipts counted from ClickHouse', async (t) => {
+  const body = await created({ include_external_user_ids: ['ios'], contents, channel: 'PUSH' });
+  const { spec } = await stored(body.id);
+  const view = await get(body.id);
+  t.equal(view.status, 200);
+  t.same(view.body, {
+    id: body.id,
+    channel: 'PUSH',
+    status: 'queued',
+    recipients: 1,
+    created_at: new Date(spec.created_at).toISOString(),
+    send_after: null,
+    completed_at: null,
+    canceled: false,
+    counts: { sent: 0, failed: 0, skipped: 0, delivered: 0, opened: 0, clicked: 0 },
+  });
+
+  // What the fan-out and dispatch would write: sending, then every job done.
+  const record = gw.topology.notification(body.id);
+  await gw.redis.hset(record, 'state', 'sending');
+  await gw.redis.hset(gw.topology.notificationCounts(0, body.id), { jobs: 2, done: 1, sent: 1, last_at: base });
+  await gw.redis.hset(gw.topology.notificationCounts(3, body.id), { jobs: 1, done: 1, skipped: 1, last_at: base + 5 });
+  t.match((await get(body.id)).body, { status: 'sending', completed_at: null, counts: { sent: 1, skipped: 1 } });
+  await gw.redis.hset(record, 'fanned', '1');
+  t.match((await get(body.id)).body, { status: 'sending' }, 'fanned, one job still to do');
+  await gw.redis.hset(gw.topology.notificationCounts(0, body.id), { done: 2, failed: 1 });
+  const p = gw.project.project_id;
+  const receipt = (id: string, kind: string, n: number) => ({ project: p, svc_message_id: body.id, external_id: id, receipt: kind, stream_id: `${n}-0`, at: base + n });
+  await insertRows(gw.clickhouse, 'receipts', [
+    receipt('ios', 'delivered', 1),
+    receipt('ios', 'delivered', 2),
+    receipt('ios', 'opened', 3),
+    receipt('u2', 'clicked', 4),
+    receipt('u3', 'delivered', 5),
+    { ...receipt('ios', 'clicked', 6), svc_message_id: 'another' },
+  ]);
+  const done = (await get(body.id)).body as NotificationView;
+  t.same([done.status, done.completed_at, done.canceled], ['completed', new Date(base + 5).toISOString(), false]);
+  t.same(done.counts, { sent: 1, failed: 1, skipped: 1, delivered: 3, opened: 2, clicked: 1 }, 'each user once, a later stage counting as the earlier');
+
+  const again = await cancel(body.id);
+  t.same([again.status, again.body], [200, done], 'cancelling a completed notification changes nothing');
+});
+
+t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine', async (t) => {
+  const scheduled = await created({ include_external_user_ids: ['ios'], contents, send_after: new Date(Date.now() + 60_000).toISOString() });
+  const before = Date.now();
+  const canceled = await cancel(scheduled.id);
+  t.equal(canceled.status, 200);
+  t.match(canceled.body, { id: scheduled.id, status: 'canceled', canceled: true, completed_at: null });
+  t.equal(await gw.redis.zscore(gw.topology.scheduled(), scheduled.id), null);
+  const { fields } = await stored(scheduled.id);
+  t.equal(fields['state'], 'canceled');
+  const at = Number(fields['canceled_at']);
+  t.ok(at >= before && at <= Date.now(), 'canceled_at for dispatch to check');
+
+  const twice = await cancel(scheduled.id);
+  t.same([twice.status, twice.body], [200, canceled.body]);
+  t.equal((await stored(scheduled.id)).fields['canceled_at'], String(at), 'the first cancel time is kept');
+  t.same((await get(scheduled.id)).body, canceled.body, 'GET answers the same body');
+
+  const queued = await created({ include_external_user_ids: ['ios'], contents });
+  t.match((await cancel(queued.id)).body, { status: 'canceled', canceled: true });
+});
+
+t.test("404 for an unknown id and for another project's notification", async (t) => {
+  const mine = await created({ include_external_user_ids: ['ios'], contents });
+  for (const [what, answer] of [
+    ['GET unknown', await get('no-such-id')],
+    ['DELETE unknown', await cancel('no-such-id')],
+    ['GET other project', await get(mine.id, other.rest_key)],
+    ['DELETE other project', await cancel(mine.id, other.rest_key)],
+  ] as const) {
+    t.same([answer.status, answer.body], [404, { errors: [{ code: 'not_found', message: 'Not found.' }] }], what);
+  }
+  t.equal((await stored(mine.id)).fields['canceled_at'], undefined, "another project's DELETE changed nothing");
+  t.equal((await get('x'.repeat(129))).status, 400, 'an id is at most 128 characters');
+});
+
+t.test('REST keys only: an SDK key is 403, no key 401', async (t) => {
+  const mine = await created({ include_external_user_ids: ['ios'], contents });
+  for (const answer of [await post({ include_external_user_ids: ['ios'], contents }, gw.project.sdk_key), await get(mine.id, gw.project.sdk_key), await cancel(mine.id, gw.project.sdk_key)]) {
+    t.equal(answer.status, 403);
+    t.match(answer.body, { errors: [{ code: 'wrong_key_type' }] });
+  }
+  t.equal((await call(`${gw.url}/api/notifications/${mine.id}`, 'GET', null)).status, 401);
+});
