@@ -16,7 +16,7 @@ import { NoAnswer, rawRequest, type RawAnswer, type RawRequest } from '../helper
  * A request fails the test when the answer is a 500, when there is no answer within 5 s or the
  * connection closes without one, when the answer's status is not among the operation's responses,
  * when its Content-Type is not the documented one, or when its JSON body does not match the
- * documented schema. The gateway must be alive (/healthz) after every operation.
+ * documented schema. The gateway must be alive (/healthz) after every operation and must log no error.
  *
  * FUZZ_SEED=<n> changes the seed (printed with each operation); FUZZ_RUNS=<n> the runs per operation;
  * FUZZ_ONLY=<regexp> limits the run to the matching operations ("POST /api/sdk/batch").
@@ -159,7 +159,7 @@ class Generators {
     if (s.enum !== undefined && s.enum.length > 0) return fc.constantFrom(...s.enum);
     const branches = s.anyOf ?? s.oneOf;
     if (branches !== undefined && branches.length > 0) return fc.oneof(...branches.map((b) => this.valid(b, depth + 1)));
-    if (s.allOf !== undefined && s.allOf[0] !== undefined) return this.valid(s.allOf[0], depth + 1);
+    if (s.allOf !== undefined && s.allOf.length > 0) return this.valid(this.merged(s), depth + 1);
     const type = Array.isArray(s.type) ? s.type : s.type === undefined ? undefined : [s.type];
     if (type !== undefined && type.length > 1) return fc.oneof(...type.map((one) => this.valid({ ...s, type: one }, depth)));
     switch (type?.[0] ?? (s.properties || s.patternProperties ? 'object' : undefined)) {
@@ -191,6 +191,21 @@ class Generators {
     }
   }
 
+  /** `allOf` as one schema, loosely: the object keywords of every part together. */
+  merged(s: JsonSchema): JsonSchema {
+    const { allOf = [], ...rest } = s;
+    return allOf.map((part) => this.resolve(part)).reduce<JsonSchema>(
+      (all, part) => ({
+        ...all,
+        ...part,
+        properties: { ...all.properties, ...part.properties },
+        required: [...(all.required ?? []), ...(part.required ?? [])],
+        patternProperties: { ...all.patternProperties, ...part.patternProperties },
+      }),
+      rest,
+    );
+  }
+
   private validObject(s: JsonSchema, depth: number): fc.Arbitrary<unknown> {
     const props = s.properties ?? {};
     const model: Record<string, fc.Arbitrary<unknown>> = {};
@@ -200,7 +215,8 @@ class Generators {
     const open = this.openValues(s);
     if (open === null) return fixed;
     const room = Math.max(0, (s.maxProperties ?? 4) - Object.keys(props).length);
-    const extra = fc.dictionary(this.propertyName(s), this.valid(open, depth + 1), { maxKeys: Math.min(room, 4) });
+    const needed = Math.max(0, (s.minProperties ?? 0) - requiredKeys.length);
+    const extra = fc.dictionary(this.propertyName(s), this.valid(open, depth + 1), { minKeys: Math.min(needed, room), maxKeys: Math.max(Math.min(room, 4), Math.min(needed, room)) });
     return fc.tuple(fixed, extra).map(([f, e]) => ({ ...e, ...f }));
   }
 
@@ -217,10 +233,15 @@ class Generators {
     const names = s.propertyNames ?? {};
     const min = Math.max(names.minLength ?? 0, 1);
     const max = Math.min(names.maxLength ?? 16, min + 12);
-    const patterns = Object.keys(s.patternProperties ?? {}).map((p) => new RegExp(p, 'u'));
+    const sources = Object.keys(s.patternProperties ?? {});
+    const patterns = sources.map((p) => new RegExp(p, 'u'));
+    const fits = (k: string): boolean => k.length >= min && k.length <= max && patterns.every((p) => p.test(k));
+    // A pattern that says more than "anything on one line" is the source of the names.
+    const specific = sources.find((p) => p !== '^.*$' && p !== '.*' && p !== '^.+$');
+    if (specific !== undefined) return fc.stringMatching(new RegExp(specific)).filter(fits);
     return fc
       .oneof({ weight: 4, arbitrary: fc.string({ minLength: min, maxLength: max }) }, fc.string({ unit: 'binary', minLength: min, maxLength: max }))
-      .filter((k) => patterns.every((p) => p.test(k)));
+      .filter(fits);
   }
 
   private validString(s: JsonSchema): fc.Arbitrary<string> {
@@ -265,7 +286,8 @@ class Generators {
 
   /** Values valid per `s` except in one place, somewhere in the tree. */
   broken(schema: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
-    const s = this.resolve(schema);
+    const resolved = this.resolve(schema);
+    const s = resolved.allOf !== undefined && resolved.allOf.length > 0 ? this.merged(resolved) : resolved;
     if (depth > 6) return this.invalid(s);
     const branches = s.anyOf ?? s.oneOf;
     if (branches !== undefined && branches.length > 0) {
@@ -815,4 +837,6 @@ t.test('every documented operation survives fuzzed requests within its documente
     }
   }
   t.equal(await alive(gw), null, 'the gateway is alive at the end');
+  // A bug caught and answered (or a failure a handler swallowed) is logged at level error.
+  t.same(gw.logs.filter((line) => line['level'] === 'error').slice(0, 5), [], 'the gateway logged no error');
 });
