@@ -2,6 +2,7 @@ import t from 'tap';
 import { applyRole } from '../../actors/partition/role.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
+import { bodyHash, type Claim } from '../../engine/notifications/idempotency.ts';
 import type { NotificationCreated, NotificationSpec, NotificationView } from '../../schemas/notifications.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
@@ -289,4 +290,63 @@ t.test('REST keys only: an SDK key is 403, no key 401', async (t) => {
     t.match(answer.body, { errors: [{ code: 'wrong_key_type' }] });
   }
   t.equal((await call(`${gw.url}/api/notifications/${mine.id}`, 'GET', null)).status, 401);
+});
+
+t.test('a repeat repairs a claim whose first request died before writing, and waits on a fresh one', async (t) => {
+  const p = gw.project.project_id;
+  const claimOf = (key: string, id: string, at: number): [string, Claim] => {
+    const body = { include_external_user_ids: ['ios'], contents, idempotency_key: key };
+    const spec: NotificationSpec = {
+      id,
+      project: p,
+      channel: 'PUSH',
+      headings: null,
+      contents,
+      data: { svc_message_id: id },
+      ttl: 259200,
+      priority: 'high',
+      collapse_id: null,
+      throttle_rate_per_minute: 0,
+      external_ids: ['ios'],
+      included_segments: null,
+      excluded_segments: [],
+      filters: null,
+      created_at: at,
+      send_after: null,
+    };
+    const answer: NotificationCreated = { id, svc_message_id: id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: [] } };
+    return [gw.topology.notificationIdempotency(p, key), { id, hash: bodyHash(body), answer, spec, at }];
+  };
+
+  // The first request claimed the key a minute ago and never wrote its notification.
+  const [staleKey, stale] = claimOf('crashed', 'crashed-id', Date.now() - 60_000);
+  await gw.redis.set(staleKey, JSON.stringify(stale), 'EX', 100);
+  const repaired = await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'crashed' });
+  t.same([repaired.status, repaired.body], [201, stale.answer]);
+  t.same(JSON.parse((await stored('crashed-id')).fields['spec'] ?? ''), stale.spec, 'written from the claim');
+  t.equal((await logged()).filter((n) => n === 'crashed-id').length, 1);
+  t.equal((JSON.parse((await gw.redis.get(staleKey)) ?? '{}') as Claim).written, true);
+  t.ok((await gw.redis.ttl(staleKey)) > 90, 'the expiry is kept');
+  t.same((await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'crashed' })).body, stale.answer);
+  t.equal((await logged()).filter((n) => n === 'crashed-id').length, 1, 'written once');
+
+  // A claim just made: its request may still be writing, so a repeat waits, then says retry.
+  const [freshKey, fresh] = claimOf('in-flight', 'in-flight-id', Date.now());
+  await gw.redis.set(freshKey, JSON.stringify(fresh), 'EX', 100);
+  const started = Date.now();
+  const busy = await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'in-flight' });
+  t.same([busy.status, busy.headers.get('retry-after'), (busy.body as { errors: { code: string }[] }).errors[0]?.code], [503, '1', 'unavailable']);
+  t.ok(Date.now() - started >= 1900, 'after waiting for the first request');
+  t.equal(await gw.redis.exists(gw.topology.notification('in-flight-id')), 0, 'nothing written');
+});
+
+// Last: it closes the process's ClickHouse.
+t.test('without ClickHouse: GET and segment targeting answer 503, user ids still work', async (t) => {
+  const mine = await created({ include_external_user_ids: ['ios'], contents });
+  await gw.store.close();
+  for (const answer of [await get(mine.id), await cancel(mine.id), await post({ included_segments: ['All'], contents }), await post({ filters: [{ field: 'subscription', type: 'SMS' }], contents })]) {
+    t.same([answer.status, answer.headers.get('retry-after'), (answer.body as { errors: { code: string }[] }).errors[0]?.code], [503, '1', 'unavailable']);
+  }
+  t.equal((await post({ include_external_user_ids: ['ios'], contents })).status, 201);
+  t.equal((await get('no-such-id')).status, 404, 'an unknown id is still 404');
 });
