@@ -5,11 +5,14 @@ import { fcmSimulator } from './fcm.ts';
 import { sendGridSimulator } from './sendgrid.ts';
 import { startSimServer, type Protocol, type SimServer, type SimServerOptions } from './server.ts';
 import { makeCert } from './tls.ts';
+import type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
 import type { ScriptRule, SimName, SimRequest, Simulators } from './types.ts';
 import { twilioSimulator } from './twilio.ts';
 import { webPushSimulator } from './webpush.ts';
 
 export type { ScriptRule, Sim, SimName, SimRequest, Simulators, WebPushSubscription } from './types.ts';
+export type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
+export { twilioSignature } from './twilio-callbacks.ts';
 export { APNS_RAISED_STREAMS };
 
 export interface StartOptions {
@@ -66,6 +69,7 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
       };
     };
     const fcmSurface = surface(fcmServer);
+    const twilioSurface = surface(twilioServer);
 
     let closing: Promise<void> | null = null;
     return {
@@ -78,7 +82,12 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
         expireAccessTokens: async () => void (await control(fcmSurface.target, 'POST', '/__sim/expire-tokens')),
       },
       webpush: { ...surface(webpushServer), credentials: webpush.credentials, subscription: webpush.subscription },
-      twilio: { ...surface(twilioServer), credentials: twilio.credentials },
+      twilio: {
+        ...twilioSurface,
+        credentials: twilio.credentials,
+        scriptDelivery: async (rule: DeliveryRule) => void (await control(twilioSurface.target, 'POST', '/__sim/delivery', rule)),
+        callbacks: async () => (await control(twilioSurface.target, 'GET', '/__sim/callbacks')) as CallbackRecord[],
+      },
       sendgrid: { ...surface(sendgridServer), credentials: sendgrid.credentials },
       close: () => {
         closing ??= Promise.all(started.map((s) => s.close())).then(() => cert.remove());

@@ -38,6 +38,8 @@ export interface Protocol {
   /** Extra control routes under /__sim/, e.g. `POST subscriptions`: key is `METHOD name`. */
   control?: Record<string, (body: unknown) => Answer>;
   reset?(): void;
+  /** Stops background work (Twilio status callbacks). */
+  close?(): void;
 }
 
 export type Transport = 'h2' | 'https' | 'http';
@@ -201,6 +203,7 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= new Promise<void>((resolve) => {
+      protocol.close?.();
       server.close(() => resolve());
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();

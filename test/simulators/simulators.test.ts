@@ -1,11 +1,14 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
 import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import * as https from 'node:https';
 import { importPKCS8, SignJWT } from 'jose';
 import t from 'tap';
 import { Agent, fetch } from 'undici';
 import webpush from 'web-push';
+import { checkCredentials } from '../../engine/provider-store.ts';
 import { APNS_RAISED_STREAMS, startSimulators, type Simulators } from './index.ts';
 
 /**
@@ -50,6 +53,15 @@ function h2Post(session: http2.ClientHttp2Session, path: string, headers: Record
 }
 
 const nowS = (): number => Math.floor(Date.now() / 1000);
+
+t.test('credentials() are files the engine accepts', async (t) => {
+  for (const provider of ['apns', 'fcm', 'webpush', 'twilio', 'sendgrid'] as const) {
+    const creds = sims[provider].credentials();
+    t.same(checkCredentials(provider, creds), creds, provider);
+  }
+  t.doesNotThrow(() => checkCredentials('twilio', sims.twilio.credentials('messaging_service')));
+  t.equal(sims.fcm.credentials().service_account.token_uri, `${sims.fcm.url}/token`);
+});
 
 t.test('APNs', async (t) => {
   const creds = sims.apns.credentials();
@@ -343,6 +355,42 @@ t.test('Twilio', async (t) => {
     await sims.twilio.reset();
     t.equal((await send({ To: '+15550001111', From: from, Body: 'x' })).status, 201);
   });
+});
+
+t.test('Twilio status callbacks are signed and scriptable', async (t) => {
+  const creds = sims.twilio.credentials();
+  const received: { signature: string; params: Record<string, string> }[] = [];
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ signature: String(req.headers['x-twilio-signature']), params: Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString())) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+  const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/twilio/status?project=p1`;
+  await sims.twilio.reset();
+  await sims.twilio.scriptDelivery({ match: { token: '+15550002222' }, status: 'undelivered', error_code: 30003, times: 1 });
+  const send = (to: string) =>
+    fetch(`${creds.base_url}/2010-04-01/Accounts/${creds.account_sid}/Messages.json`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${creds.account_sid}:${creds.auth_token}`).toString('base64')}` },
+      body: new URLSearchParams({ To: to, From: 'from' in creds ? creds.from : '', Body: 'x', StatusCallback: callbackUrl }),
+    }).then(async (r) => (await r.json()) as { sid: string });
+  const ok = await send('+15550001111');
+  const bad = await send('+15550002222');
+  const deadline = Date.now() + 5000;
+  while (received.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  const sign = (params: Record<string, string>) =>
+    createHmac('sha1', creds.auth_token).update(callbackUrl + Object.keys(params).sort().map((k) => k + params[k]).join('')).digest('base64');
+  t.ok(received.every((r) => r.signature === sign(r.params)), 'X-Twilio-Signature verifies with the auth token');
+  const statuses = (sid: string) => received.filter((r) => r.params.MessageSid === sid).map((r) => [r.params.MessageStatus, r.params.ErrorCode]);
+  t.same(statuses(ok.sid), [['sent', undefined], ['delivered', undefined]]);
+  t.same(statuses(bad.sid), [['sent', undefined], ['undelivered', '30003']]);
+  const posted = await sims.twilio.callbacks();
+  t.same(posted.map((c) => c.status), [204, 204, 204, 204], 'the simulator logs what the callback URL answered');
 });
 
 t.test('SendGrid', async (t) => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TwilioCredentials } from '../../schemas/providers.ts';
 import { isObject, type Answer, type Incoming, type Protocol } from './server.ts';
+import { StatusCallbacks } from './twilio-callbacks.ts';
 
 const E164 = /^\+[1-9][0-9]{7,14}$/;
 const MAX_BODY_CHARS = 1600;
@@ -19,6 +20,7 @@ export function twilioSimulator(): TwilioSim {
   const from = '+15005550006';
   const messagingServiceSid = `MG${randomBytes(16).toString('hex')}`;
   let baseUrl = '';
+  const callbacks = new StatusCallbacks(authToken);
 
   const handle = (req: Incoming, form: unknown): Answer => {
     const m = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(req.path);
@@ -41,6 +43,12 @@ export function twilioSimulator(): TwilioSim {
     if (body.length > MAX_BODY_CHARS) return twilioError(400, 21617, 'The concatenated message body exceeds the 1600 character limit.');
     const sid = `SM${randomBytes(16).toString('hex')}`;
     const now = new Date().toUTCString().replace('GMT', '+0000');
+    const callback = str(form.StatusCallback);
+    if (/^https?:\/\//.test(callback)) {
+      const base: Record<string, string> = { AccountSid: accountSid, MessageSid: sid, SmsSid: sid, To: to, From: fromField || from, ApiVersion: '2010-04-01' };
+      if (service) base.MessagingServiceSid = service;
+      callbacks.schedule(callback, base, to);
+    }
     return {
       status: 201,
       body: {
@@ -70,6 +78,9 @@ export function twilioSimulator(): TwilioSim {
     parse: (req) => Object.fromEntries(new URLSearchParams(req.raw.toString('utf8'))),
     tokens: (_req, form) => (isObject(form) && typeof form.To === 'string' ? [form.To] : []),
     handle,
+    control: callbacks.routes(),
+    reset: () => callbacks.reset(),
+    close: () => callbacks.close(),
   };
 
   return {

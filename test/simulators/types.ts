@@ -1,3 +1,4 @@
+import type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
 import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../../schemas/providers.ts';
 
 /** One request a simulator received, as `GET /__sim/requests` lists it. */
@@ -77,6 +78,13 @@ export interface Simulators {
   twilio: Sim<TwilioCredentials> & {
     /** With `From` (default) or with a messaging service sid the simulator also accepts. */
     credentials(kind?: 'from' | 'messaging_service'): TwilioCredentials;
+    /**
+     * How the next messages to a number end: a request with `StatusCallback` gets signed posts of
+     * `sent` then the final status (default delivered) with `ErrorCode` (`POST /__sim/delivery`).
+     */
+    scriptDelivery(rule: DeliveryRule): Promise<void>;
+    /** Every StatusCallback posted, with its signature and the answer (`GET /__sim/callbacks`). */
+    callbacks(): Promise<CallbackRecord[]>;
   };
   sendgrid: Sim<SendGridCredentials>;
   close(): Promise<void>;
