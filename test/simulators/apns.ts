@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { ServerHttp2Session } from 'node:http2';
 import { decodeProtectedHeader, errors, jwtVerify } from 'jose';
 import type { ApnsCredentials } from '../../schemas/providers.ts';
@@ -24,11 +24,12 @@ export interface ApnsSim {
 }
 
 /** Apple Push Notification service, token-based auth, as PROVIDERS.md describes it. */
-export function apnsSimulator(): ApnsSim {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const teamId = randomBytes(5).toString('hex').toUpperCase();
-  const keyId = randomBytes(5).toString('hex').toUpperCase();
-  const topic = 'com.example.app';
+export function apnsSimulator(reuse?: ApnsCredentials): ApnsSim {
+  const privateKey = reuse ? createPrivateKey(reuse.private_key) : generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+  const publicKey = createPublicKey(privateKey);
+  const teamId = reuse?.team_id ?? randomBytes(5).toString('hex').toUpperCase();
+  const keyId = reuse?.key_id ?? randomBytes(5).toString('hex').toUpperCase();
+  const topic = reuse?.topic ?? 'com.example.app';
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   /** iat of the token in force for the key, to spot regeneration storms. */
   let currentIat: number | null = null;
@@ -54,7 +55,7 @@ export function apnsSimulator(): ApnsSim {
     }
     let iat: number;
     try {
-      const { payload } = await jwtVerify(jwt, publicKey as KeyObject, { algorithms: ['ES256'], issuer: teamId });
+      const { payload } = await jwtVerify(jwt, publicKey, { algorithms: ['ES256'], issuer: teamId });
       if (typeof payload.iat !== 'number') return fail(403, 'InvalidProviderToken');
       iat = payload.iat;
     } catch (err) {

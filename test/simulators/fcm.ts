@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import type { FcmCredentials } from '../../schemas/providers.ts';
 import { isObject, parseJson, type Answer, type Incoming, type Protocol } from './server.ts';
@@ -17,11 +17,13 @@ export interface FcmSim {
 }
 
 /** FCM HTTP v1 plus the Google OAuth token endpoint its service account names as token_uri. */
-export function fcmSimulator(): FcmSim {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const projectId = 'demo-project';
-  const privateKeyId = randomBytes(20).toString('hex');
-  const clientEmail = `engine@${projectId}.iam.gserviceaccount.com`;
+export function fcmSimulator(reuse?: FcmCredentials): FcmSim {
+  const account = reuse?.service_account;
+  const privateKey = account ? createPrivateKey(account.private_key) : generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  const publicKey = createPublicKey(privateKey);
+  const projectId = account?.project_id ?? 'demo-project';
+  const privateKeyId = account?.private_key_id ?? randomBytes(20).toString('hex');
+  const clientEmail = account?.client_email ?? `engine@${projectId}.iam.gserviceaccount.com`;
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   /** access token → expiry (epoch ms). */
   let accessTokens = new Map<string, number>();
@@ -43,7 +45,7 @@ export function fcmSimulator(): FcmSim {
     }
     let claims: Record<string, unknown>;
     try {
-      ({ payload: claims } = await jwtVerify(assertion, publicKey as KeyObject, { algorithms: ['RS256'] }));
+      ({ payload: claims } = await jwtVerify(assertion, publicKey, { algorithms: ['RS256'] }));
     } catch (err) {
       const expired = (err as { code?: string }).code === 'ERR_JWT_EXPIRED';
       return oauthError('invalid_grant', expired ? 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.' : 'Invalid JWT Signature.');

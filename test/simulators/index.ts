@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../../schemas/providers.ts';
 import { apnsSimulator, APNS_RAISED_STREAMS } from './apns.ts';
 import { control, type ControlTarget } from './control.ts';
 import { fcmSimulator } from './fcm.ts';
@@ -20,6 +21,11 @@ export interface StartOptions {
   host?: string;
   /** Fixed ports; 0 or absent picks a free one. */
   ports?: Partial<Record<SimName, number>>;
+  /**
+   * Identities (keys, ids, secrets) to keep from earlier credential files instead of generating
+   * new ones, so files registered with the engine stay valid across restarts; base_url is ignored.
+   */
+  reuse?: Partial<{ apns: ApnsCredentials; fcm: FcmCredentials; webpush: WebPushCredentials; twilio: TwilioCredentials; sendgrid: SendGridCredentials }>;
 }
 
 /**
@@ -41,11 +47,11 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
   };
 
   try {
-    const apns = apnsSimulator();
-    const fcm = fcmSimulator();
-    const webpush = webPushSimulator();
-    const twilio = twilioSimulator();
-    const sendgrid = sendGridSimulator();
+    const apns = apnsSimulator(opts.reuse?.apns);
+    const fcm = fcmSimulator(opts.reuse?.fcm);
+    const webpush = webPushSimulator(opts.reuse?.webpush);
+    const twilio = twilioSimulator(opts.reuse?.twilio);
+    const sendgrid = sendGridSimulator(opts.reuse?.sendgrid);
     // APNs answers 1 stream per connection until a push is accepted (PROVIDERS.md).
     const apnsServer = await start('apns', apns.protocol, { transport: 'h2', tls, settings: { maxConcurrentStreams: 1 } });
     const fcmServer = await start('fcm', fcm.protocol, { transport: 'h2', tls, allowHTTP1: true, settings: { maxConcurrentStreams: 100 } });

@@ -5,18 +5,21 @@
  * ./.data/simulators) one credential file per provider for `engine providers set <project>
  * <provider> --file DIR/<provider>.json`, the CA as DIR/ca.pem (PROVIDER_CA_FILE), one web push
  * subscription the simulator can decrypt, and simulators.json with the URLs. Runs until SIGINT or
- * SIGTERM.
+ * SIGTERM. A restart keeps the identities (keys, secrets) and ports of the files already in DIR,
+ * so what was registered with the engine stays valid; `--fresh` makes new ones.
  */
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startSimulators, type SimName } from './index.ts';
+import { checkCredentials } from '../../engine/provider-store.ts';
+import { startSimulators, type SimName, type Simulators, type StartOptions } from './index.ts';
 
 const names: SimName[] = ['apns', 'fcm', 'webpush', 'twilio', 'sendgrid'];
 const { values } = parseArgs({
   options: {
     out: { type: 'string', default: './.data/simulators' },
     host: { type: 'string', default: '127.0.0.1' },
+    fresh: { type: 'boolean', default: false },
     ...Object.fromEntries(names.map((n) => [`${n}-port`, { type: 'string' as const }])),
   },
 });
@@ -34,7 +37,34 @@ for (const name of names) {
 }
 
 const out = resolve(String(values.out));
-const sims = await startSimulators({ host: String(values.host), ports });
+const reuse: NonNullable<StartOptions['reuse']> = {};
+const previousPorts: Partial<Record<SimName, number>> = {};
+if (!values.fresh) {
+  for (const name of names) {
+    const file = await readFile(join(out, `${name}.json`), 'utf8').catch(() => null);
+    if (file === null) continue;
+    try {
+      // Only files the engine would accept are kept; anything else is replaced.
+      Object.assign(reuse, { [name]: checkCredentials(name, JSON.parse(file)) });
+    } catch {
+      console.warn(`ignoring ${join(out, `${name}.json`)}: not a valid ${name} credential file`);
+    }
+  }
+  const previous = await readFile(join(out, 'simulators.json'), 'utf8').catch(() => null);
+  if (previous !== null) {
+    for (const [name, url] of Object.entries((JSON.parse(previous) as { urls?: Record<string, string> }).urls ?? {}))
+      if (names.includes(name as SimName)) previousPorts[name as SimName] = Number(new URL(url).port);
+  }
+}
+
+let sims: Simulators;
+try {
+  sims = await startSimulators({ host: String(values.host), ports: { ...previousPorts, ...ports }, reuse });
+} catch (err) {
+  if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || Object.keys(previousPorts).length === 0) throw err;
+  console.warn('the ports of the previous run are taken: new ports, so register the credential files again');
+  sims = await startSimulators({ host: String(values.host), ports, reuse });
+}
 await mkdir(out, { recursive: true });
 // The certificate lives in a temp dir removed on close; the copy in DIR is what the engine reads.
 const caFile = join(out, 'ca.pem');

@@ -20,9 +20,9 @@ export interface SendGridSim {
 }
 
 /** SendGrid v3 Mail Send. */
-export function sendGridSimulator(): SendGridSim {
-  const apiKey = `SG.${randomBytes(16).toString('base64url')}.${randomBytes(32).toString('base64url')}`;
-  const from = 'noreply@example.com';
+export function sendGridSimulator(reuse?: SendGridCredentials): SendGridSim {
+  const apiKey = reuse?.api_key ?? `SG.${randomBytes(16).toString('base64url')}.${randomBytes(32).toString('base64url')}`;
+  const from = reuse?.from ?? 'noreply@example.com';
   let baseUrl = '';
 
   const handle = (req: Incoming, body: unknown): Answer => {

@@ -14,11 +14,11 @@ export interface TwilioSim {
 }
 
 /** Twilio Programmable Messaging: the Messages resource of the 2010-04-01 API. */
-export function twilioSimulator(): TwilioSim {
-  const accountSid = `AC${randomBytes(16).toString('hex')}`;
-  const authToken = randomBytes(16).toString('hex');
-  const from = '+15005550006';
-  const messagingServiceSid = `MG${randomBytes(16).toString('hex')}`;
+export function twilioSimulator(reuse?: TwilioCredentials): TwilioSim {
+  const accountSid = reuse?.account_sid ?? `AC${randomBytes(16).toString('hex')}`;
+  const authToken = reuse?.auth_token ?? randomBytes(16).toString('hex');
+  const from = reuse && 'from' in reuse ? reuse.from : '+15005550006';
+  const messagingServiceSid = reuse && 'messaging_service_sid' in reuse ? reuse.messaging_service_sid : `MG${randomBytes(16).toString('hex')}`;
   let baseUrl = '';
   const callbacks = new StatusCallbacks(authToken);
 

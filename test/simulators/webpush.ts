@@ -25,8 +25,9 @@ export interface WebPushSim {
 }
 
 /** A push service (RFC 8030) that plays the browser too: it holds each subscription's keys and decrypts. */
-export function webPushSimulator(): WebPushSim {
-  const vapid = webpush.generateVAPIDKeys();
+export function webPushSimulator(reuse?: WebPushCredentials): WebPushSim {
+  const vapid = reuse ? { publicKey: reuse.vapid_public_key, privateKey: reuse.vapid_private_key } : webpush.generateVAPIDKeys();
+  const subject = reuse?.subject ?? 'mailto:ops@example.com';
   const receivers = new Map<string, Receiver>();
   let baseUrl = '';
 
@@ -122,7 +123,7 @@ export function webPushSimulator(): WebPushSim {
     bind: (url) => {
       baseUrl = url;
     },
-    credentials: () => ({ vapid_public_key: vapid.publicKey, vapid_private_key: vapid.privateKey, subject: 'mailto:ops@example.com' }),
+    credentials: () => ({ vapid_public_key: vapid.publicKey, vapid_private_key: vapid.privateKey, subject }),
     subscription,
   };
 }
