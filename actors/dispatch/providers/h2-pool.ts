@@ -17,6 +17,8 @@ export interface H2PoolOptions {
   streamCap?: number | undefined;
   /** PING interval that keeps idle connections checked, ms. Default 60 000. */
   pingMs?: number | undefined;
+  /** Pause before connecting again after a connection failed to open, ms. Default 1000. */
+  reconnectDelayMs?: number | undefined;
 }
 
 export interface H2Response {
@@ -53,7 +55,7 @@ interface Pending {
   cleanup: () => void;
 }
 
-const { NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL } = http2.constants;
 
 /**
  * A pool of long-lived HTTP/2 connections to one origin. Each connection carries at most as many
@@ -71,6 +73,10 @@ export class H2Pool {
   readonly #maxReplays: number;
   readonly #streamCap: number;
   readonly #pingMs: number;
+  readonly #reconnectDelayMs: number;
+  /** No connect before this time (ms since the epoch): a failed connect is not retried in a loop. */
+  #backoffUntil = 0;
+  #backoffTimer: NodeJS.Timeout | null = null;
   readonly #conns = new Set<Conn>();
   readonly #queue: Pending[] = [];
   #nextId = 1;
@@ -90,6 +96,7 @@ export class H2Pool {
     this.#maxReplays = opts.maxReplays ?? 3;
     this.#streamCap = opts.streamCap ?? 1000;
     this.#pingMs = opts.pingMs ?? 60_000;
+    this.#reconnectDelayMs = opts.reconnectDelayMs ?? 1000;
   }
 
   /** Sends one request and reads the whole answer; rejects with a TransportError only. */
@@ -154,7 +161,15 @@ export class H2Pool {
     const live = [...this.#conns].filter((c) => !c.draining);
     // One connection at a time: a peer that allows one stream until SETTINGS says more must not
     // see a connect storm (PROVIDERS.md: reconnect storms are treated as abuse).
-    if (live.length < this.#maxSessions && !live.some((c) => !c.ready)) this.#connect();
+    if (live.length >= this.#maxSessions || live.some((c) => !c.ready)) return;
+    const wait = this.#backoffUntil - Date.now();
+    if (wait <= 0) this.#connect();
+    else if (!this.#backoffTimer) this.#backoffTimer = setTimeout(() => this.#afterBackoff(), wait);
+  }
+
+  #afterBackoff(): void {
+    this.#backoffTimer = null;
+    this.#pump();
   }
 
   #free(): Conn | undefined {
@@ -185,6 +200,7 @@ export class H2Pool {
     session.on('goaway', () => this.#drain(conn));
     session.on('error', (err: Error) => {
       conn.draining = true;
+      if (!conn.ready) this.#backoffUntil = Date.now() + this.#reconnectDelayMs;
       // A connection that never became ready leaves nothing to replay: the queue fails now rather
       // than waiting out its timeouts, unless another connection can take it.
       if (!conn.ready && ![...this.#conns].some((c) => c.ready && !c.draining)) {
@@ -230,8 +246,13 @@ export class H2Pool {
     stream.on('close', () => {
       conn.active -= 1;
       if (!p.done) {
-        const lost = conn.draining || conn.session.closed || conn.session.destroyed;
-        if (!status && (stream.rstCode === NGHTTP2_REFUSED_STREAM || lost)) this.#replay(p);
+        // No answer and no reset by the peer (NO_ERROR: the connection went away under the
+        // stream, often before the session notices) or REFUSED_STREAM: the peer did not process it.
+        const lost = conn.draining || conn.session.closed || conn.session.destroyed || stream.rstCode === NGHTTP2_NO_ERROR;
+        if (!status && (stream.rstCode === NGHTTP2_REFUSED_STREAM || lost)) {
+          if (stream.rstCode !== NGHTTP2_REFUSED_STREAM) conn.draining = true;
+          this.#replay(p);
+        }
         else this.#finish(p, new TransportError('connection_error', `stream reset (code ${stream.rstCode}) by ${this.#origin}`));
       }
       if (conn.draining && conn.active === 0) void this.#closeConn(conn);
