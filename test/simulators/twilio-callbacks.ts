@@ -38,6 +38,8 @@ export class StatusCallbacks {
   #rules: { rule: DeliveryRule; left: number }[] = [];
   #log: CallbackRecord[] = [];
   #timers = new Set<NodeJS.Timeout>();
+  /** Bumped by reset and close: chains scheduled before stop there. */
+  #generation = 0;
 
   constructor(readonly authToken: string) {}
 
@@ -50,16 +52,19 @@ export class StatusCallbacks {
     const last: Record<string, string> = { ...base, MessageStatus: final, SmsStatus: final };
     if (rule?.error_code !== undefined) last.ErrorCode = String(rule.error_code);
     steps.push(last);
-    let at = STEP_MS;
-    steps.forEach((params, i) => {
-      if (i === steps.length - 1 && rule?.delayMs !== undefined) at += rule.delayMs;
+    // One after the other, each after the previous post is answered, so they arrive in order.
+    const generation = this.#generation;
+    const next = (i: number): void => {
+      const params = steps[i];
+      if (params === undefined || generation !== this.#generation) return;
+      const wait = STEP_MS + (i === steps.length - 1 ? (rule?.delayMs ?? 0) : 0);
       const timer = setTimeout(() => {
         this.#timers.delete(timer);
-        void this.#post(url, params);
-      }, at);
+        void this.#post(url, params).then(() => next(i + 1));
+      }, wait);
       this.#timers.add(timer);
-      at += STEP_MS;
-    });
+    };
+    next(0);
   }
 
   /** Control routes: `POST delivery` adds a rule, `GET callbacks` lists what was posted. */
@@ -83,6 +88,7 @@ export class StatusCallbacks {
   }
 
   close(): void {
+    this.#generation += 1;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
   }
