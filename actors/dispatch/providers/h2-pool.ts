@@ -146,6 +146,7 @@ export class H2Pool {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       while (this.#pending > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
+      if (this.#backoffTimer) clearTimeout(this.#backoffTimer);
       await Promise.all([...this.#conns].map((c) => this.#closeConn(c)));
     })();
     return this.#closing;

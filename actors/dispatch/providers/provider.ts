@@ -97,6 +97,9 @@ const SOCKET_CODES = new Set([
   'UND_ERR_DESTROYED',
   'ECONNREFUSED',
   'ECONNRESET',
+  'ECONNABORTED',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
   'EPIPE',
   'ENOTFOUND',
   'EAI_AGAIN',
@@ -108,7 +111,6 @@ const SOCKET_CODES = new Set([
   'ERR_HTTP2_STREAM_CANCEL',
   'ERR_HTTP2_ERROR',
   'ERR_HTTP2_INVALID_SESSION',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
 ]);
 
 function transportKind(err: unknown): TransportError['kind'] | null {
@@ -119,7 +121,9 @@ function transportKind(err: unknown): TransportError['kind'] | null {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (TIMEOUT_CODES.has(code)) return 'timeout';
-    if (SOCKET_CODES.has(code) || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED/.test(code)) return 'connection_error';
+    // TLS trust failures (DEPTH_ZERO_SELF_SIGNED_CERT, UNABLE_TO_VERIFY_LEAF_SIGNATURE, ...) are
+    // connection errors too: the hint points at PROVIDER_CA_FILE.
+    if (SOCKET_CODES.has(code) || /^ERR_(TLS|SSL)|CERT|SELF_SIGNED|UNABLE_TO_/.test(code)) return 'connection_error';
   }
   return null;
 }
