@@ -252,3 +252,13 @@ t.test('close is idempotent and lets queued and in-flight sends finish', async (
   await a;
   t.match(await apns.send(ios(801), message()), { ok: false, code: 'connection_error' });
 });
+
+t.test('after the first accepted push, 500 concurrent sends share one connection', async (t) => {
+  const apns = client(t);
+  await apns.send(ios(900), message());
+  await sleep(20);
+  const results = await Promise.all(Array.from({ length: 500 }, (_, i) => apns.send(ios(1000 + i), message())));
+  t.ok(results.every((r) => r.ok), 'all accepted');
+  t.equal(apns.pool.connects, 1, 'the raised SETTINGS_MAX_CONCURRENT_STREAMS made room on one connection');
+  t.equal((await sims.apns.requests()).length, 501);
+});
