@@ -15,7 +15,7 @@
   Returns the number of jobs appended.
 ]]
 local appended = 0
-for i = 5, #ARGV do
+for i = 4, #ARGV do
   if redis.call('SADD', KEYS[2], ARGV[i]) == 1 then
     redis.call('XADD', KEYS[1], '*', 'd', cjson.encode({ n = ARGV[1], project = ARGV[2], external_id = ARGV[i], attempt = 1 }))
     appended = appended + 1
