@@ -4,7 +4,7 @@ import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import * as https from 'node:https';
-import { importPKCS8, SignJWT } from 'jose';
+import { importJWK, importPKCS8, SignJWT } from 'jose';
 import t from 'tap';
 import { Agent, fetch } from 'undici';
 import webpush from 'web-push';
@@ -308,6 +308,31 @@ t.test('Web Push', async (t) => {
     t.equal(await raw((h) => (h.Authorization = forged.Authorization)), 401, 'signature by another key than k');
     const wrongAud = webpush.getVapidHeaders('https://push.example.net', creds.subject, creds.vapid_public_key, creds.vapid_private_key, 'aes128gcm');
     t.equal(await raw((h) => (h.Authorization = wrongAud.Authorization)), 401, 'aud of another origin');
+  });
+
+  t.test('VAPID claims: exp within 24 h, sub mailto: or https:', async (t) => {
+    const sub = toSubscription(sims.webpush.subscription());
+    const pub = Buffer.from(creds.vapid_public_key, 'base64url');
+    const jwk = { kty: 'EC', crv: 'P-256', d: creds.vapid_private_key, x: pub.subarray(1, 33).toString('base64url'), y: pub.subarray(33).toString('base64url') };
+    const key = await importJWK(jwk, 'ES256');
+    const aud = new URL(sub.endpoint).origin;
+    const post = async (claims: Record<string, unknown>): Promise<number> => {
+      const jwt = await new SignJWT({ aud, exp: nowS() + 3600, sub: creds.subject, ...claims }).setProtectedHeader({ alg: 'ES256', typ: 'JWT' }).sign(key);
+      const details = webpush.generateRequestDetails(sub, 'hello', { vapidDetails, TTL: 60 });
+      const headers = { ...details.headers, Authorization: `vapid t=${jwt}, k=${creds.vapid_public_key}` };
+      return new Promise((resolve, reject) => {
+        const req = https.request(details.endpoint, { method: 'POST', headers, agent }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end(details.body);
+      });
+    };
+    t.equal(await post({}), 201, 'hand-signed token with valid claims');
+    t.equal(await post({ exp: nowS() + 25 * 3600 }), 401, 'exp beyond 24 h');
+    t.equal(await post({ exp: nowS() - 10 }), 401, 'expired');
+    t.equal(await post({ sub: 'ops@example.com' }), 401, 'sub without mailto:');
   });
 
   t.test('scripted 429 with Retry-After, once', async (t) => {
