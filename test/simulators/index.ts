@@ -64,35 +64,35 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
     twilio.bind(twilioServer.url);
     sendgrid.bind(sendgridServer.url);
 
+    const targetOf = (server: SimServer): ControlTarget => ({ url: server.url, h2: server.transport === 'h2', ca });
     const surface = (server: SimServer) => {
-      const target: ControlTarget = { url: server.url, h2: server.transport === 'h2', ca };
+      const target = targetOf(server);
       return {
         url: server.url,
         script: async (rule: ScriptRule) => void (await control(target, 'POST', '/__sim/script', rule)),
         requests: async () => (await control(target, 'GET', '/__sim/requests')) as SimRequest[],
         reset: async () => void (await control(target, 'POST', '/__sim/reset')),
-        target,
       };
     };
-    const fcmSurface = surface(fcmServer);
-    const twilioSurface = surface(twilioServer);
+    const fcmTarget = targetOf(fcmServer);
+    const twilioTarget = targetOf(twilioServer);
 
     let closing: Promise<void> | null = null;
     return {
       caFile: cert.caFile,
       apns: { ...surface(apnsServer), credentials: apns.credentials },
       fcm: {
-        ...fcmSurface,
+        ...surface(fcmServer),
         credentials: fcm.credentials,
-        tokenRequests: async () => (await control(fcmSurface.target, 'GET', '/__sim/token-requests')) as SimRequest[],
-        expireAccessTokens: async () => void (await control(fcmSurface.target, 'POST', '/__sim/expire-tokens')),
+        tokenRequests: async () => (await control(fcmTarget, 'GET', '/__sim/token-requests')) as SimRequest[],
+        expireAccessTokens: async () => void (await control(fcmTarget, 'POST', '/__sim/expire-tokens')),
       },
       webpush: { ...surface(webpushServer), credentials: webpush.credentials, subscription: webpush.subscription },
       twilio: {
-        ...twilioSurface,
+        ...surface(twilioServer),
         credentials: twilio.credentials,
-        scriptDelivery: async (rule: DeliveryRule) => void (await control(twilioSurface.target, 'POST', '/__sim/delivery', rule)),
-        callbacks: async () => (await control(twilioSurface.target, 'GET', '/__sim/callbacks')) as CallbackRecord[],
+        scriptDelivery: async (rule: DeliveryRule) => void (await control(twilioTarget, 'POST', '/__sim/delivery', rule)),
+        callbacks: async () => (await control(twilioTarget, 'GET', '/__sim/callbacks')) as CallbackRecord[],
       },
       sendgrid: { ...surface(sendgridServer), credentials: sendgrid.credentials },
       close: () => {
