@@ -47,9 +47,17 @@ function targetingErrors(body: Record<string, unknown>): ErrorItem[] {
 
 function dataErrors(data: unknown): ErrorItem[] {
   if (!isObject(data)) return [];
+  const limit = `must be at most ${NotificationLimits.data} bytes serialised`;
   // The caller's object as sent; svc_message_id, added later, does not count.
-  const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
-  return bytes > NotificationLimits.data ? [errorItem('/data', `must be at most ${NotificationLimits.data} bytes serialised, got ${bytes}`)] : [];
+  let bytes: number;
+  try {
+    bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
+  } catch (err) {
+    // Nested too deep to serialise (the stack runs out): two bytes a level, far past the limit.
+    if (err instanceof RangeError) return [errorItem('/data', limit)];
+    throw err;
+  }
+  return bytes > NotificationLimits.data ? [errorItem('/data', `${limit}, got ${bytes}`)] : [];
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -129,6 +129,15 @@ t.test('the body is checked: exactly one targeting mode, contents.en, data size,
   t.equal(fits.status, 201, 'data of exactly 2048 bytes is taken');
   const large = await post({ include_external_user_ids: ['ios'], contents, data: { x: 'y'.repeat(2048 - 7) } });
   t.same([large.status, paths(large)], [400, ['/data']]);
+  // Written as text: nested this deep, the test's own JSON.stringify would run out of stack.
+  const deep = `{"include_external_user_ids":["ios"],"contents":{"en":"x"},"data":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`;
+  const nested = await fetch(`${gw.url}/api/notifications`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${gw.project.rest_key}`, 'content-type': 'application/json' },
+    body: deep,
+  });
+  const nestedBody = (await nested.json()) as { errors: { path: string }[] };
+  t.same([nested.status, nestedBody.errors.map((e) => e.path)], [400, ['/data']], 'data nested too deep to serialise is a 400, not a 500');
 
   const unknown = await post({ included_segments: ['All', 'nope'], excluded_segments: ['gone'], contents });
   t.same([unknown.status, paths(unknown)], [400, ['/included_segments/1', '/excluded_segments/0']]);
