@@ -26,4 +26,5 @@ export const RoleNames = ['gateway', 'apply', 'fanout', 'dispatch', 'recorder', 
 export type RoleName = (typeof RoleNames)[number];
 
 /** Roles that use ClickHouse; `engine start` opens and migrates it before starting them. */
-export const ClickHouseRoles: readonly RoleName[] = ['recorder', 'fanout'];
+// Fan-out opens it on its first segment or filter audience: one targeting users by id needs none.
+export const ClickHouseRoles: readonly RoleName[] = ['recorder'];
