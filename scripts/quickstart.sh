@@ -26,6 +26,17 @@ curl -sS -i -w '\n' -X POST "$BASE/api/sdk/events" -H "Authorization: Bearer $SD
 curl -sS -i -w '\n' -X POST "$BASE/api/sdk/opt-out" -H "Authorization: Bearer $SDK" -H 'Content-Type: application/json' \
   -d '{"external_id":"alice","subscription_type":"EMAIL"}'
 
+# register an iPhone of alice's for push  -> 202
+curl -sS -i -w '\n' -X POST "$BASE/api/sdk/users/alice/subscriptions" -H "Authorization: Bearer $SDK" -H 'Content-Type: application/json' \
+  -d '{"type":"IOS_PUSH","token":"a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"}'
+
+# send her a notification (once the subscription is applied: recipients 1)  -> 201
+curl -sS -i -w '\n' -X POST "$BASE/api/notifications" -H "Authorization: Bearer $REST" -H 'Content-Type: application/json' \
+  -d '{"include_external_user_ids":["alice"],"headings":{"en":"Hello"},"contents":{"en":"Your first notification"}}'
+
+# its delivery records: one per attempt, as the provider answered  -> 200
+curl -sS -i -w '\n' "$BASE/api/deliveries?external_id=alice" -H "Authorization: Bearer $REST"
+
 # read alice back as the apply workers stored her (REST key only)  -> 200
 curl -sS -i -w '\n' "$BASE/api/users/alice" -H "Authorization: Bearer $REST"
 
@@ -38,9 +49,6 @@ curl -sS -i -w '\n' -X POST "$BASE/api/segments" -H "Authorization: Bearer $REST
 
 # its current size ({"name":"pro users","count":1} once alice is recorded)  -> 200
 curl -sS -i -w '\n' "$BASE/api/segments/pro%20users/count" -H "Authorization: Bearer $REST"
-
-# delivery records, newest first, filtered (empty until notifications are sent)  -> 200
-curl -sS -i -w '\n' "$BASE/api/deliveries?status=failed&limit=10" -H "Authorization: Bearer $REST"
 
 # health (no key)  -> 200
 curl -sS -i -w '\n' "$BASE/healthz"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: everything a fresh Debian machine with Node 20 needs to try the engine locally.
 # Installs npm packages, builds dist/, starts a local Redis if none answers at REDIS_URL, creates a
-# demo project on first run (kept in $DATA_DIR/demo-project.json), prints ready-to-paste curl
+# demo project on first run (kept in $DATA_DIR/demo-project.json), starts the provider simulators
+# in demo mode and registers them as the demo project's providers, prints ready-to-paste curl
 # commands (scripts/quickstart.sh), then runs `engine start` (all roles) in the foreground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,9 +49,28 @@ Demo project (identity verification off; saved in $demo_file)
 Try it once the engine below has started at $base: paste the variables, then any command.
 
 EOT
+# The provider simulators (test/simulators) stand in for APNs, FCM, Web Push, Twilio and SendGrid,
+# so notifications are delivered and recorded with no account anywhere.
+sims_dir="$DATA_DIR/simulators"
+rm -f "$sims_dir/simulators.json"
+say "starting the provider simulators (demo mode; $sims_dir)"
+node --import tsx test/simulators/main.ts --out "$sims_dir" >"$DATA_DIR/simulators.log" 2>&1 &
+sims_pid=$!
+trap 'kill "$sims_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  [ -f "$sims_dir/simulators.json" ] && break
+  kill -0 "$sims_pid" 2>/dev/null || die "the simulators did not start; see $DATA_DIR/simulators.log"
+  sleep 0.2
+done
+[ -f "$sims_dir/simulators.json" ] || die "the simulators did not start in time; see $DATA_DIR/simulators.log"
+for provider in apns fcm webpush twilio sendgrid; do
+  node bin/engine.js providers set "$project_id" "$provider" --file "$sims_dir/$provider.json" >/dev/null
+done
+say "registered the simulators as the demo project's providers"
+
 bash scripts/quickstart.sh "$sdk_key" "$rest_key" "$identity_secret" "$base"
 echo
 
 say "starting the engine (all roles) on $base; Ctrl-C stops it"
-export DATA_DIR HOST PORT
-exec node bin/engine.js start
+export DATA_DIR HOST PORT PROVIDER_CA_FILE="$sims_dir/ca.pem"
+node bin/engine.js start

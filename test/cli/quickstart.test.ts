@@ -35,7 +35,7 @@ function quickStart(sdk: string, rest: string, secret: string, base: string): Pr
 
 t.test('every command the quick start prints runs when pasted, with the status it announces', async (t) => {
   const d = await deployment(t);
-  const engine = await d.start(['gateway', 'apply', 'recorder']);
+  const engine = await d.start(['gateway', 'apply', 'recorder', 'fanout', 'dispatch']);
   const printed = await quickStart(d.project.sdk_key, d.project.rest_key, d.project.identity_secret, engine.url);
   const { variables, steps: all } = steps(printed);
   t.ok(all.length >= 10, 'the commands are there');
