@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
-import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
+import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { parseConsent } from '../../engine/state/consent.ts';
 import { decodeTag } from '../../engine/state/tag-codec.ts';
@@ -47,28 +47,21 @@ interface JobResult {
  * subscriptions of the notification's channel are loaded, cancel and consent are checked right
  * before the sends, each subscription gets its localized message through its provider's client,
  * and one outcome per attempt is recorded together with the job's acknowledgement
- * (engine/lua/recordAttempts-5.lua). The jobs of a batch run concurrently; each provider client
- * bounds its own requests in flight.
+ * (engine/lua/recordAttempts-5.lua). Jobs run concurrently (actors/dispatch/dispatch-consumer.ts);
+ * each provider client bounds its own requests in flight.
  */
-export class DispatchHandler implements PartitionHandler {
+export class DispatchHandler {
   constructor(private readonly deps: DispatchDeps) {}
 
-  open(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
-    await Promise.all(entries.map((entry) => this.runJob(partition, entry)));
-    return { kind: 'applied' };
-  }
-
-  private async runJob(partition: number, entry: StreamEntry): Promise<void> {
+  /** Runs one job to its record; rejects (the job stays pending) only when Redis fails. */
+  async run(partition: number, entry: StreamEntry): Promise<void> {
     const { redis, topology, log } = this.deps;
     const job = parseJob(fieldOf(entry, 'd'));
     const spec = job === null ? null : await this.deps.specs.get(job.n);
     if (job === null || spec === null) {
       log.warn('dispatch job dropped', { partition, entry: entry.id, reason: job === null ? 'unreadable' : 'unknown notification' });
       await redis.xack(topology.dispatch(partition), DISPATCH_GROUP, entry.id);
+      await redis.xdel(topology.dispatch(partition), entry.id);
       return;
     }
     const result = await this.attempt(job, spec);

@@ -1,16 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
-import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import { runPartitionRole, type PartitionWork } from '../../engine/runner/partition-runner.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
 import { ProjectClients } from './clients.ts';
+import { DispatchConsumer } from './dispatch-consumer.ts';
 import { DispatchHandler } from './dispatch-handler.ts';
 import { Specs } from './specs.ts';
 
-/** Jobs read and run at once per partition. */
-const BATCH = 128;
+/** Most jobs running at once per owned partition: the in-flight window a crash may repeat. */
+export const WINDOW = 128;
 const BLOCK_MS = 2000;
 /** How often due retries are moved back onto a partition's dispatch stream, ms. */
 const RETRY_TICK_MS = 250;
@@ -30,19 +30,17 @@ export const dispatchRole: RoleFactory = async (ctx) => {
   const role = runPartitionRole('dispatch', ctx, redis, {
     leaseKey: (p) => topology.dispatchLease(p),
     workersKey: topology.dispatchWorkers(),
-    work: (partition, onLost): PartitionWork => {
-      const consumer = new PartitionConsumer({
+    work: (partition): PartitionWork => {
+      const consumer = new DispatchConsumer({
         redis,
         stream: topology.dispatch(partition),
-        partition,
         group: DISPATCH_GROUP,
         consumer: workerId,
-        batchSize: BATCH,
+        window: WINDOW,
         blockMs: BLOCK_MS,
-        handler,
+        run: (entry) => handler.run(partition, entry),
         log,
         metrics,
-        onLost,
       });
       let timer: NodeJS.Timeout | undefined;
       return {
@@ -50,7 +48,7 @@ export const dispatchRole: RoleFactory = async (ctx) => {
           consumer.start();
           timer = setInterval(() => {
             scripts
-              .releaseDue(redis, { keys: { waiting: topology.retries(partition), stream: topology.dispatch(partition) }, args: { now: Date.now(), max: BATCH } })
+              .releaseDue(redis, { keys: { waiting: topology.retries(partition), stream: topology.dispatch(partition) }, args: { now: Date.now(), max: WINDOW } })
               .catch((err: unknown) => log.warn('dispatch retries not released', { partition, err }));
           }, RETRY_TICK_MS);
         },
