@@ -24,12 +24,9 @@ interface Entry {
 const MAX_ENTRIES = 10_000;
 
 /**
- * Key and project lookups behind a short cache: an entry lives KEY_CACHE_MS, so a revoked key, a
- * changed identity switch or rate limit is seen by every gateway within that time (API.md section
- * 1: 5 s).
- * Concurrent lookups of one key share one Redis round trip. While Redis cannot answer, the last
- * answer it gave stands: a revocation is itself a Redis write, so none can have happened since,
- * and buffered writes keep going to the spill journal.
+ * Key and project lookups behind a cache of KEY_CACHE_MS (a revocation is seen within it);
+ * concurrent lookups of a key share one round trip. While Redis cannot answer, the last answer
+ * stands: a revocation is itself a Redis write, so none can have happened since.
  */
 export class CallerCache {
   private readonly entries = new Map<string, Entry>();

@@ -3,18 +3,10 @@ import type { Logger } from '../engine/log.ts';
 import { CallerError, ErrorCodes, UnavailableError, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
 
 /**
- * The one catch boundary of the gateway (DESIGN.md invariant 8, STYLE.md 18): whatever a handler
- * throws is classified once, here, as the caller's error (4xx), unavailability (503 with
- * Retry-After) or a bug (500 `internal` with an error_id that the log line with the stack carries).
- *
- * Unavailable means a dependency could not be reached or did not answer in time, and nothing
- * else: an UnavailableError (or any error carrying a `retryAfter`, as the ingest writer's do);
- * a socket that failed (refused, reset, timed out, no route, no DNS answer); ioredis finding its
- * connection closed, a command timed out, or the cluster unreachable; a Redis reply that says "not
- * now" (LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN, READONLY, NOREPLICAS, OOM); a ClickHouse
- * request timeout, or an exception of an overloaded or unreachable server; the embedded engine
- * that cannot be opened (another process holds it), is closed, or timed out. The causes of an
- * error are looked at too. Anything unknown is a bug: a 503 would hide it behind "try again".
+ * The one catch boundary of the gateway: whatever a handler throws is classified once, here, as
+ * the caller's error (4xx), unavailability (503 with Retry-After: a dependency unreachable or too
+ * slow, and nothing else) or a bug (500 `internal`, its error_id on the log line with the stack).
+ * What counts as unavailable is listed in docs/architecture.md, "Errors by kind".
  */
 
 export type Failure = { kind: 'caller'; error: CallerError } | { kind: 'unavailable'; retryAfter: number } | { kind: 'bug' };

@@ -21,18 +21,10 @@ export interface IngestWriterOptions {
 }
 
 /**
- * Where a buffered write becomes durable: the user's partition stream in Redis, or, while Redis is
- * unreachable, the spill journal. Once one write spilled, every later write spills too until the
- * journal has been replayed into Redis in order, so per-user order holds across an outage.
- *
- * An append whose reply is lost may be in Redis although it failed here (ioredis may even send it
- * again after reconnecting), and it is journaled and replayed too; a replay cut short by a crash
- * is replayed again from its start. So every entry carries this writer's id and a sequence number
- * (`w`, `n`), and the apply skips an entry whose writer already had one at or past its sequence
- * applied (engine/lua/applyBatch-5.lua). That needs each writer's entries to reach a partition in
- * sequence order: appends go out in that order on one connection, Redis runs those of a
- * connection in order (what ran of them is a prefix), and a write goes to the journal only after
- * every earlier write is in Redis or the journal.
+ * Where a buffered write becomes durable: the user's partition stream, or the spill journal while
+ * Redis is unreachable (then every later write spills too until the replay, so order holds). Each
+ * entry carries this writer's id and sequence (`w`, `n`) so copies apply once (docs/architecture.md,
+ * "Copies in the log" and "The spill journal and its replay").
  */
 export class IngestWriter {
   /** This writer's id in the entries it stamps (unique per process). */

@@ -12,14 +12,9 @@ export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
 }
 
 /**
- * The per-key rate limit of API.md section 9: a token bucket per key in Redis
- * (engine/lua/takeToken-1.lua), so every gateway of a deployment draws on the same one. The
- * project's limit comes with the cached key lookup (gateway/auth.ts), so a project without one
- * costs no Redis call.
- *
- * It fails open: while Redis is down or too slow, calls pass unlimited. A 503 would refuse the
- * buffered SDK writes the spill journal exists to take (API.md section 2), and a limit that
- * cannot be counted is better lifted for the outage than enforced by guess.
+ * The per-key rate limit: one token bucket per key in Redis (engine/lua/takeToken-1.lua), shared
+ * by every gateway. It fails open: while Redis cannot count, calls pass, since a 503 would refuse
+ * the buffered writes the spill journal exists to take.
  */
 export class RateLimiter {
   constructor(

@@ -17,14 +17,9 @@ export interface SpillJournalOptions {
 }
 
 /**
- * The gateway's local spill journal (API.md section 3, DESIGN.md invariant 1): while Redis is
- * unreachable, accepted writes are appended here as JSON lines and fsynced with group commit (all
- * appends that arrive while one fsync runs share the next), and a write is acknowledged only after
- * its fsync. Files of a crashed process are adopted at start and replayed before anything new.
- *
- * A group commit whose write or fsync fails is rolled back: the file is cut back to its durable
- * length before its appends are refused, so refused writes are never replayed and the next commit
- * lands right after the last acknowledged one.
+ * The gateway's local spill journal: JSON lines fsynced by group commit, a write acknowledged only
+ * after its fsync; a failed commit is cut back off the file before its writes are refused
+ * (docs/architecture.md, "The spill journal and its replay").
  */
 export class SpillJournal {
   private file: JournalFile | null = null;
