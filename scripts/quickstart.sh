@@ -10,6 +10,17 @@ set -euo pipefail
 printf 'SDK=%s\nREST=%s\nIDENTITY_SECRET=%s\nBASE=%s\n' "$1" "$2" "$3" "$4"
 cat <<'EOT'
 
+# register alice's iPhone for push (this creates alice)  -> 202
+curl -sS -i -w '\n' -X POST "$BASE/api/sdk/users/alice/subscriptions" -H "Authorization: Bearer $SDK" -H 'Content-Type: application/json' \
+  -d '{"type":"IOS_PUSH","token":"a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"}'
+
+# send her a notification: recipients 1, delivered by the APNs simulator  -> 201
+curl -sS -i -w '\n' -X POST "$BASE/api/notifications" -H "Authorization: Bearer $REST" -H 'Content-Type: application/json' \
+  -d '{"include_external_user_ids":["alice"],"headings":{"en":"Hello"},"contents":{"en":"Your first notification"}}'
+
+# its delivery records, one per attempt (within a second)  -> 200
+curl -sS -i -w '\n' "$BASE/api/deliveries?external_id=alice" -H "Authorization: Bearer $REST"
+
 # identify a user and merge tags  -> 202 {"accepted":true}
 curl -sS -i -w '\n' -X POST "$BASE/api/sdk/users" -H "Authorization: Bearer $SDK" -H 'Content-Type: application/json' \
   -d '{"external_id":"alice","tags":{"plan":"pro","level":3}}'
@@ -25,17 +36,6 @@ curl -sS -i -w '\n' -X POST "$BASE/api/sdk/events" -H "Authorization: Bearer $SD
 # opt alice out of email: synchronous, durable before the answer  -> 200
 curl -sS -i -w '\n' -X POST "$BASE/api/sdk/opt-out" -H "Authorization: Bearer $SDK" -H 'Content-Type: application/json' \
   -d '{"external_id":"alice","subscription_type":"EMAIL"}'
-
-# register an iPhone of alice's for push  -> 202
-curl -sS -i -w '\n' -X POST "$BASE/api/sdk/users/alice/subscriptions" -H "Authorization: Bearer $SDK" -H 'Content-Type: application/json' \
-  -d '{"type":"IOS_PUSH","token":"a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"}'
-
-# send her a notification (once the subscription is applied: recipients 1)  -> 201
-curl -sS -i -w '\n' -X POST "$BASE/api/notifications" -H "Authorization: Bearer $REST" -H 'Content-Type: application/json' \
-  -d '{"include_external_user_ids":["alice"],"headings":{"en":"Hello"},"contents":{"en":"Your first notification"}}'
-
-# its delivery records: one per attempt, as the provider answered  -> 200
-curl -sS -i -w '\n' "$BASE/api/deliveries?external_id=alice" -H "Authorization: Bearer $REST"
 
 # read alice back as the apply workers stored her (REST key only)  -> 200
 curl -sS -i -w '\n' "$BASE/api/users/alice" -H "Authorization: Bearer $REST"
