@@ -162,6 +162,11 @@ export class Topology {
     return `${this.prefix}nfan:${this.tag(partition)}:${id}`;
   }
 
+  /** The APNs provider token every dispatch process shares for one (team, key). */
+  apnsToken(id: string): string {
+    return `${this.prefix}apns-token:${id}`;
+  }
+
   dispatchLease(partition: number): string {
     return `${this.prefix}lease:dispatch:${this.tag(partition)}`;
   }

@@ -7,7 +7,9 @@ import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
 import { ProjectClients } from './clients.ts';
 import { DispatchConsumer } from './dispatch-consumer.ts';
 import { DispatchHandler } from './dispatch-handler.ts';
+import { apnsTokens } from './providers/apns-token.ts';
 import { Specs } from './specs.ts';
+import { RedisTokenStore } from './token-store.ts';
 
 /** Most jobs running at once per owned partition: the in-flight window a crash may repeat. */
 export const WINDOW = 128;
@@ -24,6 +26,7 @@ export const dispatchRole: RoleFactory = async (ctx) => {
   const { config, log, metrics, workerId } = ctx;
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  apnsTokens.share(new RedisTokenStore(redis, topology));
   const ca = config.PROVIDER_CA_FILE === undefined ? undefined : readFileSync(config.PROVIDER_CA_FILE);
   const clients = new ProjectClients(redis, topology, ca === undefined ? {} : { ca });
   const handler = new DispatchHandler({ redis, topology, specs: new Specs(redis, topology), clients, log });

@@ -1,4 +1,4 @@
-import { defineScript, int } from './contract.ts';
+import { defineScript, int, str } from './contract.ts';
 
 /** engine/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
 export const appendJobs = defineScript({
@@ -27,4 +27,12 @@ export const releaseDue = defineScript({
   keys: ['waiting', 'stream'],
   args: ['now', 'max'],
   reply: { parse: (raw) => ({ moved: int('releaseDue', raw) }) },
+});
+
+/** engine/lua/offerToken-1.lua: stores a provider token unless another is in force; answers the one in force. */
+export const offerToken = defineScript({
+  name: 'offerToken',
+  keys: ['token'],
+  args: ['json', 'replacing', 'ttlMs'],
+  reply: { parse: (raw) => ({ json: str('offerToken', raw) }) },
 });

@@ -19,6 +19,24 @@ interface Entry {
   keyHash: string;
 }
 
+/** A token as shared between processes: who signed it (key hash) and when. */
+export interface SharedToken {
+  jwt: string;
+  issuedAt: number;
+  keyHash: string;
+}
+
+/**
+ * Where the processes of a deployment share their tokens (dispatch keeps it in Redis), so that
+ * many dispatch workers sign one token per (team, key), not one each.
+ */
+export interface TokenStore {
+  /** The token in force for `id`, if any. */
+  get(id: string): Promise<SharedToken | null>;
+  /** Offers a freshly signed token; answers the one in force (another process's, if it was first). */
+  offer(id: string, token: SharedToken, replacing: string | null): Promise<SharedToken>;
+}
+
 export interface ApnsKey {
   team_id: string;
   key_id: string;
@@ -32,8 +50,14 @@ export interface ApnsKey {
  */
 export class ApnsTokenCache {
   readonly #entries = new Map<string, Entry>();
+  #store: TokenStore | null = null;
 
   constructor(readonly now: () => number = Date.now) {}
+
+  /** Shares tokens with the other processes through `store` from now on. */
+  share(store: TokenStore): void {
+    this.#store = store;
+  }
 
   /** The current token of (team, key), signed now if there is none or it is due. */
   async token(key: ApnsKey): Promise<string> {
@@ -72,6 +96,13 @@ export class ApnsTokenCache {
 
   async #sign(key: ApnsKey, id: string, keyHash: string): Promise<string> {
     try {
+      const current = this.#entries.get(id);
+      const stale = current?.jwt || null;
+      const shared = this.#store === null ? null : await this.#store.get(id);
+      if (shared && shared.keyHash === keyHash && shared.jwt !== stale && !this.#due({ ...shared, expired: false, pending: null })) {
+        this.#entries.set(id, { ...shared, expired: false, pending: null });
+        return shared.jwt;
+      }
       const issuedAt = this.now();
       const privateKey = await importPKCS8(key.private_key, 'ES256');
       const jwt = await new SignJWT({})
@@ -79,8 +110,9 @@ export class ApnsTokenCache {
         .setIssuer(key.team_id)
         .setIssuedAt(Math.floor(issuedAt / 1000))
         .sign(privateKey);
-      this.#entries.set(id, { jwt, issuedAt, expired: false, pending: null, keyHash });
-      return jwt;
+      const inForce = this.#store === null ? { jwt, issuedAt, keyHash } : await this.#store.offer(id, { jwt, issuedAt, keyHash }, stale);
+      this.#entries.set(id, { ...inForce, expired: false, pending: null });
+      return inForce.jwt;
     } catch (err) {
       const entry = this.#entries.get(id);
       if (entry) entry.pending = null;

@@ -1,0 +1,34 @@
+import type { RedisClient } from '../../engine/redis.ts';
+import { scripts } from '../../engine/scripts.ts';
+import type { Topology } from '../../engine/topology.ts';
+import { APNS_TOKEN_LIMITS, type SharedToken, type TokenStore } from './providers/apns-token.ts';
+
+/**
+ * APNs provider tokens shared through Redis by every dispatch process of a deployment: APNs
+ * answers 429 TooManyProviderTokenUpdates when one (team, key) is re-signed more often than every
+ * 20 minutes, which separate processes each signing their own would do.
+ */
+export class RedisTokenStore implements TokenStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly topology: Topology,
+  ) {}
+
+  // While Redis cannot answer, a process signs for itself: sends go on, at the risk of a 429.
+  async get(id: string): Promise<SharedToken | null> {
+    const raw = await this.redis.get(this.topology.apnsToken(id)).catch(() => null);
+    return raw === null ? null : (JSON.parse(raw) as SharedToken);
+  }
+
+  async offer(id: string, token: SharedToken, replacing: string | null): Promise<SharedToken> {
+    try {
+      const { json } = await scripts.offerToken(this.redis, {
+        keys: { token: this.topology.apnsToken(id) },
+        args: { json: JSON.stringify(token), replacing: replacing ?? '', ttlMs: APNS_TOKEN_LIMITS.refreshMs },
+      });
+      return JSON.parse(json) as SharedToken;
+    } catch {
+      return token;
+    }
+  }
+}
