@@ -1,7 +1,7 @@
 import type { ClickHouse } from '../../engine/clickhouse/client.ts';
 import { compileFilters, type CompiledFilters } from '../../engine/clickhouse/filters/compile.ts';
 import { matchingOf, streamAudience } from '../../engine/clickhouse/filters/stream.ts';
-import { allAudience } from '../../engine/segments/audience.ts';
+import { allFiltersOf } from '../../engine/notifications/audience.ts';
 import type { SegmentStore } from '../../engine/segments/store.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
 import type { NotificationSpec } from '../../schemas/notifications.ts';
@@ -45,14 +45,18 @@ export async function walkAudience(spec: NotificationSpec, cursor: string, sourc
 
 /**
  * The union of segments as one compiled filter list: their lists joined by OR (AND binds tighter,
- * so this is exact); `All` stands for everyone with a live subscription. Null for none, or when
+ * so this is exact); `All` stands for everyone with a live subscription of the notification's
+ * channel, as the accept counted it (engine/notifications/audience.ts). Null for none, or when
  * every segment named has been deleted since the accept.
  */
 async function segmentsAudience(spec: NotificationSpec, names: readonly string[], sources: AudienceSources): Promise<CompiledFilters | null> {
   if (names.length === 0) return null;
-  if (names.includes(ALL_SEGMENT)) return allAudience(spec.project);
   const lists: FilterEntry[][] = [];
   for (const name of names) {
+    if (name === ALL_SEGMENT) {
+      lists.push(allFiltersOf(spec.channel));
+      continue;
+    }
     const segment = await sources.segments.get(spec.project, name);
     if (segment !== null) lists.push(segment.filters);
   }

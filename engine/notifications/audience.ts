@@ -8,7 +8,7 @@ import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
 import type { Channel } from '../../schemas/outcomes.ts';
-import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
+import type { SubscriptionType } from '../../schemas/sdk.ts';
 import { ALL_SEGMENT } from '../../schemas/segments.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 
@@ -45,22 +45,26 @@ export async function reachOfUsers(redis: RedisClient, topology: Topology, proje
 }
 
 /**
- * `All` as a filter list: a live subscription of any type. The users mirror lists live types only
- * (segment-all-count.sql reads notEmpty of the same column), so this is the same audience.
+ * `All` in a notification as a filter list: every user with a live subscription of the
+ * notification's channel (API.md section 4), one OR group per subscription type. The users mirror
+ * lists live types only, so this is exactly who will get a delivery attempt.
  */
-const allFilters: FilterEntry[] = SubscriptionTypes.flatMap((type, i): FilterEntry[] => [...(i === 0 ? [] : [{ operator: 'OR' as const }]), { field: 'subscription', type }]);
+export function allFiltersOf(channel: Channel): FilterEntry[] {
+  return channelTypes[channel].flatMap((type, i): FilterEntry[] => [...(i === 0 ? [] : [{ operator: 'OR' as const }]), { field: 'subscription', type }]);
+}
 
 /**
  * The filter lists of the named segments, in the order given, or an error item for each unknown
- * name (`path` the list in the body).
+ * name (`path` the list in the body); `All` is allFiltersOf(channel).
  */
 export async function segmentFilters(
   segments: Pick<SegmentStore, 'get'>,
   project: string,
   names: readonly string[],
   path: string,
+  channel: Channel,
 ): Promise<{ lists: FilterEntry[][]; errors: ErrorItem[] }> {
-  const found = await Promise.all(names.map((name) => (name === ALL_SEGMENT ? allFilters : segments.get(project, name).then((s) => s?.filters ?? null))));
+  const found = await Promise.all(names.map((name) => (name === ALL_SEGMENT ? allFiltersOf(channel) : segments.get(project, name).then((s) => s?.filters ?? null))));
   const errors = names.flatMap((name, i) => (found[i] === null ? [errorItem(`${path}/${i}`, `no segment named ${JSON.stringify(name)}`)] : []));
   return { lists: found.filter((f): f is FilterEntry[] => f !== null), errors };
 }

@@ -101,8 +101,8 @@ async function target(deps: NotificationDeps, project: string, body: Notificatio
     const includedNames = [...new Set(body.included_segments)];
     const excludedNames = [...new Set(body.excluded_segments ?? [])];
     const [included, excluded] = await Promise.all([
-      segmentFilters(store, project, body.included_segments, '/included_segments'),
-      segmentFilters(store, project, body.excluded_segments ?? [], '/excluded_segments'),
+      segmentFilters(store, project, body.included_segments, '/included_segments', channel),
+      segmentFilters(store, project, body.excluded_segments ?? [], '/excluded_segments', channel),
     ]);
     const errors = [...included.errors, ...excluded.errors];
     if (errors.length > 0) throw new CallerError('validation_failed', errors);

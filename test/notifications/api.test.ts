@@ -153,10 +153,15 @@ t.test('the body is checked: exactly one targeting mode, contents.en, data size,
 t.test('segments and filters: recipients counted over the users mirror, exclusions exactly', async (t) => {
   const count = async (body: object): Promise<number> => (await created({ ...body, contents })).recipients;
   t.equal(await count({ filters: [{ field: 'tag', key: 'plan', relation: '=', value: 'gold' }] }), 2, 'a and b');
-  t.equal(await count({ included_segments: ['All'] }), 2, 'a and c have a subscription');
+  // All: a live subscription of the notification's channel (API.md 4).
+  t.equal(await count({ included_segments: ['All'] }), 1, 'PUSH: a has a push subscription (c has EMAIL only)');
+  t.equal(await count({ included_segments: ['All'], channel: 'EMAIL' }), 1, 'EMAIL: c');
+  t.equal(await count({ included_segments: ['All'], channel: 'SMS' }), 0, 'SMS: nobody');
   t.equal(await count({ included_segments: ['gold', 'silver'] }), 3, 'the union');
-  t.equal(await count({ included_segments: ['gold', 'All', 'gold'] }), 3, 'a, b, c; a counted once');
-  t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'] }), 1, 'c');
+  t.equal(await count({ included_segments: ['gold', 'All', 'gold'], channel: 'EMAIL' }), 3, 'a, b, c');
+  t.equal(await count({ included_segments: ['gold', 'All', 'gold'] }), 2, 'a, b; a counted once');
+  t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'], channel: 'EMAIL' }), 1, 'c');
+  t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'] }), 0, 'a is gold');
   t.equal(await count({ included_segments: ['gold'], excluded_segments: ['All'] }), 1, 'b');
   t.equal(await count({ included_segments: ['silver'], excluded_segments: ['silver', 'gold'] }), 0);
 
