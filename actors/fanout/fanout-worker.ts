@@ -1,5 +1,5 @@
 import type { Logger } from '../../engine/log.ts';
-import { readNotification } from '../../engine/notifications/record.ts';
+import { readCounts, readNotification } from '../../engine/notifications/record.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { ConsumerLoop, ensureGroup } from '../../engine/runner/consumer-loop.ts';
 import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
@@ -95,10 +95,9 @@ export class FanoutWorker {
           canceled = true;
           throw new Stopped();
         }
-        const appended = await this.append(id, record.spec.project, ids, keep);
+        await this.append(id, record.spec.project, ids, keep);
         const last = ids.at(-1);
         if (last !== undefined) await redis.hset(key, 'cursor', last);
-        await redis.hincrby(key, 'appended', appended);
       });
     } catch (err) {
       if (!(err instanceof Stopped)) throw err;
@@ -107,17 +106,18 @@ export class FanoutWorker {
       clearInterval(heartbeat);
     }
     if (!canceled) {
-      const appended = Number((await redis.hget(key, 'appended')) ?? 0);
-      // Users named by id were counted at accept; an audience is counted as it is sent.
-      if (record.spec.external_ids === null) await redis.hset(key, 'recipients', appended);
+      // Users named by id were counted at accept; an audience is counted as it is sent, by the
+      // jobs counters, which move in the same script call as the appends: a count kept apart
+      // would miss the users a crashed predecessor appended before it saved its progress.
+      if (record.spec.external_ids === null) await redis.hset(key, 'recipients', (await readCounts(redis, topology, id)).jobs);
       await redis.hset(key, 'fanned', '1');
     }
     log.info('fanned out', { notification: id, canceled });
     await this.finish(entry.id);
   }
 
-  /** Appends one chunk's jobs, one script call per partition; returns how many were new. */
-  private async append(id: string, project: string, ids: readonly string[], keep: number): Promise<number> {
+  /** Appends one chunk's jobs, one script call per partition (a user appended before is skipped). */
+  private async append(id: string, project: string, ids: readonly string[], keep: number): Promise<void> {
     const { redis, topology } = this.opts;
     const byPartition = new Map<number, string[]>();
     for (const externalId of ids) {
@@ -126,7 +126,7 @@ export class FanoutWorker {
       if (list) list.push(externalId);
       else byPartition.set(p, [externalId]);
     }
-    const counts = await Promise.all(
+    await Promise.all(
       [...byPartition].map(([p, users]) =>
         scripts.appendJobs(redis, {
           keys: { dispatch: topology.dispatch(p), fanned: topology.notificationFanned(p, id), counts: topology.notificationCounts(p, id) },
@@ -135,7 +135,6 @@ export class FanoutWorker {
         }),
       ),
     );
-    return counts.reduce((sum, c) => sum + c.appended, 0);
   }
 
   private async finish(entryId: string): Promise<void> {
