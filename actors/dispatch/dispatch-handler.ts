@@ -10,11 +10,20 @@ import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
+import type { ProviderName } from '../../schemas/providers.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
-import { sendTo, type SendResult } from './providers/index.ts';
+import { Gate } from './gate.ts';
+import { providerFor, sendTo, type SendResult } from './providers/index.ts';
 import { render } from './render.ts';
 import type { Specs } from './specs.ts';
+
+/**
+ * Sends in flight per provider and process. Each is at most what the provider's client runs at
+ * once (32 HTTP/1.1 connections; HTTP/2 streams once the peer raised its limit), so a send never
+ * waits inside a client after its consent and cancel checks.
+ */
+const SENDS_IN_FLIGHT: Record<ProviderName, number> = { apns: 256, fcm: 256, webpush: 32, twilio: 32, sendgrid: 32 };
 
 /** Attempts per subscription, the first included (API.md section 8). */
 export const MAX_ATTEMPTS = 5;
@@ -51,6 +60,8 @@ interface JobResult {
  * each provider client bounds its own requests in flight.
  */
 export class DispatchHandler {
+  private readonly gates = Object.fromEntries(Object.entries(SENDS_IN_FLIGHT).map(([p, n]) => [p, new Gate(n)])) as Record<ProviderName, Gate>;
+
   constructor(private readonly deps: DispatchDeps) {}
 
   /** Runs one job to its record; rejects (the job stays pending) only when Redis fails. */
@@ -90,19 +101,17 @@ export class DispatchHandler {
   /** Loads the user, checks cancel, throttle and consent, sends to each subscription. */
   private async attempt(job: DispatchJob, spec: NotificationSpec): Promise<JobResult> {
     const { redis, topology } = this.deps;
-    const wait = await this.throttle(spec);
+    // A canceled notification takes no throttle token: its remaining jobs are skipped at once.
+    const wait = (await this.canceled(job)) ? 0 : await this.throttle(spec);
     if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
-    const [subsHash, consentHash, language, canceledAt] = await Promise.all([
+    const [subsHash, language] = await Promise.all([
       redis.hgetall(topology.subs(job.project, job.external_id)),
-      redis.hgetall(topology.consent(job.project, job.external_id)),
       redis.hget(topology.tags(job.project, job.external_id), 'language'),
-      redis.hget(topology.notification(job.n), 'canceled_at'),
     ]);
     const now = Date.now();
     const subs = liveSubscriptions(subsHash, spec, job);
     const outcome = new Outcomes(job, spec);
     if (subs.length === 0) return { outcomes: [outcome.skip(null, ownCode('no_subscription'), now)], retire: [], retry: null };
-    const consent = parseConsent(consentHash);
     const locale = language === null ? null : String(decodeTag(language));
     const message = render(spec, locale, now);
     const clients = await this.deps.clients.get(spec.project);
@@ -111,17 +120,23 @@ export class DispatchHandler {
     let retryAfter = 0;
     await Promise.all(
       subs.map(async (sub) => {
-        if (canceledAt !== null) return result.outcomes.push(outcome.skip(sub, ownCode('canceled'), now));
-        if (consent[sub.type]?.opted_out) return result.outcomes.push(outcome.skip(sub, ownCode('opted_out'), now));
-        const sentAt = Date.now();
-        const sent = await sendTo(clients, target(sub), message);
-        const retrying = !sent.ok && (sent.action === 'RETRY' || sent.action === 'REAUTH') && job.attempt < MAX_ATTEMPTS && message.ttlSeconds > 0;
-        result.outcomes.push(outcome.attempt(sub, sent, retrying, Date.now()));
-        if (retrying) {
-          again.push(subKey(sub));
-          retryAfter = Math.max(retryAfter, sent.ok ? 0 : (sent.retryAfterMs ?? 0));
+        const release = await this.gates[providerFor(sub.type)].acquire();
+        try {
+          // Checked with a slot in hand, right before the request goes out (DESIGN.md invariant 5).
+          const skip = await this.blocked(job, sub);
+          if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
+          const sentAt = Date.now();
+          const sent = await sendTo(clients, target(sub), message);
+          const retrying = !sent.ok && (sent.action === 'RETRY' || sent.action === 'REAUTH') && job.attempt < MAX_ATTEMPTS && message.ttlSeconds > 0;
+          result.outcomes.push(outcome.attempt(sub, sent, retrying, Date.now()));
+          if (retrying) {
+            again.push(subKey(sub));
+            retryAfter = Math.max(retryAfter, sent.ok ? 0 : (sent.retryAfterMs ?? 0));
+          }
+          if (!sent.ok && sent.action === 'DROP') result.retire.push(retireEntry(job, sub, sent.invalidSinceMs ?? sentAt));
+        } finally {
+          release();
         }
-        if (!sent.ok && sent.action === 'DROP') result.retire.push(retireEntry(job, sub, sent.invalidSinceMs ?? sentAt));
       }),
     );
     if (again.length > 0) {
@@ -129,6 +144,17 @@ export class DispatchHandler {
       result.retry = { job: { ...job, attempt: job.attempt + 1, subs: again }, at: Date.now() + delay };
     }
     return result;
+  }
+
+  private async canceled(job: DispatchJob): Promise<boolean> {
+    return (await this.deps.redis.hget(this.deps.topology.notification(job.n), 'canceled_at')) !== null;
+  }
+
+  /** Why a send to `sub` must not start now: the notification was canceled or the user opted out. */
+  private async blocked(job: DispatchJob, sub: StoredSubscription): Promise<'canceled' | 'opted_out' | null> {
+    const [canceled, consent] = await Promise.all([this.canceled(job), this.deps.redis.hget(this.deps.topology.consent(job.project, job.external_id), sub.type)]);
+    if (canceled) return 'canceled';
+    return consent !== null && parseConsent({ [sub.type]: consent })[sub.type]?.opted_out ? 'opted_out' : null;
   }
 
   /** 0 to send now, else ms to wait: a token of the notification's rate, shared by every dispatch worker. */

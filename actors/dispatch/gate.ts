@@ -1,0 +1,25 @@
+/**
+ * A counting semaphore: at most `size` holders at once, the others wait in arrival order. Dispatch
+ * holds one slot of its provider's gate per send, so a slow provider fills its own gate, never
+ * memory or the other providers' sends.
+ */
+export class Gate {
+  private held = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly size: number) {}
+
+  /** Resolves with the release of a slot once one is free. */
+  async acquire(): Promise<() => void> {
+    if (this.held >= this.size) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.held++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.held--;
+    };
+  }
+}
