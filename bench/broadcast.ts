@@ -1,0 +1,590 @@
+/**
+ * Broadcast benchmark: how fast one engine process (every role) delivers a push broadcast to N
+ * users through the APNs simulator, next to the ceiling measured in the same run: a bare
+ * `node:http2` client (bench/apns-ceiling.ts) sending N pushes to the same simulator.
+ *
+ * `node --import tsx bench/broadcast.ts [--users N] [--out file] [--audience all|ids]
+ *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR] [--keep]`
+ * (`npm run bench:broadcast -- --users N`).
+ *
+ * Steps: the provider simulators and the engine (`bin/engine.js start`, the dist/ build when there
+ * is one) start as separate processes under a fresh KEY_PREFIX and DATA_DIR; a project is created
+ * and the simulator's APNs credentials registered through the `engine` command; N users with one
+ * IOS_PUSH subscription each are registered through /api/sdk/batch and the bench waits until they
+ * are applied (and, for `--audience all`, mirrored into ClickHouse). Then the ceiling runs, the
+ * simulator forgets its provider token (so the engine's newer one is not a 429), and the broadcast
+ * is sent and timed from the POST to the moment every delivery record is visible in ClickHouse
+ * (GET /api/deliveries/stats); the ceiling runs again after it, and the faster of the two is the
+ * one the ratio is over (other work on the host moves both). CPU of the engine, the simulator and Redis is read around both runs
+ * (/proc/<pid>/stat, INFO cpu), the engine's RSS every 500 ms. Writes
+ * bench/reports/broadcast-<date>.json (or --out) and prints a table.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import http2 from 'node:http2';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { cleanupPrefix } from '../test/helpers/redis.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const GOAL_RATIO = 0.6;
+const GOAL_RSS_GROWTH_MB = 250;
+/** include_external_user_ids holds at most this many ids (schemas/notifications.ts). */
+const IDS_PER_NOTIFICATION = 20_000;
+const BATCH_OPS = 1000;
+const BATCH_PARALLEL = 4;
+/** No progress for this long fails the run, ms. */
+const STALL_MS = 180_000;
+
+const { values } = parseArgs({
+  options: {
+    users: { type: 'string', default: '200000' },
+    out: { type: 'string' },
+    audience: { type: 'string', default: 'all' },
+    'ceiling-count': { type: 'string' },
+    'ceiling-connections': { type: 'string', default: '4' },
+    'ceiling-inflight': { type: 'string' },
+    'engine-root': { type: 'string', default: root },
+    'cpu-prof': { type: 'string' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const users = Number(values.users);
+if (!Number.isInteger(users) || users < 1) throw new Error(`--users must be a whole number, got ${values.users}`);
+const audience = values.audience;
+if (audience !== 'all' && audience !== 'ids') throw new Error('--audience must be all or ids');
+const ceilingCount = Number(values['ceiling-count'] ?? users);
+const engineRoot = resolve(values['engine-root']);
+const fromSource = !existsSync(join(engineRoot, 'dist/bin/main.js'));
+const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const prefix = `benchbc${Date.now().toString(36)}:`;
+
+const children: ChildProcess[] = [];
+let work = '';
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const round = (v: number, digits = 0): number => Math.round(v * 10 ** digits) / 10 ** digits;
+/** The device token of user i (as test/helpers/broadcast.ts iosToken and bench/apns-ceiling.ts). */
+const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
+
+// ---- processes -------------------------------------------------------------------------------
+
+function spawnNode(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
+  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'], cwd: root });
+  let output = '';
+  const keep = (d: Buffer): void => {
+    output = (output + d.toString()).slice(-8000);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  proc.once('exit', (code, signal) => {
+    if (!stopping) log(`bench: ${name} exited (${code ?? signal})`);
+  });
+  children.push(proc);
+  return Object.assign(proc, { output: () => output });
+}
+
+async function stopChild(proc: ChildProcess, ms = 20_000): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), ms);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms: number, every = 250): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+/** CPU seconds of a process so far (utime + stime of /proc/<pid>/stat). */
+async function processCpu(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds so far of each thread of a process, summed by thread name (/proc/<pid>/task). */
+async function threadCpu(pid: number): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const task of tasks) {
+    const stat = await readFile(`/proc/${pid}/task/${task}/stat`, 'utf8').catch(() => null);
+    if (stat === null) continue;
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+  return out;
+}
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function redisCpu(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const value = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return value('used_cpu_user') + value('used_cpu_sys');
+}
+
+interface CpuMark {
+  at: number;
+  engine: number;
+  simulator: number;
+  redis: number;
+}
+
+async function cpuMark(enginePid: number, simPid: number, redis: Redis): Promise<CpuMark> {
+  const [engine, simulator, r] = await Promise.all([processCpu(enginePid), processCpu(simPid), redisCpu(redis)]);
+  return { at: Date.now(), engine, simulator, redis: r };
+}
+
+// ---- HTTP ------------------------------------------------------------------------------------
+
+async function call(url: string, method: string, key: string | null, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, {
+    method,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) as unknown };
+  } catch {
+    return { status: res.status, body: text };
+  }
+}
+
+/** POST /__sim/reset on the APNs simulator (HTTP/2 only): forgets the provider token in force. */
+async function resetApns(url: string, ca: Buffer): Promise<void> {
+  const session = http2.connect(url, { ca });
+  try {
+    await new Promise<void>((ok, fail) => {
+      const stream = session.request({ ':method': 'POST', ':path': '/__sim/reset' });
+      stream.on('response', (h) => (Number(h[':status']) === 204 ? ok() : fail(new Error(`reset answered ${h[':status']}`))));
+      stream.on('error', fail);
+      stream.resume();
+      stream.end();
+    });
+  } finally {
+    session.close();
+  }
+}
+
+// ---- the run ---------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  work = await mkdtemp(join(tmpdir(), 'svc-bench-broadcast-'));
+  const simDir = join(work, 'sims');
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  log(`bench: ${users} users, audience ${audience}, engine ${fromSource ? 'from source (tsx)' : 'dist/ build'} in ${engineRoot}, work dir ${work}`);
+
+  // 1. Simulators.
+  const sims = spawnNode('simulators', ['--import', 'tsx', join(root, 'test/simulators/main.ts'), '--out', simDir, '--fresh'], process.env);
+  await waitFor('the simulators', async () => (sims.output().includes('provider simulators running') ? true : undefined), 30_000);
+  const simInfo = JSON.parse(await readFile(join(simDir, 'simulators.json'), 'utf8')) as { caFile: string; urls: Record<string, string> };
+  const apnsUrl = simInfo.urls['apns'] ?? '';
+  const ca = await readFile(simInfo.caFile);
+
+  // 2. Engine: project and credentials through the CLI, then `engine start`.
+  const port = await freePort();
+  const engineEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    KEY_PREFIX: prefix,
+    DATA_DIR: join(work, 'data'),
+    PORT: String(port),
+    PROVIDER_CA_FILE: simInfo.caFile,
+    LOG_LEVEL: 'warn',
+    REDIS_URL: redisUrl,
+  };
+  if (fromSource) engineEnv['ENGINE_FROM_SOURCE'] = '1';
+  else delete engineEnv['ENGINE_FROM_SOURCE'];
+  const engineBin = join(engineRoot, 'bin/engine.js');
+  const cli = async (...args: string[]): Promise<string> => (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: engineEnv, cwd: root })).stdout;
+  const project = JSON.parse(await cli('project', 'create', 'bench-broadcast', '--json')) as { project_id: string; sdk_key: string; rest_key: string };
+  await cli('providers', 'set', project.project_id, 'apns', '--file', join(simDir, 'apns.json'));
+  const profArgs = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(values['cpu-prof'])}`] : [];
+  const engine = spawnNode('engine', [...profArgs, engineBin, 'start'], engineEnv);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor('the engine', async () => ((await call(`${base}/readyz`, 'GET', null)).status === 200 ? true : undefined), 120_000);
+  const enginePid = engine.pid ?? 0;
+  const simPid = sims.pid ?? 0;
+  log(`bench: engine pid ${enginePid} on ${base}, simulators pid ${simPid}, project ${project.project_id}`);
+
+  // 3. Users: N subscribes (a user is created by its first write), 1000 ops per batch call.
+  const regStart = Date.now();
+  let sentUsers = 0;
+  const calls = Math.ceil(users / BATCH_OPS);
+  let nextCall = 0;
+  await Promise.all(
+    Array.from({ length: BATCH_PARALLEL }, async () => {
+      for (let c = nextCall++; c < calls; c = nextCall++) {
+        const operations = [];
+        for (let i = c * BATCH_OPS; i < Math.min(users, (c + 1) * BATCH_OPS); i++) operations.push({ op: 'subscribe', external_id: `u${i}`, type: 'IOS_PUSH', token: iosToken(i) });
+        const answer = await call(`${base}/api/sdk/batch`, 'POST', project.sdk_key, { operations });
+        if (answer.status !== 202) throw new Error(`batch answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
+        sentUsers += operations.length;
+        if (c % 50 === 0) log(`bench: registering ${sentUsers}/${users} users`);
+      }
+    }),
+  );
+  const acceptedAt = Date.now();
+  await sleep(1000); // the lag gauge is refreshed periodically: do not read a value from before the writes
+  await waitFor(
+    'every write applied',
+    async () => {
+      const metrics = (await call(`${base}/metrics`, 'GET', null)).body as string;
+      const lag = /svc_ingest_lag_entries (\d+)/.exec(metrics)?.[1];
+      if (lag !== '0') log(`bench: ingest lag ${lag ?? '?'} entries`);
+      return lag === '0' ? true : undefined;
+    },
+    30 * 60_000,
+    2000,
+  );
+  const appliedAt = Date.now();
+  if (audience === 'all') {
+    await waitFor(
+      'the users mirror in ClickHouse',
+      async () => {
+        const answer = await call(`${base}/api/segments/All/count`, 'GET', project.rest_key);
+        const count = (answer.body as { count?: number }).count ?? -1;
+        log(`bench: segment All counts ${count}/${users}`);
+        return count >= users ? true : undefined;
+      },
+      30 * 60_000,
+      2000,
+    );
+  }
+  const registration = {
+    users,
+    accept_seconds: round((acceptedAt - regStart) / 1000, 1),
+    applied_seconds: round((appliedAt - regStart) / 1000, 1),
+    mirrored_seconds: audience === 'all' ? round((Date.now() - regStart) / 1000, 1) : null,
+  };
+  log(`bench: ${users} users registered: accepted in ${registration.accept_seconds} s, applied in ${registration.applied_seconds} s${registration.mirrored_seconds === null ? '' : `, in ClickHouse in ${registration.mirrored_seconds} s`}`);
+
+  // 4. Ceiling: a bare HTTP/2 client in its own process, same simulator, before and after the
+  // engine's run (other work on the host moves the figures; the faster of the two is the ceiling).
+  const runCeiling = async (when: 'before' | 'after') => {
+    log(`bench: ceiling (${when} the engine): ${ceilingCount} pushes from a bare node:http2 client`);
+    const c0 = await cpuMark(enginePid, simPid, redis);
+    const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--creds', join(simDir, 'apns.json'), '--ca', simInfo.caFile, '--count', String(ceilingCount), '--connections', values['ceiling-connections']];
+    if (values['ceiling-inflight']) ceilingArgs.push('--inflight', values['ceiling-inflight']);
+    const ceilingProc = spawnNode('ceiling', ceilingArgs, process.env);
+    const ceilingDone = await new Promise<Record<string, unknown>>((ok, fail) => {
+      let buffered = '';
+      let done: Record<string, unknown> | null = null;
+      ceilingProc.stdout?.on('data', (d: Buffer) => {
+        buffered += d.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          if (entry['msg'] === 'progress') log(`bench: ceiling ${String(entry['answered'])}/${ceilingCount} pushes, ${String(entry['per_sec'])}/s`);
+          if (entry['msg'] === 'done') done = entry;
+        }
+      });
+      ceilingProc.once('exit', (code) => (done ? ok(done) : fail(new Error(`ceiling exited with ${code}: ${ceilingProc.output().slice(-1000)}`))));
+    });
+    const c1 = await cpuMark(enginePid, simPid, redis);
+    const ceilingPushes = Number(ceilingDone['pushes']);
+    const ceilingWall = Number(ceilingDone['seconds']);
+    const ceiling = {
+      when,
+      pushes: ceilingPushes,
+      seconds: ceilingWall,
+      pushes_per_sec: Number(ceilingDone['per_sec']),
+      statuses: ceilingDone['statuses'],
+      connections: ceilingDone['connections'],
+      inflight: ceilingDone['inflight'],
+      peer_max_streams: ceilingDone['peer_max_streams'],
+      cpu_us_per_push: {
+        client: round((Number(ceilingDone['cpu_seconds']) / ceilingPushes) * 1e6, 1),
+        simulator: round(((c1.simulator - c0.simulator) / ceilingPushes) * 1e6, 1),
+        redis: round(((c1.redis - c0.redis) / ceilingPushes) * 1e6, 1),
+      },
+      /** The machine's 1-minute load average at the end: other work on the host shows here. */
+      load_average: round(loadavg()[0] ?? 0, 1),
+      cores: {
+        client: round(Number(ceilingDone['cpu_seconds']) / ceilingWall, 2),
+        simulator: round((c1.simulator - c0.simulator) / ((c1.at - c0.at) / 1000), 2),
+      },
+    };
+    log(`bench: ceiling ${ceiling.pushes_per_sec} pushes/s`);
+    // The simulator forgets the token in force, so the next sender's newer token is not a 429.
+    await resetApns(apnsUrl, ca);
+    await sleep(2000);
+    return ceiling;
+  };
+  const before = await runCeiling('before');
+
+  // 5. The broadcast.
+  const rss: { at: number; mb: number }[] = [];
+  const baselineSamples: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    baselineSamples.push(await rssMb(enginePid));
+    await sleep(500);
+  }
+  const baselineRss = Math.max(...baselineSamples);
+  const sampler = setInterval(() => {
+    rssMb(enginePid).then((mb) => rss.push({ at: Date.now(), mb }), () => undefined);
+  }, 500);
+  const content = {
+    headings: { en: 'Hello' },
+    contents: { en: 'Your order shipped' },
+    data: { order: 'A1' },
+    priority: 'normal',
+    collapse_id: 'orders',
+    ttl: 3600,
+  };
+  const threads0 = await threadCpu(enginePid);
+  const m0 = await cpuMark(enginePid, simPid, redis);
+  const t0 = m0.at;
+  const since = new Date(t0 - 1000).toISOString();
+  const notifications: { id: string; recipients: number }[] = [];
+  const bodies =
+    audience === 'all'
+      ? [{ ...content, included_segments: ['All'] }]
+      : Array.from({ length: Math.ceil(users / IDS_PER_NOTIFICATION) }, (_, n) => ({
+          ...content,
+          include_external_user_ids: Array.from({ length: Math.min(IDS_PER_NOTIFICATION, users - n * IDS_PER_NOTIFICATION) }, (_, i) => `u${n * IDS_PER_NOTIFICATION + i}`),
+        }));
+  for (const body of bodies) {
+    const answer = await call(`${base}/api/notifications`, 'POST', project.rest_key, body);
+    if (answer.status !== 201) throw new Error(`POST /api/notifications answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
+    notifications.push(answer.body as { id: string; recipients: number });
+  }
+  const acceptMs = Date.now() - t0;
+  const expected = notifications.reduce((n, x) => n + x.recipients, 0);
+  log(`bench: ${notifications.length} notification(s) accepted in ${acceptMs} ms, ${expected} recipients`);
+
+  let sent = 0;
+  let failed = 0;
+  let skipped = 0;
+  let recorded = 0;
+  let groups: Record<string, number> = {};
+  let dispatchedAt: number | null = null;
+  const open = new Set(notifications.map((n) => n.id));
+  const counts = new Map<string, { sent: number; failed: number; skipped: number }>();
+  let lastChange = Date.now();
+  let lastPrint = 0;
+  let m1: CpuMark | null = null;
+  let threads1: Record<string, number> = {};
+  for (;;) {
+    for (const id of [...open]) {
+      const view = (await call(`${base}/api/notifications/${id}`, 'GET', project.rest_key)).body as { status: string; counts: { sent: number; failed: number; skipped: number } };
+      counts.set(id, view.counts);
+      if (view.status === 'completed') open.delete(id);
+    }
+    const before = sent + failed + skipped + recorded;
+    sent = [...counts.values()].reduce((n, c) => n + c.sent, 0);
+    failed = [...counts.values()].reduce((n, c) => n + c.failed, 0);
+    skipped = [...counts.values()].reduce((n, c) => n + c.skipped, 0);
+    if (open.size === 0 && dispatchedAt === null) dispatchedAt = Date.now();
+    const stats = await call(`${base}/api/deliveries/stats?group_by=status&since=${encodeURIComponent(since)}`, 'GET', project.rest_key);
+    if (stats.status === 200) {
+      groups = Object.fromEntries((stats.body as { groups: { key: string | null; count: number }[] }).groups.map((g) => [g.key ?? 'null', g.count]));
+      recorded = Object.values(groups).reduce((a, b) => a + b, 0);
+    }
+    const now = Date.now();
+    if (sent + failed + skipped + recorded !== before) lastChange = now;
+    if (recorded >= expected && m1 === null) {
+      m1 = await cpuMark(enginePid, simPid, redis);
+      threads1 = await threadCpu(enginePid);
+    }
+    if (m1 !== null && dispatchedAt !== null) break;
+    if (now - lastChange > STALL_MS) throw new Error(`no progress for ${STALL_MS / 1000} s: sent ${sent}, failed ${failed}, skipped ${skipped}, recorded ${recorded}/${expected}`);
+    if (now - lastPrint >= 2000) {
+      lastPrint = now;
+      const seconds = (now - t0) / 1000;
+      const peak = Math.max(baselineRss, ...rss.map((s) => s.mb));
+      log(
+        `bench: ${seconds.toFixed(0)} s: sent ${sent} failed ${failed} skipped ${skipped} (${Math.round((sent + failed + skipped) / seconds)}/s), recorded ${recorded}/${expected}, engine RSS ${Math.round(rss.at(-1)?.mb ?? 0)} MB (peak ${Math.round(peak)})`,
+      );
+    }
+    await sleep(500);
+  }
+  clearInterval(sampler);
+  const end = m1;
+  const wall = (end.at - t0) / 1000;
+  const peakRss = Math.max(baselineRss, ...rss.filter((s) => s.at <= end.at + 1000).map((s) => s.mb));
+  const perDelivery = (seconds: number): number => round((seconds / expected) * 1e6, 1);
+  const deliveriesPerSec = expected / wall;
+  const result = {
+    notifications: notifications.map((n) => n.id),
+    recipients: expected,
+    accept_ms: acceptMs,
+    /** From the POST until every notification was `completed` (Redis counters). */
+    dispatched_seconds: round(((dispatchedAt ?? end.at) - t0) / 1000, 2),
+    /** From the POST until every delivery record was visible in ClickHouse. */
+    recorded_seconds: round(wall, 2),
+    deliveries_per_sec: Math.round(deliveriesPerSec),
+    sends_per_sec: Math.round(expected / (((dispatchedAt ?? end.at) - t0) / 1000)),
+    /** Over the faster of the two ceilings (set below). */
+    ratio_to_ceiling: 0,
+    counts: { sent, failed, skipped },
+    recorded_by_status: groups,
+    cpu_us_per_delivery: { engine: perDelivery(end.engine - m0.engine), simulator: perDelivery(end.simulator - m0.simulator), redis: perDelivery(end.redis - m0.redis) },
+    cores: { engine: round((end.engine - m0.engine) / wall, 2), simulator: round((end.simulator - m0.simulator) / wall, 2), redis: round((end.redis - m0.redis) / wall, 2) },
+    /** The engine's CPU seconds over the measured interval by thread name (node's main thread is `node`). */
+    engine_threads_cpu_seconds: Object.fromEntries(
+      Object.entries(threads1)
+        .map(([name, v]) => [name, round(v - (threads0[name] ?? 0), 2)] as const)
+        .filter(([, v]) => v >= 0.05)
+        .sort((a, b) => b[1] - a[1]),
+    ),
+    rss_mb: { baseline: round(baselineRss, 1), peak: round(peakRss, 1), growth: round(peakRss - baselineRss, 1), samples: rss.length },
+    rss_growth_bytes_per_user: Math.round(((peakRss - baselineRss) * 1024 * 1024) / expected),
+    load_average: round(loadavg()[0] ?? 0, 1),
+  };
+
+  await resetApns(apnsUrl, ca);
+  const after = await runCeiling('after');
+  const ceiling = after.pushes_per_sec > before.pushes_per_sec ? after : before;
+  result.ratio_to_ceiling = round(deliveriesPerSec / ceiling.pushes_per_sec, 3);
+
+  const report = {
+    benchmark: 'broadcast',
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', memory_gb: round(totalmem() / 2 ** 30, 1), node: process.version },
+    settings: {
+      users,
+      audience,
+      engine: fromSource ? 'source (ENGINE_FROM_SOURCE=1)' : 'dist/ build',
+      engine_root: engineRoot,
+      ceiling_count: ceilingCount,
+      cpu_prof: values['cpu-prof'] ?? null,
+    },
+    goals: { ratio_to_ceiling: GOAL_RATIO, rss_growth_mb: GOAL_RSS_GROWTH_MB },
+    registration,
+    /** The faster of the two ceiling runs: what the ratio is over. */
+    ceiling,
+    ceilings: [before, after],
+    engine: result,
+    notes: [
+      'Measures: one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler), from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.',
+      'Ceiling: bench/apns-ceiling.ts, a bare node:http2 client in its own process sending the same number of pushes to the same APNs simulator (same TLS, ES256 token, request shape), with as many streams in flight as the engine pool can use (4 connections x the peer limit).',
+      `Audience: ${audience === 'all' ? 'segment All (one notification; fan-out reads the users mirror in ClickHouse, which the bench waits to be filled)' : `include_external_user_ids, ${bodies.length} notifications of at most ${IDS_PER_NOTIFICATION} ids`}.`,
+      'CPU per delivery: CPU seconds of each process over the measured interval divided by the deliveries; the simulator and Redis figures include everything they did meanwhile (the recorder and the progress polls included).',
+      `Machine: ${cpus().length} cores shared by the simulators, the engine, Redis, the ceiling client, this process and whatever else runs on the host (load_average, 1 minute, at the end of each run).`,
+    ],
+  };
+  printTable(report);
+  const file = values.out ? resolve(values.out) : join(root, 'bench/reports', `broadcast-${startedAt.toISOString().replace(/:/g, '').replace(/\.\d+Z$/, 'Z')}.json`);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
+  log(`bench: report written to ${file}`);
+  redis.disconnect();
+}
+
+interface Ceiling {
+  when: string;
+  pushes: number;
+  seconds: number;
+  pushes_per_sec: number;
+  load_average: number;
+  cpu_us_per_push: { client: number; simulator: number; redis: number };
+}
+
+function printTable(report: {
+  ceiling: Ceiling;
+  ceilings: Ceiling[];
+  engine: {
+    recipients: number;
+    recorded_seconds: number;
+    deliveries_per_sec: number;
+    ratio_to_ceiling: number;
+    cpu_us_per_delivery: { engine: number; simulator: number; redis: number };
+    rss_mb: { baseline: number; peak: number; growth: number };
+    rss_growth_bytes_per_user: number;
+    load_average: number;
+  };
+}): void {
+  const { ceiling, ceilings, engine: e } = report;
+  const rows = [
+    ['run', 'pushes', 'seconds', 'per second', 'vs ceiling', 'CPU µs/push: sender', 'simulator', 'redis', 'load avg'],
+    ...ceilings.map((c) => [
+      `ceiling ${c.when} (bare http2)${c === ceiling ? ' *' : ''}`,
+      String(c.pushes),
+      String(c.seconds),
+      String(c.pushes_per_sec),
+      '',
+      String(c.cpu_us_per_push.client),
+      String(c.cpu_us_per_push.simulator),
+      String(c.cpu_us_per_push.redis),
+      String(c.load_average),
+    ]),
+    [
+      'engine (to ClickHouse)',
+      String(e.recipients),
+      String(e.recorded_seconds),
+      String(e.deliveries_per_sec),
+      `${Math.round(e.ratio_to_ceiling * 100)}% (goal ${GOAL_RATIO * 100}%: ${e.ratio_to_ceiling >= GOAL_RATIO ? 'met' : 'not met'})`,
+      String(e.cpu_us_per_delivery.engine),
+      String(e.cpu_us_per_delivery.simulator),
+      String(e.cpu_us_per_delivery.redis),
+      String(e.load_average),
+    ],
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  console.log('');
+  for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  console.log('');
+  console.log('* the faster ceiling, which the ratio is over; load avg: the host\'s 1-minute load average at the end of the run');
+  console.log(
+    `engine RSS: ${e.rss_mb.baseline} MB before, peak ${e.rss_mb.peak} MB, growth ${e.rss_mb.growth} MB (${e.rss_growth_bytes_per_user} bytes/user; goal < ${GOAL_RSS_GROWTH_MB} MB at 1M users)`,
+  );
+}
+
+let stopping = false;
+async function cleanup(): Promise<void> {
+  stopping = true;
+  // The engine first (its profile, when asked, is written as it exits), then the simulators.
+  for (const proc of [...children].reverse()) await stopChild(proc);
+  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
+  if (work && !values.keep) await rm(work, { recursive: true, force: true });
+}
+
+const interrupt = (): void => {
+  if (stopping) return;
+  void cleanup().finally(() => process.exit(130));
+};
+process.once('SIGINT', interrupt);
+process.once('SIGTERM', interrupt);
+
+try {
+  await main();
+} catch (err) {
+  log(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
+process.exit();
