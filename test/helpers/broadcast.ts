@@ -30,13 +30,28 @@ export interface Stage {
   sims: Simulators;
   engine: EngineProcess;
   rest: string;
+  /** external_id to the token of its subscription, for every user `register` registered. */
+  tokens: Map<string, string>;
 }
+
+/** A stage before any engine process runs: start processes with `d.start`, then add `engine`. */
+export type Setting = Omit<Stage, 'engine'>;
 
 /**
  * Simulators, a deployment whose project has every provider registered, and one engine process
  * with `roles` (all by default); `env` is added to the engine's.
  */
 export async function stage(t: Test, roles: string[] = ALL_ROLES, env: Record<string, string> = {}): Promise<Stage> {
+  const setting = await stageWithoutEngine(t, env);
+  const engine = await setting.d.start(roles);
+  return { ...setting, engine };
+}
+
+/**
+ * What `stage` prepares, without starting an engine: for tests that run the roles in several
+ * processes (each started with `d.start`, which passes PROVIDER_CA_FILE on).
+ */
+export async function stageWithoutEngine(t: Test, env: Record<string, string> = {}): Promise<Setting> {
   const sims = await startSimulators();
   t.teardown(() => sims.close());
   const d = await deployment(t, { env: { PROVIDER_CA_FILE: sims.caFile, ...env } });
@@ -51,8 +66,7 @@ export async function stage(t: Test, roles: string[] = ALL_ROLES, env: Record<st
   };
   for (const [name, value] of Object.entries(creds)) await providers.set(d.project.project_id, name as ProviderName, value as never);
   redis.disconnect();
-  const engine = await d.start(roles);
-  return { d, sims, engine, rest: d.project.rest_key };
+  return { d, sims, rest: d.project.rest_key, tokens: new Map() };
 }
 
 /** A distinct APNs device token per user. */
@@ -85,7 +99,9 @@ export async function register(s: Stage, count: number, from = 0): Promise<void>
     for (let i = start; i < Math.min(from + count, start + 500); i++) {
       const locale = LOCALES[i % LOCALES.length];
       operations.push({ op: 'identify', external_id: `u${i}`, ...(locale ? { tags: { language: locale } } : {}) });
-      operations.push({ op: 'subscribe', external_id: `u${i}`, ...subscriptionOf(s.sims, i) });
+      const subscription = subscriptionOf(s.sims, i);
+      s.tokens.set(`u${i}`, subscription['token'] ?? '');
+      operations.push({ op: 'subscribe', external_id: `u${i}`, ...subscription });
     }
     const answer = await call(`${s.engine.url}/api/sdk/batch`, 'POST', s.d.project.sdk_key, { operations });
     if (answer.status !== 202) throw new Error(`batch answered ${answer.status}: ${JSON.stringify(answer.body)}`);

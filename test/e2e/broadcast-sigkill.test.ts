@@ -1,0 +1,278 @@
+import t, { type Test } from 'tap';
+import { WINDOW } from '../../actors/dispatch/role.ts';
+import { loadConfig } from '../../engine/config.ts';
+import { readCounts } from '../../engine/notifications/record.ts';
+import { createRedis, type RedisClient } from '../../engine/redis.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
+import { ALL_ROLES, deliveriesOf, register, stage, stageWithoutEngine, until, type Delivery, type Stage } from '../helpers/broadcast.ts';
+import { call, eventually } from '../helpers/http.ts';
+import type { SimRequest, Simulators } from '../simulators/index.ts';
+
+/**
+ * Broadcasts with the roles in three processes, one of them SIGKILLed mid-broadcast and restarted:
+ * A = gateway, apply, recorder, scheduler (it holds the embedded ClickHouse), B = fanout,
+ * C = dispatch. Users are targeted by id, so the fan-out needs no ClickHouse.
+ * docs/reliability.md, "Broadcasts under SIGKILL", says what this proves.
+ */
+
+t.setTimeout(600_000);
+
+const FRONT = ['gateway', 'apply', 'recorder', 'scheduler'];
+
+const body = { headings: { en: 'Hello' }, contents: { en: 'Your order shipped' }, ttl: 3600 };
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface Broadcast {
+  id: string;
+  recipients: number;
+  users: string[];
+}
+
+/** The audiences of three notifications to disjoint users: PUSH to the users of the three push types, SMS, EMAIL (type by i mod 5). */
+function audiences(users: number): [string, string[]][] {
+  const ids = Array.from({ length: users }, (_, i) => `u${i}`);
+  return [
+    ['PUSH', ids.filter((_, i) => i % 5 < 3)],
+    ['SMS', ids.filter((_, i) => i % 5 === 3)],
+    ['EMAIL', ids.filter((_, i) => i % 5 === 4)],
+  ];
+}
+
+async function post(s: Stage, channel: string, users: string[]): Promise<Broadcast> {
+  const answer = await call(`${s.engine.url}/api/notifications`, 'POST', s.rest, { ...body, channel, include_external_user_ids: users });
+  if (answer.status !== 201) throw new Error(`notification answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+  const created = answer.body as { id: string; recipients: number };
+  return { id: created.id, recipients: created.recipients, users };
+}
+
+async function broadcast(s: Stage, users: number): Promise<Broadcast[]> {
+  const out: Broadcast[] = [];
+  for (const [channel, audience] of audiences(users)) out.push(await post(s, channel, audience));
+  return out;
+}
+
+/** The key a simulator request is told apart by: the token of the subscription it went to. */
+function tokenOf(sim: keyof Omit<Simulators, 'caFile' | 'close'>, r: SimRequest): string {
+  const b = r.body as Record<string, unknown> | undefined;
+  switch (sim) {
+    case 'apns':
+      return r.path.replace(/^\/3\/device\//, '');
+    case 'fcm':
+      return String((b?.['message'] as Record<string, unknown> | undefined)?.['token']);
+    case 'webpush':
+      return r.path.split('/').pop() ?? '';
+    case 'twilio':
+      return String(b?.['To']);
+    case 'sendgrid':
+      return String(((b?.['personalizations'] as { to: { email: string }[] }[] | undefined)?.[0]?.to[0])?.email);
+  }
+}
+
+const SIMS = ['apns', 'fcm', 'webpush', 'twilio', 'sendgrid'] as const;
+
+/** Every send the simulators received: token to how many times, and how many are still unanswered. */
+async function received(sims: Simulators): Promise<{ byToken: Map<string, number>; total: number; unanswered: number; refused: number }> {
+  const byToken = new Map<string, number>();
+  let total = 0;
+  let unanswered = 0;
+  let refused = 0;
+  const refusals: string[] = [];
+  for (const name of SIMS) {
+    for (const r of await sims[name].requests()) {
+      const token = tokenOf(name, r);
+      byToken.set(token, (byToken.get(token) ?? 0) + 1);
+      total += 1;
+      if (r.status === 0) unanswered += 1;
+      else if (r.status >= 300) {
+        refused += 1;
+        refusals.push(`${name} ${r.status} ${typeof r.body === 'string' ? r.body.slice(0, 80) : JSON.stringify(r.body).slice(0, 80)}`);
+      }
+    }
+  }
+  if (refusals.length > 0) console.error('refusals', JSON.stringify(countBy(refusals)));
+  return { byToken, total, unanswered, refused };
+}
+
+/** The key the simulators know a user's token by (a web push endpoint by its last path segment). */
+const simKey = (token: string): string => (token.startsWith('https://') ? (token.split('/').pop() ?? '') : token);
+
+function open(t: Test, s: Stage): { redis: RedisClient; topology: Topology } {
+  const redis = createRedis(loadConfig(s.d.env));
+  t.teardown(() => redis.disconnect());
+  return { redis, topology: new Topology(s.d.env['KEY_PREFIX'] ?? '', Number(s.d.env['PARTITIONS'])) };
+}
+
+/**
+ * Waits for every notification to complete, then checks its records: exactly one per (user,
+ * attempt), no record id twice, and exactly one `sent` record per recipient (a failed attempt the
+ * engine retried leaves its own `failed` record, which is allowed).
+ */
+async function checkRecords(t: Test, s: Stage, topology: Topology, redis: RedisClient, sent: Broadcast[]): Promise<Map<string, number>> {
+  const attempts = new Map<string, number>();
+  for (const n of sent) await until(s, n.id, 'completed', 240_000);
+  for (const n of sent) {
+    const counts = await readCounts(redis, topology, n.id);
+    t.same({ jobs: counts.jobs, sent: counts.sent, failed: counts.failed, skipped: counts.skipped }, { jobs: n.recipients, sent: n.recipients, failed: 0, skipped: 0 }, `${n.id}: one job per recipient, each sent in the end`);
+    await eventually(`${n.id} recorded`, async () => ((await deliveriesOf(s, n.id)).filter((r) => r.status === 'sent').length >= n.recipients ? true : undefined), 60_000);
+    await sleep(1000);
+    const all = (await deliveriesOf(s, n.id)) as (Delivery & { id: string })[];
+    t.equal(new Set(all.map((r) => r.id)).size, all.length, `${n.id}: no record id twice`);
+    t.equal(new Set(all.map((r) => `${r.external_id}\0${r.attempt}`)).size, all.length, `${n.id}: one record per (user, attempt)`);
+    const sentBy = new Map<string, number>();
+    for (const r of all) if (r.status === 'sent') sentBy.set(r.external_id, (sentBy.get(r.external_id) ?? 0) + 1);
+    t.same(n.users.filter((u) => sentBy.get(u) !== 1), [], `${n.id}: every recipient has exactly one sent record`);
+    t.equal(sentBy.size, n.recipients, `${n.id}: and no one else`);
+    for (const r of all) attempts.set(r.external_id, (attempts.get(r.external_id) ?? 0) + 1);
+    const retried = all.filter((r) => r.status !== 'sent');
+    t.ok(retried.every((r) => r.status === 'failed' && r.retrying), `${n.id}: any other record is a failed attempt that was retried`);
+    if (retried.length > 0) t.comment(`${n.id}: ${retried.length} attempts failed and were retried: ${JSON.stringify(countBy(retried.map((r) => `${r.subscription_type} ${r.error_code}`)))}`);
+  }
+  return attempts;
+}
+
+/**
+ * Compares the sends the simulators received with the attempts recorded: every recipient's token
+ * was received at least once, and each receipt beyond the user's recorded attempts is an excess
+ * (a send whose attempt was never recorded). A recorded failure (a timeout) may or may not have
+ * reached the simulator, so a token may be received fewer times than its user has attempts.
+ * Returns the total excess.
+ */
+function excessSends(t: Test, s: Stage, sent: Broadcast[], got: Awaited<ReturnType<typeof received>>, attempts: Map<string, number>): number {
+  const users = sent.flatMap((n) => n.users);
+  t.same(users.filter((u) => (got.byToken.get(simKey(s.tokens.get(u) ?? '?')) ?? 0) < 1), [], 'the simulators received every recipient at least once');
+  const known = new Set(users.map((u) => simKey(s.tokens.get(u) ?? '?')));
+  t.same([...got.byToken.keys()].filter((k) => !known.has(k)), [], 'and no other token');
+  let excess = 0;
+  for (const u of users) excess += Math.max(0, (got.byToken.get(simKey(s.tokens.get(u) ?? '?')) ?? 0) - (attempts.get(u) ?? 0));
+  return excess;
+}
+
+function countBy(keys: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of keys) out[k] = (out[k] ?? 0) + 1;
+  return out;
+}
+
+t.test('a fan-out process SIGKILLed mid-broadcast and restarted appends every recipient exactly once', async (t) => {
+  const setting = await stageWithoutEngine(t);
+  const front = await setting.d.start(FRONT);
+  const s: Stage = { ...setting, engine: front };
+  const { redis, topology } = open(t, s);
+  const users = 10_000;
+  let started = Date.now();
+  await register(s, users);
+  t.comment(`registered ${users} users in ${Date.now() - started} ms`);
+  // The fan-out process waits for the first notification: polling starts as soon as it is
+  // accepted, and the process is killed once the first chunk (1000 of its 6000 users) is appended.
+  const fanout = await s.d.start(['fanout']);
+  const [push, ...others] = audiences(users);
+  const first = await post(s, ...(push as [string, string[]]));
+  const key = topology.notification(first.id);
+  const deadline = Date.now() + 60_000;
+  while ((await redis.hget(key, 'cursor')) === null) {
+    if (Date.now() > deadline) throw new Error('the fan-out never started');
+  }
+  await fanout.kill();
+  // Accepted while no fan-out runs: the restarted one resumes the first after 2 × LEASE_MS idle.
+  const sent = [first];
+  for (const [channel, audience] of others) sent.push(await post(s, channel, audience));
+  t.same(sent.map((n) => n.recipients), [6_000, 2_000, 2_000], 'every targeted user is a recipient');
+  const progress = await Promise.all(sent.map(async (n) => ({ fanned: (await redis.hget(topology.notification(n.id), 'fanned')) === '1', jobs: (await readCounts(redis, topology, n.id)).jobs })));
+  t.comment(`at the kill: jobs appended ${JSON.stringify(progress)}`);
+  t.notOk(progress[0]?.fanned, 'the kill landed before the first notification was fanned out');
+  t.ok((progress[0]?.jobs ?? 0) > 0 && (progress[0]?.jobs ?? 0) < first.recipients, 'the kill landed mid-fan-out: some of its jobs appended, not all');
+
+  // Dispatch starts only now: the simulators run in this process, and their work would slow the
+  // polling above enough for the kill to land late.
+  await Promise.all([s.d.start(['fanout']), s.d.start(['dispatch'])]);
+  started = Date.now();
+  const attempts = await checkRecords(t, s, topology, redis, sent);
+  t.comment(`completed and checked in ${Date.now() - started} ms after the restart`);
+  const excess = excessSends(t, s, sent, await received(s.sims), attempts);
+  t.equal(excess, 0, 'no send beyond the attempts recorded: each recipient got exactly one job (dispatch was not killed)');
+});
+
+t.test('a dispatch process SIGKILLed mid-broadcast and restarted: nobody skipped, one record per attempt, duplicates within its window', async (t) => {
+  const setting = await stageWithoutEngine(t);
+  const front = await setting.d.start(FRONT);
+  const s: Stage = { ...setting, engine: front };
+  await s.d.start(['fanout']);
+  const { redis, topology } = open(t, s);
+  const partitions = Number(s.d.env['PARTITIONS']);
+  // A dispatch worker runs at most WINDOW jobs at once per partition it owns (a sliding window,
+  // actors/dispatch/dispatch-consumer.ts); the only worker owns all of them.
+  const window = WINDOW * partitions;
+  const users = 3000;
+  await register(s, users);
+
+  // FCM, Twilio and SendGrid answer success after 400 ms, so sends are in flight when the kill lands.
+  const delayMs = 400;
+  await s.sims.fcm.script({ match: { path: 'messages:send' }, respond: { status: 200, body: { name: 'projects/demo-project/messages/slow' }, delayMs } });
+  await s.sims.twilio.script({ match: { path: '/Messages.json' }, respond: { status: 201, body: { sid: 'SMslow', status: 'queued' }, delayMs } });
+  await s.sims.sendgrid.script({ match: { path: '/v3/mail/send' }, respond: { status: 202, headers: { 'x-message-id': 'slow' }, delayMs } });
+
+  const sent = await broadcast(s, users);
+  const total = sent.reduce((sum, n) => sum + n.recipients, 0);
+  t.equal(total, users, 'every user a recipient of one notification');
+  // Every job is on the dispatch streams before the dispatch process starts.
+  await eventually('fanned out', async () => ((await Promise.all(sent.map((n) => redis.hget(topology.notification(n.id), 'fanned')))).every((f) => f === '1') ? true : undefined), 60_000);
+
+  const dispatch = await s.d.start(['dispatch']);
+  await eventually('sends in flight', async () => {
+    const now = await received(s.sims);
+    return now.total >= 500 && now.unanswered > 0 ? true : undefined;
+  }, 60_000);
+  await dispatch.kill();
+  // The jobs the killed worker had read and not recorded: pending in the group, under its name.
+  const pending = (await Promise.all(Array.from({ length: partitions }, (_, p) => redis.xpending(topology.dispatch(p), DISPATCH_GROUP)))).reduce((sum, reply) => sum + Number((reply as [number])[0]), 0);
+  await sleep(delayMs + 200);
+  const atKill = await received(s.sims);
+  const done = (await Promise.all(sent.map((n) => readCounts(redis, topology, n.id)))).reduce((sum, c) => sum + c.done, 0);
+  t.comment(`at the kill: ${pending} jobs read and not recorded, ${done} recorded, ${atKill.total} sends received by the simulators of ${total}`);
+  t.ok(pending > 0, 'the kill landed with jobs in flight');
+  t.ok(pending <= window, `no more jobs in flight than WINDOW × partitions (${window})`);
+  t.ok(atKill.total < total, 'the kill landed before every user was sent to');
+  t.ok(done < total, 'and before every job was recorded');
+
+  await s.d.start(['dispatch']);
+  const attempts = await checkRecords(t, s, topology, redis, sent);
+  const got = await received(s.sims);
+  const duplicates = excessSends(t, s, sent, got, attempts);
+  t.equal(got.refused, 0, 'no send refused');
+  t.comment(`duplicate sends at the providers: ${duplicates} (jobs in flight at the kill: ${pending}, bound ${window})`);
+  t.ok(duplicates >= 1, 'sends in flight at the kill were sent again (the test exercises the duplicate path)');
+  t.ok(duplicates <= pending, 'duplicates at most the jobs the killed worker had read and not recorded');
+  t.ok(duplicates <= window, `duplicates at most WINDOW × partitions owned (${WINDOW} × ${partitions})`);
+});
+
+t.test('a fan-out resumed after a crash counts the recipients its predecessor appended', async (t) => {
+  // The state a fan-out SIGKILLed mid-chunk leaves: some users of a filter audience appended
+  // (engine/lua/appendJobs-3.lua), its progress not saved. The audience needs ClickHouse, which
+  // only one process can hold, so the accept runs in a process without the fanout role and the
+  // resumed fan-out in the next one, with every role.
+  const first = await stage(t, ALL_ROLES.filter((r) => r !== 'fanout'));
+  const { redis, topology } = open(t, first);
+  await register(first, 3000);
+  const filters = [{ field: 'tag', key: 'language', relation: 'exists' }];
+  await call(`${first.engine.url}/api/segments`, 'POST', first.rest, { name: 'speakers', filters });
+  await eventually('users mirrored', async () => (((await call(`${first.engine.url}/api/segments/speakers/count`, 'GET', first.rest)).body as { count: number }).count === 2000 ? true : undefined), 60_000);
+  const answer = await call(`${first.engine.url}/api/notifications`, 'POST', first.rest, { ...body, channel: 'EMAIL', filters });
+  const created = answer.body as { id: string; recipients: number };
+  t.same([answer.status, created.recipients], [201, 2000], 'users with a language: 2 in 3');
+  await first.engine.stop();
+
+  const early = ['u1', 'u2', 'u4', 'u5'];
+  for (const user of early) {
+    const p = topology.partitionOf(first.d.project.project_id, user);
+    await scripts.appendJobs(redis, {
+      keys: { dispatch: topology.dispatch(p), fanned: topology.notificationFanned(p, created.id), counts: topology.notificationCounts(p, created.id) },
+      args: { notification: created.id, project: first.d.project.project_id, keepSeconds: 3600 },
+      users: [user],
+    });
+  }
+  const s: Stage = { ...first, engine: await first.d.start(ALL_ROLES) };
+  const view = await until(s, created.id, 'completed', 120_000);
+  t.equal((await readCounts(redis, topology, created.id)).jobs, 2000, 'one job per user of the audience');
+  t.equal(view.recipients, 2000, 'recipients counts the users appended before the crash too');
+});
