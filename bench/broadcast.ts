@@ -29,6 +29,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -390,6 +391,10 @@ async function main(): Promise<void> {
   let recorded = 0;
   let groups: Record<string, number> = {};
   let dispatchedAt: number | null = null;
+  /** When fan-out had appended every job (the record's `fanned`), read from Redis. */
+  let fannedAt: number | null = null;
+  let appended = 0;
+  const topology = new Topology(prefix, 1);
   const open = new Set(notifications.map((n) => n.id));
   const counts = new Map<string, { sent: number; failed: number; skipped: number }>();
   let lastChange = Date.now();
@@ -407,6 +412,11 @@ async function main(): Promise<void> {
     failed = [...counts.values()].reduce((n, c) => n + c.failed, 0);
     skipped = [...counts.values()].reduce((n, c) => n + c.skipped, 0);
     if (open.size === 0 && dispatchedAt === null) dispatchedAt = Date.now();
+    if (fannedAt === null) {
+      const records = await Promise.all(notifications.map((n) => redis.hmget(topology.notification(n.id), 'fanned', 'appended')));
+      appended = records.reduce((sum, [, a]) => sum + Number(a ?? 0), 0);
+      if (records.every(([fanned]) => fanned === '1')) fannedAt = Date.now();
+    }
     const stats = await call(`${base}/api/deliveries/stats?group_by=status&since=${encodeURIComponent(since)}`, 'GET', project.rest_key);
     if (stats.status === 200) {
       groups = Object.fromEntries((stats.body as { groups: { key: string | null; count: number }[] }).groups.map((g) => [g.key ?? 'null', g.count]));
@@ -425,7 +435,7 @@ async function main(): Promise<void> {
       const seconds = (now - t0) / 1000;
       const peak = Math.max(baselineRss, ...rss.map((s) => s.mb));
       log(
-        `bench: ${seconds.toFixed(0)} s: sent ${sent} failed ${failed} skipped ${skipped} (${Math.round((sent + failed + skipped) / seconds)}/s), recorded ${recorded}/${expected}, engine RSS ${Math.round(rss.at(-1)?.mb ?? 0)} MB (peak ${Math.round(peak)})`,
+        `bench: ${seconds.toFixed(0)} s: fanned out ${fannedAt === null ? appended : 'all'}, sent ${sent} failed ${failed} skipped ${skipped} (${Math.round((sent + failed + skipped) / seconds)}/s), recorded ${recorded}/${expected}, engine RSS ${Math.round(rss.at(-1)?.mb ?? 0)} MB (peak ${Math.round(peak)})`,
       );
     }
     await sleep(500);
@@ -440,6 +450,8 @@ async function main(): Promise<void> {
     notifications: notifications.map((n) => n.id),
     recipients: expected,
     accept_ms: acceptMs,
+    /** From the POST until fan-out had appended every job (seen within about a second). */
+    fanned_seconds: fannedAt === null ? null : round((fannedAt - t0) / 1000, 2),
     /** From the POST until every notification was `completed` (Redis counters). */
     dispatched_seconds: round(((dispatchedAt ?? end.at) - t0) / 1000, 2),
     /** From the POST until every delivery record was visible in ClickHouse. */
