@@ -9,6 +9,11 @@ import { ALL_SEGMENT } from '../../schemas/segments.ts';
 
 /** Users per fan-out chunk: one appendJobs call per partition and one progress write per chunk. */
 export const CHUNK = 1000;
+/**
+ * Users per page of a segment or filter audience: each page is one ClickHouse query whose cost is
+ * mostly fixed (FINAL over the users mirror), so pages are larger than id chunks.
+ */
+export const PAGE = 10_000;
 
 export interface AudienceSources {
   clickhouse(): Promise<ClickHouse>;
@@ -38,7 +43,7 @@ export async function walkAudience(spec: NotificationSpec, cursor: string, sourc
       last = ids.at(-1) ?? last;
       await onChunk(ids.filter((id) => !out.has(id)));
     },
-    CHUNK,
+    PAGE,
     cursor,
   );
 }
