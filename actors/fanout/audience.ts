@@ -1,7 +1,7 @@
 import type { ClickHouse } from '../../engine/clickhouse/client.ts';
-import { compileFilters, type CompiledFilters } from '../../engine/clickhouse/filters/compile.ts';
+import { compileFilters } from '../../engine/clickhouse/filters/compile.ts';
 import { matchingOf, streamAudience } from '../../engine/clickhouse/filters/stream.ts';
-import { allFiltersOf } from '../../engine/notifications/audience.ts';
+import { allFiltersOf, compileAudience, union } from '../../engine/notifications/audience.ts';
 import type { SegmentStore } from '../../engine/segments/store.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
 import type { NotificationSpec } from '../../schemas/notifications.ts';
@@ -22,7 +22,9 @@ export interface AudienceSources {
 
 /**
  * Walks a notification's audience in external_id order from after `cursor`, a chunk at a time,
- * awaiting `onChunk` before reading on, so a broadcast to millions never holds its audience.
+ * awaiting `onChunk` before reading on, so a broadcast to millions never holds its audience. A
+ * segment or filter audience is its users with a live subscription of the channel, as the accept
+ * counted it (engine/notifications/audience.ts), so the jobs appended are its recipients.
  */
 export async function walkAudience(spec: NotificationSpec, cursor: string, sources: AudienceSources, onChunk: (ids: string[]) => Promise<void>): Promise<void> {
   if (spec.external_ids !== null) {
@@ -30,9 +32,12 @@ export async function walkAudience(spec: NotificationSpec, cursor: string, sourc
     for (let i = 0; i < ids.length; i += CHUNK) await onChunk(ids.slice(i, i + CHUNK));
     return;
   }
-  const included = spec.filters !== null ? compileFilters(spec.project, spec.filters, spec.created_at) : await segmentsAudience(spec, spec.included_segments ?? [], sources);
-  if (included === null) return;
-  const excluded = await segmentsAudience(spec, spec.excluded_segments, sources);
+  const includedFilters = spec.filters ?? (await segmentsFilters(spec, spec.included_segments ?? [], sources));
+  if (includedFilters === null) return;
+  const included = compileAudience(spec.project, includedFilters, spec.channel, spec.created_at);
+  // Exclusions need no channel condition: the included audience already has it.
+  const excludedFilters = await segmentsFilters(spec, spec.excluded_segments, sources);
+  const excluded = excludedFilters === null ? null : compileFilters(spec.project, excludedFilters, spec.created_at);
   const ch = await sources.clickhouse();
   let last = cursor;
   await streamAudience(
@@ -49,12 +54,11 @@ export async function walkAudience(spec: NotificationSpec, cursor: string, sourc
 }
 
 /**
- * The union of segments as one compiled filter list: their lists joined by OR (AND binds tighter,
- * so this is exact); `All` stands for everyone with a live subscription of the notification's
- * channel, as the accept counted it (engine/notifications/audience.ts). Null for none, or when
- * every segment named has been deleted since the accept.
+ * The union of segments as one filter list (union: AND binds tighter, so this is exact); `All`
+ * stands for everyone with a live subscription of the notification's channel. Null for none, or
+ * when every segment named has been deleted since the accept.
  */
-async function segmentsAudience(spec: NotificationSpec, names: readonly string[], sources: AudienceSources): Promise<CompiledFilters | null> {
+async function segmentsFilters(spec: NotificationSpec, names: readonly string[], sources: AudienceSources): Promise<FilterEntry[] | null> {
   if (names.length === 0) return null;
   const lists: FilterEntry[][] = [];
   for (const name of names) {
@@ -65,7 +69,5 @@ async function segmentsAudience(spec: NotificationSpec, names: readonly string[]
     const segment = await sources.segments.get(spec.project, name);
     if (segment !== null) lists.push(segment.filters);
   }
-  if (lists.length === 0) return null;
-  const joined = lists.flatMap((filters, i): FilterEntry[] => (i === 0 ? filters : [{ operator: 'OR' }, ...filters]));
-  return compileFilters(spec.project, joined, spec.created_at);
+  return lists.length === 0 ? null : union(lists);
 }

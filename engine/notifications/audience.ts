@@ -78,13 +78,29 @@ export function union(lists: readonly FilterEntry[][]): FilterEntry[] {
 }
 
 /**
- * How many users are in `included` and not in `excluded`, exactly: the excluded audience cannot be
- * written as a filter list (no NOT of a group), so it is a subquery over the audience pages of
- * compileFilters, read whole (after '' and the largest limit). Its placeholders are renamed so the
- * two lists' generated names (v0, v1, ...) do not collide.
+ * The users of a filter list who will get a delivery attempt on `channel`: those with a live
+ * subscription of one of its types (API.md section 4, as reachOfUsers counts user ids). A segment
+ * or filter may match users the channel cannot reach; they get no job and are no recipient.
  */
-export async function countTargeted(ch: ClickHouse, project: string, included: FilterEntry[], excluded: FilterEntry[] | null, nowMs: number): Promise<number> {
-  const inc = compileFilters(project, included, nowMs);
+export function compileAudience(project: string, filters: readonly FilterEntry[], channel: Channel, nowMs: number): CompiledFilters {
+  return compileFilters(project, filters, nowMs, channelTypes[channel]);
+}
+
+/**
+ * How many users are in `included`, reachable on `channel`, and not in `excluded`, exactly: the
+ * excluded audience cannot be written as a filter list (no NOT of a group), so it is a subquery
+ * over the audience pages of compileFilters, read whole (after '' and the largest limit). Its
+ * placeholders are renamed so the two lists' generated names (v0, v1, ...) do not collide.
+ */
+export async function countTargeted(
+  ch: ClickHouse,
+  project: string,
+  channel: Channel,
+  included: FilterEntry[],
+  excluded: FilterEntry[] | null,
+  nowMs: number,
+): Promise<number> {
+  const inc = compileAudience(project, included, channel, nowMs);
   if (excluded === null || excluded.length === 0) return countAudience(ch, inc);
   const exc = renamed(compileFilters(project, excluded, nowMs), 'x_');
   const count = `SELECT count() AS count FROM (${inc.query}) WHERE external_id NOT IN (${exc.query})`;

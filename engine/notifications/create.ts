@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { errorItem } from '../ajv-errors.ts';
-import { compileFilters } from '../clickhouse/filters/compile.ts';
-import { countAudience } from '../clickhouse/filters/stream.ts';
 import type { ClickHouseStore } from '../clickhouse/store.ts';
 import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
@@ -107,12 +105,12 @@ async function target(deps: NotificationDeps, project: string, body: Notificatio
     const errors = [...included.errors, ...excluded.errors];
     if (errors.length > 0) throw new CallerError('validation_failed', errors);
     const ch = await deps.clickhouse.get();
-    const recipients = await countTargeted(ch, project, union(included.lists), excluded.lists.length > 0 ? union(excluded.lists) : null, now);
+    const recipients = await countTargeted(ch, project, channel, union(included.lists), excluded.lists.length > 0 ? union(excluded.lists) : null, now);
     return { ...none, included_segments: includedNames, excluded_segments: excludedNames, recipients };
   }
   if (body.filters !== undefined) {
     const ch = await deps.clickhouse.get();
-    const recipients = await countAudience(ch, compileFilters(project, body.filters, now));
+    const recipients = await countTargeted(ch, project, channel, body.filters, null, now);
     return { ...none, filters: body.filters, recipients };
   }
   // checkNotificationBody refuses a body without a targeting mode; kept for callers that did not check.

@@ -1,8 +1,10 @@
 import t from 'tap';
+import { walkAudience } from '../../actors/fanout/audience.ts';
 import { applyRole } from '../../actors/partition/role.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
 import { bodyHash, type Claim } from '../../engine/notifications/idempotency.ts';
+import { SegmentStore } from '../../engine/segments/store.ts';
 import type { NotificationCreated, NotificationSpec, NotificationView } from '../../schemas/notifications.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
@@ -33,11 +35,13 @@ t.before(async () => {
   const retired = { type: 'IOS_PUSH', token: 'cd'.repeat(32), state: 'retired', created_at: base, updated_at: base, registered_at: base };
   await gw.redis.hset(gw.topology.subs(p, 'retired'), `IOS_PUSH:${retired.token}`, JSON.stringify(retired));
 
-  // The users mirror, as the recorder would fill it: a and b gold, c silver; a, c subscribed.
+  // The users mirror, as the recorder would fill it: a, b, d gold; c, e silver; b has no subscription.
   await insertRows(gw.clickhouse, 'users', [
     mirrorUser(p, 'a', { plan: 'gold' }, ['IOS_PUSH']),
     mirrorUser(p, 'b', { plan: 'gold' }, []),
     mirrorUser(p, 'c', { plan: 'silver' }, ['EMAIL']),
+    mirrorUser(p, 'd', { plan: 'gold' }, ['ANDROID_PUSH', 'EMAIL']),
+    mirrorUser(p, 'e', { plan: 'silver' }, ['SMS', 'WEB_PUSH']),
     mirrorUser(other.project_id, 'x', { plan: 'gold' }, ['SMS']),
   ]);
   for (const [name, value] of [
@@ -150,25 +154,53 @@ t.test('the body is checked: exactly one targeting mode, contents.en, data size,
   t.same([extra.status, paths(extra)], [400, ['/colour']]);
 });
 
-t.test('segments and filters: recipients counted over the users mirror, exclusions exactly', async (t) => {
+t.test('segments and filters: recipients are the matching users with a live subscription of the channel', async (t) => {
   const count = async (body: object): Promise<number> => (await created({ ...body, contents })).recipients;
-  t.equal(await count({ filters: [{ field: 'tag', key: 'plan', relation: '=', value: 'gold' }] }), 2, 'a and b');
-  // All: a live subscription of the notification's channel (API.md 4).
-  t.equal(await count({ included_segments: ['All'] }), 1, 'PUSH: a has a push subscription (c has EMAIL only)');
-  t.equal(await count({ included_segments: ['All'], channel: 'EMAIL' }), 1, 'EMAIL: c');
-  t.equal(await count({ included_segments: ['All'], channel: 'SMS' }), 0, 'SMS: nobody');
-  t.equal(await count({ included_segments: ['gold', 'silver'] }), 3, 'the union');
-  t.equal(await count({ included_segments: ['gold', 'All', 'gold'], channel: 'EMAIL' }), 3, 'a, b, c');
-  t.equal(await count({ included_segments: ['gold', 'All', 'gold'] }), 2, 'a, b; a counted once');
+  const gold = [{ field: 'tag', key: 'plan', relation: '=', value: 'gold' }];
+  // API.md 4: recipients are the users that will get a delivery attempt; b (gold) has no subscription.
+  t.equal(await count({ filters: gold }), 2, 'PUSH: a and d');
+  t.equal(await count({ filters: gold, channel: 'EMAIL' }), 1, 'EMAIL: d');
+  t.equal(await count({ filters: gold, channel: 'SMS' }), 0, "SMS: nobody (x is another project's)");
+  const either = [...gold, { operator: 'OR' }, { field: 'tag', key: 'plan', relation: '=', value: 'silver' }];
+  t.equal(await count({ filters: either, channel: 'EMAIL' }), 2, 'each OR group reachable on EMAIL: d, c');
+  t.equal(await count({ filters: either, channel: 'SMS' }), 1, 'each OR group reachable on SMS: e');
+  t.equal(await count({ filters: [{ field: 'subscription', type: 'SMS' }], channel: 'EMAIL' }), 0, 'an SMS user is no EMAIL recipient');
+  // All: a live subscription of the notification's channel.
+  t.equal(await count({ included_segments: ['All'] }), 3, 'PUSH: a, d, e (c has EMAIL only)');
+  t.equal(await count({ included_segments: ['All'], channel: 'EMAIL' }), 2, 'EMAIL: c, d');
+  t.equal(await count({ included_segments: ['All'], channel: 'SMS' }), 1, 'SMS: e');
+  t.equal(await count({ included_segments: ['silver'] }), 1, 'PUSH: e (c has EMAIL only)');
+  t.equal(await count({ included_segments: ['gold', 'silver'] }), 3, 'the union: a, d, e');
+  t.equal(await count({ included_segments: ['gold', 'All', 'gold'], channel: 'EMAIL' }), 2, 'c, d; d counted once');
+  t.equal(await count({ included_segments: ['gold', 'All', 'gold'] }), 3, 'a, d, e; each counted once');
   t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'], channel: 'EMAIL' }), 1, 'c');
-  t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'] }), 0, 'a is gold');
-  t.equal(await count({ included_segments: ['gold'], excluded_segments: ['All'] }), 1, 'b');
+  t.equal(await count({ included_segments: ['All'], excluded_segments: ['gold'] }), 1, 'e');
+  t.equal(await count({ included_segments: ['gold'], excluded_segments: ['silver'], channel: 'EMAIL' }), 1, 'd');
+  t.equal(await count({ included_segments: ['gold'], excluded_segments: ['All'] }), 0, 'All holds every reachable user');
   t.equal(await count({ included_segments: ['silver'], excluded_segments: ['silver', 'gold'] }), 0);
 
   const body = await created({ included_segments: ['gold', 'gold'], excluded_segments: ['silver'], contents, channel: 'SMS' });
   const { spec } = await stored(body.id);
   t.same([spec.channel, spec.included_segments, spec.excluded_segments, spec.external_ids, spec.filters], ['SMS', ['gold'], ['silver'], null, null]);
   t.same(body.errors, { invalid_external_user_ids: [] });
+});
+
+t.test('the fan-out walks the users it counted: the matching users with a live subscription of the channel', async (t) => {
+  const sources = { clickhouse: () => gw.store.get(), segments: new SegmentStore(gw.redis, gw.topology) };
+  const walked = async (body: object): Promise<{ recipients: number; ids: string[] }> => {
+    const answer = await created({ ...body, contents });
+    const ids: string[] = [];
+    await walkAudience((await stored(answer.id)).spec, '', sources, async (chunk) => {
+      ids.push(...chunk);
+    });
+    return { recipients: answer.recipients, ids };
+  };
+  const gold = [{ field: 'tag', key: 'plan', relation: '=', value: 'gold' }];
+  t.same(await walked({ filters: gold }), { recipients: 2, ids: ['a', 'd'] }, 'PUSH filters: not b');
+  t.same(await walked({ filters: gold, channel: 'EMAIL' }), { recipients: 1, ids: ['d'] }, 'EMAIL filters');
+  t.same(await walked({ included_segments: ['gold', 'silver'] }), { recipients: 3, ids: ['a', 'd', 'e'] }, 'PUSH segments');
+  t.same(await walked({ included_segments: ['All'], excluded_segments: ['gold'], channel: 'EMAIL' }), { recipients: 1, ids: ['c'] }, 'EMAIL All minus gold');
+  t.same(await walked({ included_segments: ['silver'], channel: 'SMS' }), { recipients: 1, ids: ['e'] }, 'SMS segment');
 });
 
 t.test('idempotency_key: a repeat answers the same and creates nothing; another body is 409', async (t) => {

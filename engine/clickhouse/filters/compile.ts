@@ -26,9 +26,12 @@ export interface CompiledFilters {
  * Compiles checked filters (engine/clickhouse/filters/check.ts) for `project`; AND binds tighter
  * than OR. `nowMs` fixes "the last H hours", so the pages of one audience agree. FINAL keeps a
  * user's older versions out of WHERE (docs/architecture.md, "The users mirror and segments").
+ * `types`, when given, keeps only users with a live subscription of one of them (a notification's
+ * channel): one condition ANDed with every group.
  */
-export function compileFilters(project: string, filters: readonly FilterEntry[], nowMs: number): CompiledFilters {
+export function compileFilters(project: string, filters: readonly FilterEntry[], nowMs: number, types?: readonly string[]): CompiledFilters {
   const params = new Params({ project });
+  const reach = types === undefined ? '' : ` AND hasAny(subscription_types, ${params.add('Array(String)', [...types])})`;
   const groups: string[][] = [[]];
   for (const entry of filters) {
     if ('operator' in entry) groups.push([]);
@@ -38,7 +41,7 @@ export function compileFilters(project: string, filters: readonly FilterEntry[],
     .filter((g) => g.length > 0)
     .map((g) => `(${g.join(' AND ')})`)
     .join(' OR ');
-  const from = 'FROM users FINAL WHERE project = {project:String}';
+  const from = `FROM users FINAL WHERE project = {project:String}${reach}`;
   return {
     query: `SELECT external_id ${from} AND external_id > {after:String} AND (${where}) ORDER BY external_id LIMIT {limit:UInt32}`,
     count: `SELECT count() AS count ${from} AND (${where})`,
