@@ -60,6 +60,16 @@ export class Topology {
     return `${this.prefix}lease:recorder:${this.tag(partition)}`;
   }
 
+  /** Per stream kind of partition N, the recorder round (token) its batch in flight went into. */
+  recorderMarks(partition: number): string {
+    return `${this.prefix}recorder:marks:${this.tag(partition)}`;
+  }
+
+  /** A recorder round's manifest: the batches one insert carries (actors/recorder/rounds.ts). */
+  recorderRound(token: string): string {
+    return `${this.prefix}recorder:round:${token}`;
+  }
+
   user(project: string, externalId: string): string {
     return this.userKey('user', project, externalId);
   }
@@ -74,13 +84,6 @@ export class Topology {
 
   consent(project: string, externalId: string): string {
     return this.userKey('consent', project, externalId);
-  }
-
-  /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */
-  userKeys(project: string, externalId: string): { partition: number; subs: string; tags: string; consent: string } {
-    const partition = this.partitionOf(project, externalId);
-    const of = (kind: string): string => `${this.prefix}${kind}:${this.tag(partition)}:${project}:${externalId}`;
-    return { partition, subs: of('subs'), tags: of('tags'), consent: of('consent') };
   }
 
   token(project: string, type: SubscriptionType, token: string): string {
@@ -162,14 +165,6 @@ export class Topology {
   /** A notification's counters in partition N: jobs, done, sent, failed, skipped, last_at. */
   notificationCounts(partition: number, id: string): string {
     return `${this.prefix}ncount:${this.tag(partition)}:${id}`;
-  }
-
-  /**
-   * A notification's cancel mark in partition N (string, the cancel time): dispatch reads it with
-   * the user's consent in one call in the partition's slot (engine/lua/checkSend-2.lua).
-   */
-  notificationCanceled(partition: number, id: string): string {
-    return `${this.prefix}ncancel:${this.tag(partition)}:${id}`;
   }
 
   /** The users of partition N a notification's fan-out appended (set): a resumed fan-out skips them. */

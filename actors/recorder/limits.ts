@@ -5,12 +5,18 @@ export interface RecorderLimits {
   retryMs: number;
   maxBuffered: number;
   budgetWaitMs: number;
+  gatherMs: number;
+  maxRoundRows: number;
+  roundTtlSeconds: number;
 }
 
 export const RecorderLimits: Readonly<RecorderLimits> = {
   /** Most entries of one stream in one insert; also the COUNT that re-reads a pending batch. */
   maxBatch: 10_000,
-  /** Longest an entry waits in a batch before the batch is inserted, ms. */
+  /**
+   * Longest an entry waits in a batch before the batch is inserted, ms. Batches fall due on the
+   * clock's multiples of it, so the partitions of a process are due together and share a round.
+   */
   lingerMs: 1000,
   /** Pause before a failed insert is tried again, ms. */
   retryMs: 500,
@@ -18,6 +24,12 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
   maxBuffered: 20_000,
   /** Pause of a partition that finds the budget spent before it looks again, ms. */
   budgetWaitMs: 5,
+  /** How long a round waits, after its first batch, for the other partitions' batches due with it, ms. */
+  gatherMs: 25,
+  /** A round this large is inserted without waiting for more batches. */
+  maxRoundRows: 50_000,
+  /** How long a round's manifest outlives a crash that kept it from being deleted, s. */
+  roundTtlSeconds: 7 * 24 * 3600,
 };
 
 /** Consumer group of the changes and outcomes streams. */

@@ -1,13 +1,13 @@
 import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
 import type { LeaseView, PartitionWork } from '../../engine/runner/partition-runner.ts';
 import { ConsumerLoop, ensureGroup, reportDeleted } from '../../engine/runner/consumer-loop.ts';
 import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
 import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
-import type { RecorderSink, StreamKind } from './sink.ts';
+import type { RecordRounds } from './rounds.ts';
+import type { StreamKind } from './sink.ts';
 
 export interface RecorderConsumerOptions {
   /** Shared client for non-blocking commands. */
@@ -17,7 +17,8 @@ export interface RecorderConsumerOptions {
   streams: Record<StreamKind, string>;
   /** Consumer name in the group: the worker id. */
   consumer: string;
-  sink: Pick<RecorderSink, 'record'>;
+  /** Shared by the process's partitions: inserts their due batches together. */
+  rounds: Pick<RecordRounds, 'record' | 'recover'>;
   /** Shared by the process's partitions: entries read and not yet inserted. */
   budget: EntryBudget;
   /** The partition's lease: nothing is read or inserted unless it surely outlasts the command. */
@@ -29,18 +30,17 @@ export interface RecorderConsumerOptions {
 
 interface Batch {
   entries: RawStreamEntry[];
-  /** When the first entry arrived (ms); the batch is due `lingerMs` later. */
-  since: number;
-  /** Set once an insert of it was tried: from then on its entries, and so its token, are fixed. */
-  tried?: boolean;
+  /** When it falls due (ms): see dueAfter. */
+  due: number;
 }
 
 const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
 
 /**
  * Records one owned partition's changes and outcomes streams into ClickHouse (consumer group
- * "recorder"), a batch per stream. Nothing is read while a batch is inserted, so after a crash the
- * pending entries are exactly that batch, inserted again under the same token; see
+ * "recorder"), a batch per stream, each inserted in a round with the process's other partitions
+ * (RecordRounds). Nothing is read while a batch is in a round, so after a crash the pending
+ * entries are exactly that batch, and its partition's mark names the round to insert again; see
  * docs/architecture.md, "The recorder".
  */
 export class RecorderConsumer implements PartitionWork {
@@ -72,11 +72,13 @@ export class RecorderConsumer implements PartitionWork {
     const { log, partition } = this.opts;
     while (!this.loop.stopping) {
       try {
-        // A tried batch is settled first, with its own token; it is due, so nothing is read meanwhile.
-        if (this.resync && ![...this.batches.values()].some((b) => b.tried)) {
+        if (this.resync) {
           this.batches.clear();
           this.releaseBudget();
-          for (const kind of kinds) await this.claimPending(kind);
+          for (const kind of kinds) {
+            await this.opts.rounds.recover(partition, kind, this.opts.streams[kind]);
+            await this.claimPending(kind);
+          }
           this.resync = false;
         }
         await this.readOnce();
@@ -100,7 +102,7 @@ export class RecorderConsumer implements PartitionWork {
       reportDeleted(reply, { stream: streams[kind], group: RECORDER_GROUP }, log, metrics);
       cursor = Buffer.isBuffer(reply[0]) ? reply[0].toString('latin1') : '0-0';
       const entries = toRawEntries(reply[1]);
-      if (entries.length > 0) await this.flush(kind, entries);
+      if (entries.length > 0 && (await this.flush(kind, entries)) === null) throw new Error('claimed entries were not recorded');
     } while (cursor !== '0-0' && !this.loop.stopping);
   }
 
@@ -122,7 +124,7 @@ export class RecorderConsumer implements PartitionWork {
     let wait = this.limits.lingerMs;
     for (const batch of this.batches.values()) {
       room = Math.min(room, this.limits.maxBatch - batch.entries.length);
-      wait = Math.min(wait, batch.since + this.limits.lingerMs - now);
+      wait = Math.min(wait, batch.due - now);
     }
     if (room <= 0 || wait <= 0) return;
     const count = this.opts.budget.take(room);
@@ -172,68 +174,57 @@ export class RecorderConsumer implements PartitionWork {
       received += entries.length;
       const batch = this.batches.get(kind);
       if (batch) batch.entries.push(...entries);
-      else this.batches.set(kind, { entries, since: arrived });
+      else this.batches.set(kind, { entries, due: dueAfter(arrived, this.limits.lingerMs) });
     }
     return received;
   }
 
+  /** Hands every due batch to its round at once (the kinds go to rounds of their own), then settles them. */
   private async flushDue(now: number): Promise<void> {
     if (this.opts.lease.remainingMs() <= 0) return;
-    for (const [kind, batch] of [...this.batches]) {
-      if (batch.entries.length >= this.limits.maxBatch || now - batch.since >= this.limits.lingerMs) {
-        batch.tried = true;
-        const pending = await this.flush(kind, batch.entries);
-        this.batches.delete(kind);
-        this.releaseBudget();
-        if (pending > 0) {
-          this.opts.log.warn('recorder found entries pending that no batch holds; claiming them', { partition: this.opts.partition, stream: kind, pending });
-          this.resync = true;
-          return;
-        }
-      }
+    const due = [...this.batches].filter(([, b]) => b.entries.length >= this.limits.maxBatch || now >= b.due);
+    if (due.length === 0) return;
+    const pending = await Promise.all(due.map(([kind, batch]) => this.flush(kind, batch.entries)));
+    for (const [kind] of due) this.batches.delete(kind);
+    this.releaseBudget();
+    if (pending.some((p) => p === null)) {
+      // Not inserted, or inserted but not settled: the batches go again through recovery.
+      this.resync = true;
+    } else if (pending.some((p) => (p ?? 0) > 0)) {
+      this.opts.log.warn('recorder found entries pending that no batch holds; claiming them', { partition: this.opts.partition, pending: Math.max(...pending.map((p) => p ?? 0)) });
+      this.resync = true;
     }
   }
 
   /** On stop: inserts what is batched; a batch that fails stays pending for the next owner. */
   private async flushAll(): Promise<void> {
-    for (const [kind, batch] of [...this.batches]) {
-      try {
-        await this.flush(kind, batch.entries);
-      } catch (err) {
-        this.opts.log.warn('recorder batch left pending at stop', { partition: this.opts.partition, stream: kind, err });
-      }
-      this.batches.delete(kind);
-      this.releaseBudget();
-    }
+    await Promise.all([...this.batches].map(([kind, batch]) => this.flush(kind, batch.entries)));
+    this.batches.clear();
+    this.releaseBudget();
   }
 
   /**
-   * Inserts a batch (retrying until it is taken, the consumer stops or the lease may have lapsed),
-   * then acks and trims; returns how many entries the group still has pending in the stream.
+   * Inserts a batch in a round and settles it; returns how many entries the group still has
+   * pending in the stream, or null when the batch was not settled: it stays pending, either
+   * untouched or under its round's mark, for recovery (this partition's or the next owner's).
    */
-  private async flush(kind: StreamKind, entries: RawStreamEntry[]): Promise<number> {
-    const { redis, streams, sink, log, partition } = this.opts;
-    const first = entries[0]?.id;
-    const last = entries.at(-1)?.id;
-    if (first === undefined || last === undefined) return 0;
-    const stream = streams[kind];
-    const token = `${stream}|${first}|${last}`;
-    for (;;) {
-      if (this.opts.lease.remainingMs() <= 0) throw new Error('the lease may have lapsed: the batch stays pending for the next owner');
-      try {
-        await sink.record(kind, entries, token);
-        break;
-      } catch (err) {
-        if (this.loop.stopping) throw err;
-        log.warn('recorder insert failed; retrying', { partition, stream: kind, entries: entries.length, err });
-        await this.loop.pause(this.limits.retryMs);
-      }
+  private async flush(kind: StreamKind, entries: RawStreamEntry[]): Promise<number | null> {
+    const { partition, streams, lease, log } = this.opts;
+    try {
+      return await this.opts.rounds.record({ partition, kind, stream: streams[kind], entries, lease, stopping: () => this.loop.stopping });
+    } catch (err) {
+      if (!this.loop.stopping) log.warn('recorder batch left pending', { partition, stream: kind, entries: entries.length, err });
+      return null;
     }
-    const { pending } = await scripts.settleBatch(redis, {
-      keys: { stream },
-      args: { group: RECORDER_GROUP, lastId: last },
-      ids: entries.map((e) => e.id),
-    });
-    return pending;
   }
+}
+
+/**
+ * When a batch whose first entry arrived at `arrived` falls due: the first multiple of half the
+ * linger at least half a linger later. Every partition's batches fall due on the same instants, so
+ * they meet in one round, and none waits more than `lingerMs`.
+ */
+function dueAfter(arrived: number, lingerMs: number): number {
+  const half = lingerMs / 2;
+  return Math.ceil((arrived + half) / half) * half;
 }

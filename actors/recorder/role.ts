@@ -5,6 +5,7 @@ import { Topology } from '../../engine/topology.ts';
 import { EntryBudget } from './entry-budget.ts';
 import { RecorderLimits } from './limits.ts';
 import { RecorderConsumer } from './recorder-consumer.ts';
+import { RecordRounds } from './rounds.ts';
 import { RecorderSink } from './sink.ts';
 
 /**
@@ -18,6 +19,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const sink = new RecorderSink(ch, redis, topology, metrics, log);
+  const rounds = new RecordRounds({ redis, topology, sink, worker: workerId, log });
   const budget = new EntryBudget(RecorderLimits.maxBuffered);
   return runPartitionRole('recorder', ctx, redis, {
     leaseKey: (p) => topology.recorderLease(p),
@@ -28,7 +30,7 @@ export const recorderRole: RoleFactory = async (ctx) => {
         partition,
         streams: { changes: topology.changes(partition), outcomes: topology.outcomes(partition) },
         consumer: workerId,
-        sink,
+        rounds,
         budget,
         lease,
         log,

@@ -2,11 +2,11 @@ import { defineScript, fields, int, str } from './contract.ts';
 
 const replyFields = ['pending', 'trimmedTo'] as const;
 
-/** engine/lua/settleBatch-1.lua: acknowledges a recorded batch and trims its stream safely below it. */
+/** engine/lua/settleBatch-2.lua: acknowledges a recorded batch, clears its round's mark and trims its stream safely below it. */
 export const settleBatch = defineScript({
   name: 'settleBatch',
-  keys: ['stream'],
-  args: ['group', 'lastId'],
+  keys: ['stream', 'marks'],
+  args: ['group', 'lastId', 'kind', 'token'],
   variadic: { name: 'ids', spread: (call: { ids: readonly string[] }) => [...call.ids] },
   reply: {
     fields: replyFields,

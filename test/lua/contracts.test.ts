@@ -20,13 +20,18 @@ t.test('every script file has a declaration, every declaration a file, and each 
 });
 
 t.test('headers parse into named KEYS and ARGV, the trailing list and the reply fields', async (t) => {
-  t.same(parseHeader(source('settleBatch-1.lua')), {
-    keys: [{ index: 1, name: 'stream' }],
+  t.same(parseHeader(source('settleBatch-2.lua')), {
+    keys: [
+      { index: 1, name: 'stream' },
+      { index: 2, name: 'marks' },
+    ],
     args: [
       { index: 1, name: 'group' },
       { index: 2, name: 'lastId' },
+      { index: 3, name: 'kind' },
+      { index: 4, name: 'token' },
     ],
-    variadic: { first: 3, name: 'ids', item: [] },
+    variadic: { first: 5, name: 'ids', item: [] },
     returns: ['pending', 'trimmedTo'],
   });
   t.same(parseHeader(source('applyBatch-5.lua')).variadic, { first: 8, name: 'entries', item: ['id', 'json'] });
@@ -42,11 +47,11 @@ t.test('a declaration that disagrees with its header is refused', async (t) => {
   ]);
   t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, variadic: { name: 'entries' } }), [/item: header \{id, json\}, declared \{\}/]);
   const withoutIds = { name: settle.name, keys: settle.keys, args: settle.args, reply: settle.reply };
-  t.match(headerProblems('settleBatch-1.lua', source('settleBatch-1.lua'), withoutIds), [/ids from 3, none declared/]);
-  t.match(headerProblems('settleBatch-1.lua', source('settleBatch-1.lua'), { ...settle, reply: { fields: ['trimmedTo', 'pending'] } }), [/reply: header returns \{pending, trimmedTo\}/]);
-  t.match(headerProblems('settleBatch-1.lua', source('settleBatch-1.lua'), { ...settle, keys: ['stream', 'other'] }), [
-    /file name says 1 keys, declared 2/,
-    /KEYS: header lists \[stream\], declared \[stream, other\]/,
+  t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), withoutIds), [/ids from 5, none declared/]);
+  t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), { ...settle, reply: { fields: ['trimmedTo', 'pending'] } }), [/reply: header returns \{pending, trimmedTo\}/]);
+  t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), { ...settle, keys: ['stream'] }), [
+    /file name says 2 keys, declared 1/,
+    /KEYS: header lists \[stream, marks\], declared \[stream\]/,
   ]);
 });
 

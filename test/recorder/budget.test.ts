@@ -2,6 +2,7 @@ import t from 'tap';
 import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
 import { RecorderLimits } from '../../actors/recorder/limits.ts';
 import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
+import { RecordRounds } from '../../actors/recorder/rounds.ts';
 import { RecorderSink, type StreamKind } from '../../actors/recorder/sink.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
@@ -57,6 +58,7 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
   };
   const sampler = setInterval(() => void sample(), 5);
   const budget = new EntryBudget(limits.maxBuffered);
+  const rounds = new RecordRounds({ redis: gw.redis, topology: gw.topology, sink: slow, worker: 'bounded', log, limits });
   const consumers = partitions.map(
     (partition) =>
       new RecorderConsumer({
@@ -64,7 +66,7 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
         partition,
         streams: { changes: gw.topology.changes(partition), outcomes: gw.topology.outcomes(partition) },
         consumer: 'bounded',
-        sink: slow,
+        rounds,
         budget,
         lease: heldLease,
         log,

@@ -2,6 +2,7 @@ import t from 'tap';
 import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
 import { RecorderLimits } from '../../actors/recorder/limits.ts';
 import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
+import { RecordRounds } from '../../actors/recorder/rounds.ts';
 import { RecorderSink } from '../../actors/recorder/sink.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
@@ -28,7 +29,7 @@ t.test('an owner whose lease lapsed mid-batch neither reads nor inserts: every o
     for (let n = from; n < to; n++) await gw.redis.xadd(streams.outcomes, '*', 'd', JSON.stringify(outcome(project, n)));
   };
   const consumer = (name: string, lease: LeaseView, linger = limits.lingerMs): RecorderConsumer =>
-    new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: name, log, metrics: new Metrics(), sink, lease, limits: { ...limits, lingerMs: linger }, budget: new EntryBudget(limits.maxBuffered) });
+    new RecorderConsumer({ redis: gw.redis, partition, streams, consumer: name, log, metrics: new Metrics(), rounds: new RecordRounds({ redis: gw.redis, topology: gw.topology, sink, worker: name, log, limits }), lease, limits: { ...limits, lingerMs: linger }, budget: new EntryBudget(limits.maxBuffered) });
   const pendingOf = async (name: string): Promise<number> => {
     // Before the first consumer made the group there is nothing pending.
     const summary = (await gw.redis.xpending(streams.outcomes, 'recorder').catch(() => null)) as [number, unknown, unknown, [string, string][] | null] | null;

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
 import { RecorderLimits } from '../../actors/recorder/limits.ts';
 import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
+import { RecordRounds } from '../../actors/recorder/rounds.ts';
 import { RecorderSink } from '../../actors/recorder/sink.ts';
 import { createLogger, type Logger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
@@ -32,7 +33,7 @@ async function setup(t: Test) {
   const partition = 2;
   const streams = { changes: gw.topology.changes(partition), outcomes: gw.topology.outcomes(partition) };
   const sink = new RecorderSink(gw.clickhouse, gw.redis, gw.topology, new Metrics(), quiet);
-  const consumer = new RecorderConsumer({ redis, partition, streams, consumer: 'c1', sink, budget: new EntryBudget(limits.maxBuffered), lease: heldLease, log, metrics, limits });
+  const consumer = new RecorderConsumer({ redis, partition, streams, consumer: 'c1', rounds: new RecordRounds({ redis, topology: gw.topology, sink, worker: 'c1', log: quiet, limits }), budget: new EntryBudget(limits.maxBuffered), lease: heldLease, log, metrics, limits });
   t.teardown(async () => {
     await consumer.stop();
     redis.disconnect();

@@ -1,0 +1,208 @@
+import type { Logger } from '../../engine/log.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import type { LeaseView } from '../../engine/runner/partition-runner.ts';
+import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
+import { scripts } from '../../engine/scripts.ts';
+import type { Topology } from '../../engine/topology.ts';
+import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
+import type { RecorderSink, StreamKind } from './sink.ts';
+
+/** One partition's batch of one stream, handed to a round. */
+export interface RoundPart {
+  partition: number;
+  kind: StreamKind;
+  stream: string;
+  entries: RawStreamEntry[];
+  /** The partition's lease: a batch joins a round only while the lease surely outlasts the marks. */
+  lease: LeaseView;
+  /** True once the partition's consumer is stopping: a round all of whose parts stop gives up retrying. */
+  stopping: () => boolean;
+}
+
+/** What a round's manifest records of each batch, enough to read it again from its stream. */
+interface ManifestPart {
+  stream: string;
+  first: string;
+  last: string;
+  count: number;
+}
+
+interface Manifest {
+  kind: StreamKind;
+  parts: ManifestPart[];
+}
+
+interface Waiter {
+  part: RoundPart;
+  resolve: (pending: number) => void;
+  reject: (err: unknown) => void;
+}
+
+interface OpenRound {
+  waiters: Waiter[];
+  rows: number;
+  timer: NodeJS.Timeout;
+}
+
+export interface RecordRoundsOptions {
+  redis: RedisClient;
+  topology: Topology;
+  sink: Pick<RecorderSink, 'record'>;
+  /** Unique per process: with a sequence number, it makes each round's token unique. */
+  worker: string;
+  log: Logger;
+  limits?: Readonly<RecorderLimits>;
+}
+
+/** A round whose marks could not all be written: nothing was inserted, its batches may go again. */
+export class RoundNotStarted extends Error {}
+
+/**
+ * Inserts the due batches of many partitions together: one insert per table for a whole round,
+ * instead of one per partition, so ClickHouse makes and merges one part where it made dozens.
+ * A round's token is its own; before the insert, each batch's partition is marked with it and the
+ * round's manifest is written, so whoever owns a partition after a crash inserts the same round
+ * again under the same token (ClickHouse drops the copy) and settles its own batch; see
+ * docs/architecture.md, "The recorder".
+ */
+export class RecordRounds {
+  private readonly limits: Readonly<RecorderLimits>;
+  private readonly open = new Map<StreamKind, OpenRound>();
+  private sequence = 0;
+
+  constructor(private readonly opts: RecordRoundsOptions) {
+    this.limits = opts.limits ?? RecorderLimits;
+  }
+
+  /**
+   * Adds a batch to the next round of its kind; resolves, once the round is inserted and the batch
+   * settled, with how many entries its stream's group still has pending (RecorderConsumer claims
+   * them). Rejects with RoundNotStarted when the batch was not inserted, or with the failure that
+   * left it pending under its round's mark for whoever recovers the partition.
+   */
+  record(part: RoundPart): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let round = this.open.get(part.kind);
+      if (round === undefined) {
+        const timer = setTimeout(() => this.start(part.kind), this.limits.gatherMs);
+        round = { waiters: [], rows: 0, timer };
+        this.open.set(part.kind, round);
+      }
+      round.waiters.push({ part, resolve, reject });
+      round.rows += part.entries.length;
+      if (round.rows >= this.limits.maxRoundRows) this.start(part.kind);
+    });
+  }
+
+  /**
+   * After a crash: when the partition's batch of `kind` went into a round whose manifest exists,
+   * inserts that round again under its token (a copy of an insert that landed is dropped) and
+   * settles the partition's own batch of it. A mark without a manifest is a round that never
+   * started its insert: it is cleared, and the batch is claimed as any pending entries are.
+   */
+  async recover(partition: number, kind: StreamKind, stream: string): Promise<void> {
+    const { redis, topology, sink } = this.opts;
+    const marks = topology.recorderMarks(partition);
+    const token = await redis.hget(marks, kind);
+    if (token === null) return;
+    const json = await redis.get(topology.recorderRound(token));
+    const manifest = json === null ? null : (JSON.parse(json) as Manifest);
+    const own = manifest?.parts.find((p) => p.stream === stream);
+    if (manifest === null || own === undefined) {
+      await redis.hdel(marks, kind);
+      return;
+    }
+    const parts = await Promise.all(manifest.parts.map((p) => this.readPart(p)));
+    const entries = parts.flat();
+    if (entries.length > 0) await sink.record(kind, entries, token);
+    const ownEntries = parts[manifest.parts.indexOf(own)] ?? [];
+    await this.settle(partition, kind, stream, own.last, ownEntries, token);
+    this.opts.log.info('recorder round recovered', { partition, stream: kind, round: token, entries: entries.length });
+  }
+
+  private start(kind: StreamKind): void {
+    const round = this.open.get(kind);
+    if (round === undefined) return;
+    this.open.delete(kind);
+    clearTimeout(round.timer);
+    void this.run(kind, round.waiters);
+  }
+
+  private async run(kind: StreamKind, waiters: Waiter[]): Promise<void> {
+    const joined = waiters.filter((w) => {
+      if (w.part.lease.remainingMs() > 0) return true;
+      w.reject(new RoundNotStarted('the lease may have lapsed: the batch stays pending for the next owner'));
+      return false;
+    });
+    if (joined.length === 0) return;
+    const token = `${this.opts.worker}|${kind}|${++this.sequence}`;
+    try {
+      await this.begin(kind, joined, token);
+    } catch (err) {
+      for (const w of joined) w.reject(new RoundNotStarted('the round could not be marked', { cause: err }));
+      return;
+    }
+    try {
+      await this.insert(kind, joined, token);
+    } catch (err) {
+      for (const w of joined) w.reject(err);
+      return;
+    }
+    const settled = await Promise.allSettled(
+      joined.map(async (w) => {
+        const { partition, stream, entries } = w.part;
+        w.resolve(await this.settle(partition, kind, stream, entries.at(-1)?.id ?? '0-0', entries, token));
+      }),
+    );
+    settled.forEach((s, i) => {
+      if (s.status === 'rejected') joined[i]?.reject(s.reason);
+    });
+    if (settled.every((s) => s.status === 'fulfilled')) {
+      await this.opts.redis.del(this.opts.topology.recorderRound(token)).catch((err: unknown) => this.opts.log.warn('recorder round manifest left behind', { round: token, err }));
+    }
+  }
+
+  /** Marks every batch's partition with the round, then writes the manifest: a manifest means every part carries the mark. */
+  private async begin(kind: StreamKind, joined: Waiter[], token: string): Promise<void> {
+    const { redis, topology } = this.opts;
+    const marked = await Promise.allSettled(joined.map((w) => redis.hset(topology.recorderMarks(w.part.partition), kind, token)));
+    const failed = marked.find((m) => m.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    // A partition whose lease lapsed meanwhile may be another's, which found the mark and no manifest.
+    if (joined.some((w) => w.part.lease.remainingMs() <= 0)) throw new Error('a lease may have lapsed while the round was marked');
+    const manifest: Manifest = {
+      kind,
+      parts: joined.map(({ part }) => ({ stream: part.stream, first: part.entries[0]?.id ?? '0-0', last: part.entries.at(-1)?.id ?? '0-0', count: part.entries.length })),
+    };
+    await redis.set(topology.recorderRound(token), JSON.stringify(manifest), 'EX', this.limits.roundTtlSeconds);
+  }
+
+  /** Inserts the round under its token until ClickHouse takes it, or every part's consumer stops. */
+  private async insert(kind: StreamKind, joined: Waiter[], token: string): Promise<void> {
+    const entries = joined.flatMap((w) => w.part.entries);
+    for (;;) {
+      try {
+        await this.opts.sink.record(kind, entries, token);
+        return;
+      } catch (err) {
+        if (joined.every((w) => w.part.stopping())) throw err;
+        this.opts.log.warn('recorder insert failed; retrying', { stream: kind, round: token, partitions: joined.length, entries: entries.length, err });
+        await new Promise((resolve) => setTimeout(resolve, this.limits.retryMs));
+      }
+    }
+  }
+
+  private async settle(partition: number, kind: StreamKind, stream: string, lastId: string, entries: RawStreamEntry[], token: string): Promise<number> {
+    const { pending } = await scripts.settleBatch(this.opts.redis, {
+      keys: { stream, marks: this.opts.topology.recorderMarks(partition) },
+      args: { group: RECORDER_GROUP, lastId, kind, token },
+      ids: entries.map((e) => e.id),
+    });
+    return pending;
+  }
+
+  /** A batch as its stream still holds it: all of it unless the round landed and it was settled. */
+  private async readPart(part: ManifestPart): Promise<RawStreamEntry[]> {
+    return toRawEntries(await this.opts.redis.xrangeBuffer(part.stream, part.first, part.last, 'COUNT', part.count));
+  }
+}
