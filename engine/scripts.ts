@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './scripts/apply-batch.ts';
 import type { AnyContract, Command } from './scripts/contract.ts';
-import { appendJobs, offerToken, recordAttempts, releaseDue } from './scripts/dispatch.ts';
+import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, releaseDue } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
 import { releaseLease, renewLease } from './scripts/lease.ts';
 import { settleBatch } from './scripts/settle-batch.ts';
@@ -16,7 +16,7 @@ const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
  * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`,
  * each with its contract declared once under engine/scripts. Call them through these wrappers.
  */
-export const scripts = { applyBatch, settleBatch, renewLease, releaseLease, claimToken, clearDetach, takeToken, appendJobs, recordAttempts, releaseDue, offerToken };
+export const scripts = { applyBatch, settleBatch, renewLease, releaseLease, claimToken, clearDetach, takeToken, appendJobs, loadRecipient, checkSend, recordAttempts, releaseDue, offerToken };
 
 /** The commands loadScripts defines on a client; the wrappers in `scripts` call them. */
 export type ScriptCommands = Record<keyof typeof scripts, Command>;

@@ -86,6 +86,13 @@ export class Topology {
     return this.userKey('consent', project, externalId);
   }
 
+  /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */
+  userKeys(project: string, externalId: string): { partition: number; subs: string; tags: string; consent: string } {
+    const partition = this.partitionOf(project, externalId);
+    const of = (kind: string): string => `${this.prefix}${kind}:${this.tag(partition)}:${project}:${externalId}`;
+    return { partition, subs: of('subs'), tags: of('tags'), consent: of('consent') };
+  }
+
   token(project: string, type: SubscriptionType, token: string): string {
     return `${this.prefix}token:${this.tag(this.tokenPartitionOf(project, type, token))}:${project}:${type}:${token}`;
   }
@@ -165,6 +172,14 @@ export class Topology {
   /** A notification's counters in partition N: jobs, done, sent, failed, skipped, last_at. */
   notificationCounts(partition: number, id: string): string {
     return `${this.prefix}ncount:${this.tag(partition)}:${id}`;
+  }
+
+  /**
+   * A notification's cancel mark in partition N (string, the cancel time): dispatch reads it with
+   * the user's consent in one call in the partition's slot (engine/lua/checkSend-2.lua).
+   */
+  notificationCanceled(partition: number, id: string): string {
+    return `${this.prefix}ncancel:${this.tag(partition)}:${id}`;
   }
 
   /** The users of partition N a notification's fan-out appended (set): a resumed fan-out skips them. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
@@ -30,11 +30,13 @@ export const MAX_ATTEMPTS = 5;
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 5 * 60_000;
 
-const channelTypes: Record<NotificationSpec['channel'], readonly StoredSubscription['type'][]> = {
-  PUSH: ['IOS_PUSH', 'ANDROID_PUSH', 'WEB_PUSH'],
-  SMS: ['SMS'],
-  EMAIL: ['EMAIL'],
+/** The subscription types of each channel, as loadRecipient-2.lua takes them. */
+const channelTypes: Record<NotificationSpec['channel'], string> = {
+  PUSH: 'IOS_PUSH ANDROID_PUSH WEB_PUSH',
+  SMS: 'SMS',
+  EMAIL: 'EMAIL',
 };
+const NO_FIELDS: readonly string[] = [];
 
 export interface DispatchDeps {
   redis: RedisClient;
@@ -42,6 +44,14 @@ export interface DispatchDeps {
   specs: Specs;
   clients: ProjectClients;
   log: Logger;
+}
+
+/** The Redis keys of a job's user, all in the user's partition slot. */
+interface UserKeys {
+  subs: string;
+  tags: string;
+  consent: string;
+  canceled: string;
 }
 
 /** What one job came to: its outcomes, the dead tokens to retire, the retry that follows. */
@@ -53,9 +63,10 @@ interface JobResult {
 
 /**
  * Runs the dispatch jobs of one partition (`dispatch:{pN}`): for each user, their live
- * subscriptions of the notification's channel are loaded, cancel and consent are checked right
- * before the sends, each subscription gets its localized message through its provider's client,
- * and one outcome per attempt is recorded together with the job's acknowledgement
+ * subscriptions of the notification's channel and their language are loaded in one call
+ * (engine/lua/loadRecipient-2.lua), cancel and consent are checked in one call right before each
+ * send (engine/lua/checkSend-2.lua), each subscription gets its localized message through its
+ * provider's client, and one outcome per attempt is recorded together with the job's acknowledgement
  * (engine/lua/recordAttempts-5.lua). Jobs run concurrently (actors/dispatch/dispatch-consumer.ts);
  * each provider client bounds its own requests in flight.
  */
@@ -101,15 +112,19 @@ export class DispatchHandler {
   /** Loads the user, checks cancel, throttle and consent, sends to each subscription. */
   private async attempt(job: DispatchJob, spec: NotificationSpec): Promise<JobResult> {
     const { redis, topology } = this.deps;
-    // A canceled notification takes no throttle token: its remaining jobs are skipped at once.
-    const wait = (await this.canceled(job)) ? 0 : await this.throttle(spec);
-    if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
-    const [subsHash, language] = await Promise.all([
-      redis.hgetall(topology.subs(job.project, job.external_id)),
-      redis.hget(topology.tags(job.project, job.external_id), 'language'),
-    ]);
+    if (spec.throttle_rate_per_minute > 0) {
+      // A canceled notification takes no throttle token: its remaining jobs are skipped at once.
+      const wait = (await this.canceled(job)) ? 0 : await this.throttle(spec);
+      if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
+    }
+    const keys = userKeys(topology, job);
+    const { language, subs: stored } = await scripts.loadRecipient(redis, {
+      keys: { subs: keys.subs, tags: keys.tags },
+      args: { types: channelTypes[spec.channel], limited: job.subs === undefined ? 0 : 1 },
+      only: job.subs ?? NO_FIELDS,
+    });
     const now = Date.now();
-    const subs = liveSubscriptions(subsHash, spec, job);
+    const subs = liveSubscriptions(stored);
     const outcome = new Outcomes(job, spec);
     if (subs.length === 0) return { outcomes: [outcome.skip(null, ownCode('no_subscription'), now)], retire: [], retry: null };
     const locale = language === null ? null : String(decodeTag(language));
@@ -123,10 +138,10 @@ export class DispatchHandler {
         const release = await this.gates[providerFor(sub.type)].acquire();
         try {
           // Checked with a slot in hand, right before the request goes out (DESIGN.md invariant 5).
-          const skip = await this.blocked(job, sub);
+          const skip = await this.blocked(keys, sub);
           if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
           const sentAt = Date.now();
-          const sent = await sendTo(clients, target(sub), message);
+          const sent = await sendTo(clients, sub, message);
           const retrying = !sent.ok && (sent.action === 'RETRY' || sent.action === 'REAUTH') && job.attempt < MAX_ATTEMPTS && message.ttlSeconds > 0;
           result.outcomes.push(outcome.attempt(sub, sent, retrying, Date.now()));
           if (retrying) {
@@ -146,13 +161,14 @@ export class DispatchHandler {
     return result;
   }
 
+  /** Whether the record says canceled; the marks checkSend reads are written before it. */
   private async canceled(job: DispatchJob): Promise<boolean> {
     return (await this.deps.redis.hget(this.deps.topology.notification(job.n), 'canceled_at')) !== null;
   }
 
   /** Why a send to `sub` must not start now: the notification was canceled or the user opted out. */
-  private async blocked(job: DispatchJob, sub: StoredSubscription): Promise<'canceled' | 'opted_out' | null> {
-    const [canceled, consent] = await Promise.all([this.canceled(job), this.deps.redis.hget(this.deps.topology.consent(job.project, job.external_id), sub.type)]);
+  private async blocked(keys: UserKeys, sub: StoredSubscription): Promise<'canceled' | 'opted_out' | null> {
+    const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, consent: keys.consent }, args: { type: sub.type } });
     if (canceled) return 'canceled';
     return consent !== null && parseConsent({ [sub.type]: consent })[sub.type]?.opted_out ? 'opted_out' : null;
   }
@@ -177,23 +193,31 @@ class Outcomes {
   ) {}
 
   skip(sub: StoredSubscription | null, answer: DeliveryAnswer, at: number): OutcomeEntry {
-    return this.entry(sub, { status: 'skipped', error_code: answer.code, hint: answer.hint, provider_message_id: null, latency_ms: null, retrying: false }, at);
+    return this.entry(sub, 'skipped', answer.code, answer.hint, null, null, false, at);
   }
 
   attempt(sub: StoredSubscription, sent: SendResult, retrying: boolean, at: number): OutcomeEntry {
-    if (sent.ok) {
-      return this.entry(sub, { status: 'sent', error_code: null, hint: null, provider_message_id: sent.providerMessageId, latency_ms: Math.round(sent.latencyMs), retrying: false }, at);
-    }
+    if (sent.ok) return this.entry(sub, 'sent', null, null, sent.providerMessageId, Math.round(sent.latencyMs), false, at);
     const latency = sent.latencyMs === null ? null : Math.round(sent.latencyMs);
-    return this.entry(sub, { status: 'failed', error_code: sent.code, hint: sent.hint, provider_message_id: null, latency_ms: latency, retrying }, at);
+    return this.entry(sub, 'failed', sent.code, sent.hint, null, latency, retrying, at);
   }
 
-  private entry(sub: StoredSubscription | null, result: Pick<OutcomeEntry, 'status' | 'error_code' | 'hint' | 'provider_message_id' | 'latency_ms' | 'retrying'>, at: number): OutcomeEntry {
+  // Positional, so an outcome is one object literal (no intermediate object spread into it).
+  private entry(
+    sub: StoredSubscription | null,
+    status: OutcomeEntry['status'],
+    errorCode: OutcomeEntry['error_code'],
+    hint: OutcomeEntry['hint'],
+    providerMessageId: OutcomeEntry['provider_message_id'],
+    latencyMs: OutcomeEntry['latency_ms'],
+    retrying: boolean,
+    at: number,
+  ): OutcomeEntry {
     const { job, spec } = this;
     const which = sub === null ? 'none' : subKey(sub);
     return {
       // The same attempt of the same subscription always has the same id (the recorder deduplicates by it).
-      id: createHash('sha256').update(`${job.n}\0${job.external_id}\0${which}\0${job.attempt}`).digest('base64url').slice(0, 24),
+      id: hash('sha256', `${job.n}\0${job.external_id}\0${which}\0${job.attempt}`, 'base64url').slice(0, 24),
       project: job.project,
       notification_id: job.n,
       external_id: job.external_id,
@@ -201,23 +225,31 @@ class Outcomes {
       subscription_type: sub?.type ?? null,
       token_tail: sub === null ? null : `…${sub.token.slice(-4)}`,
       attempt: job.attempt,
-      ...result,
+      status,
+      error_code: errorCode,
+      hint,
+      provider_message_id: providerMessageId,
+      latency_ms: latencyMs,
+      retrying,
       at,
     };
   }
 }
 
-/** The user's live subscriptions the notification goes to (for a retry: those still to retry). */
-function liveSubscriptions(hash: Record<string, string>, spec: NotificationSpec, job: DispatchJob): StoredSubscription[] {
-  const types = channelTypes[spec.channel];
-  const only = job.subs === undefined ? null : new Set(job.subs);
+/** The live ones of the subscriptions loadRecipient kept (the channel's; for a retry, those to retry). */
+function liveSubscriptions(stored: readonly string[]): StoredSubscription[] {
   const out: StoredSubscription[] = [];
-  for (const [field, json] of Object.entries(hash)) {
-    if (only !== null && !only.has(field)) continue;
+  for (const json of stored) {
     const sub = parseSubscription(json);
-    if (sub !== null && sub.state === 'live' && types.includes(sub.type)) out.push(sub);
+    if (sub !== null && sub.state === 'live') out.push(sub);
   }
   return out.sort((a, b) => a.registered_at - b.registered_at);
+}
+
+/** The keys of the job's user; the cancel mark is read in the user's partition, one slot with their consent. */
+function userKeys(topology: Topology, job: DispatchJob): UserKeys {
+  const user = topology.userKeys(job.project, job.external_id);
+  return { subs: user.subs, tags: user.tags, consent: user.consent, canceled: topology.notificationCanceled(user.partition, job.n) };
 }
 
 function parseSubscription(json: string): StoredSubscription | null {
@@ -241,15 +273,6 @@ function parseJob(json: string | undefined): DispatchJob | null {
 /** The field of a subscription in the user's subs hash. */
 function subKey(sub: StoredSubscription): string {
   return `${sub.type}:${sub.token}`;
-}
-
-function target(sub: StoredSubscription): Parameters<typeof sendTo>[1] {
-  return {
-    type: sub.type,
-    token: sub.token,
-    ...(sub.web_auth === undefined ? {} : { web_auth: sub.web_auth }),
-    ...(sub.web_p256 === undefined ? {} : { web_p256: sub.web_p256 }),
-  };
 }
 
 function retireEntry(job: DispatchJob, sub: StoredSubscription, sentAt: number): IngestRetire {

@@ -1,10 +1,14 @@
 import type { ClickHouse } from '../clickhouse/client.ts';
 import { QueryFile } from '../clickhouse/query-file.ts';
-import type { NotificationStatus, NotificationView } from '../../schemas/notifications.ts';
+import type { NotificationSpec, NotificationStatus, NotificationView } from '../../schemas/notifications.ts';
+import type { RedisClient } from '../redis.ts';
+import type { Topology } from '../topology.ts';
 import type { NotificationDeps } from './create.ts';
 import { readCounts, readNotification, type DispatchCounts, type NotificationRecord } from './record.ts';
 
 const receiptsQuery = QueryFile.load('notification-receipts').text([]);
+/** How long a cancel mark outlives the notification's ttl, s: as long as its counters (actors/fanout). */
+const CANCEL_MARK_MARGIN_S = 7 * 24 * 3600;
 
 /** A notification with its dispatch counters, as one project sees it. */
 interface Found {
@@ -24,15 +28,19 @@ export async function readView(deps: NotificationDeps, project: string, id: stri
 
 /**
  * Cancels notification `id` and answers its GET body, or null when `project` has none of that id.
- * No new attempt starts after this: dispatch checks `canceled_at` before each send, and the
- * scheduled entry is removed (the record first, so a scheduler racing the removal releases a
- * notification that is already canceled). A completed notification stays completed; cancelling
- * again keeps the first time.
+ * No new attempt starts after this: dispatch checks the cancel mark of the user's partition before
+ * each send, and the scheduled entry is removed (the record first, so a scheduler racing the
+ * removal releases a notification that is already canceled). The marks are written before
+ * `canceled_at`, so a record with `canceled_at` has all of them; a repeated DELETE writes any
+ * missing again (after a crash between the two, or a record canceled before marks existed). A
+ * completed notification stays completed; cancelling again keeps the first time.
  */
 export async function cancelNotification(deps: NotificationDeps, project: string, id: string, now = Date.now()): Promise<NotificationView | null> {
   const found = await find(deps, project, id);
   if (found === null) return null;
-  if (status(found) !== 'completed' && found.record.canceledAt === null) {
+  if (status(found) === 'completed') return view(deps, found);
+  await markCanceled(deps.redis, deps.topology, found.record.spec, found.record.canceledAt ?? now);
+  if (found.record.canceledAt === null) {
     const key = deps.topology.notification(id);
     await deps.redis.hsetnx(key, 'canceled_at', String(now));
     await deps.redis.hset(key, 'state', 'canceled');
@@ -41,6 +49,16 @@ export async function cancelNotification(deps: NotificationDeps, project: string
     found.record = { ...found.record, state: 'canceled', canceledAt };
   }
   return view(deps, found);
+}
+
+/**
+ * Writes the cancel mark of notification `spec`, canceled `at`, into every partition (see
+ * cancelNotification). Idempotent: a mark already there keeps its time. A mark lives for the
+ * notification's ttl and 7 days, as its counters do: no job of it waits longer.
+ */
+export async function markCanceled(redis: RedisClient, topology: Topology, spec: Pick<NotificationSpec, 'id' | 'ttl'>, at: number): Promise<void> {
+  const keepMs = (spec.ttl + CANCEL_MARK_MARGIN_S) * 1000;
+  await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.set(topology.notificationCanceled(p, spec.id), String(at), 'PX', keepMs, 'NX')));
 }
 
 async function find(deps: NotificationDeps, project: string, id: string): Promise<Found | null> {

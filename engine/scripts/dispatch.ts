@@ -1,4 +1,4 @@
-import { defineScript, int, str } from './contract.ts';
+import { defineScript, fields, flag, int, str } from './contract.ts';
 
 /** engine/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
 export const appendJobs = defineScript({
@@ -19,6 +19,41 @@ export const recordAttempts = defineScript({
     spread: (call: { outcomes: readonly string[]; retire: readonly string[] }) => [...call.outcomes, ...call.retire],
   },
   reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) === 1 }) },
+});
+
+const recipientFields = ['language', 'subs'] as const;
+
+/** engine/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel and language tag. */
+export const loadRecipient = defineScript({
+  name: 'loadRecipient',
+  keys: ['subs', 'tags'],
+  args: ['types', 'limited'],
+  variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
+  reply: {
+    fields: recipientFields,
+    parse: (raw) => {
+      const r = fields('loadRecipient', recipientFields, raw);
+      const subs = r.subs;
+      if (!Array.isArray(subs) || !subs.every((s) => typeof s === 'string')) throw new Error(`loadRecipient: expected subscription strings, got ${JSON.stringify(subs)}`);
+      return { language: r.language === null ? null : str('loadRecipient language', r.language), subs: subs as string[] };
+    },
+  },
+});
+
+const sendCheckFields = ['canceled', 'consent'] as const;
+
+/** engine/lua/checkSend-2.lua: the cancel mark and the consent a send is checked against, slot in hand. */
+export const checkSend = defineScript({
+  name: 'checkSend',
+  keys: ['canceled', 'consent'],
+  args: ['type'],
+  reply: {
+    fields: sendCheckFields,
+    parse: (raw) => {
+      const r = fields('checkSend', sendCheckFields, raw);
+      return { canceled: flag('checkSend canceled', r.canceled), consent: r.consent === null ? null : str('checkSend consent', r.consent) };
+    },
+  },
 });
 
 /** engine/lua/releaseDue-2.lua: moves due members of a sorted set onto a stream. */

@@ -1,15 +1,18 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
+import { markCanceled } from '../../engine/notifications/view.ts';
+import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { scripts } from '../../engine/scripts.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
+import { PrivateCluster } from '../helpers/private-cluster.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
 /** The fan-out and dispatch scripts against the real Redis: each effect once. */
 
-async function setup(t: Test) {
+async function setup(t: Test, url = REDIS_URL) {
   const prefix = testPrefix();
-  const redis = createRedis(loadConfig({ REDIS_URL, KEY_PREFIX: prefix }));
+  const redis = createRedis(loadConfig({ REDIS_URL: url, KEY_PREFIX: prefix }));
   t.teardown(async () => {
     redis.disconnect();
     await cleanupPrefix(prefix);
@@ -59,4 +62,98 @@ t.test('releaseDue moves only due members, each once', async (t) => {
   t.same(await scripts.releaseDue(redis, { keys, args: { now: 250, max: 10 } }), { moved: 0 });
   t.same((await redis.xrange(keys.stream, '-', '+')).map(([, f]) => f[1]), ['a', 'b']);
   t.same(await redis.zrange(keys.waiting, 0, -1), ['c']);
+});
+
+/** A user with two push subscriptions (one retired), an SMS one and a language tag. */
+async function seedUser(redis: RedisClient, topology: Topology, user: string): Promise<Record<string, string>> {
+  const sub = (type: string, token: string, state: string, registeredAt: number) => JSON.stringify({ type, token, state, created_at: 1, updated_at: 1, registered_at: registeredAt });
+  const subs = {
+    'IOS_PUSH:aa': sub('IOS_PUSH', 'aa', 'live', 2),
+    'ANDROID_PUSH:bb': sub('ANDROID_PUSH', 'bb', 'live', 1),
+    'IOS_PUSH:cc': sub('IOS_PUSH', 'cc', 'retired', 3),
+    'SMS:+15550000001': sub('SMS', '+15550000001', 'live', 4),
+  };
+  await redis.hset(topology.subs('p', user), subs);
+  await redis.hset(topology.tags('p', user), 'language', 'spt-BR', 'plan', 'sgold');
+  return subs;
+}
+
+function recipientKeys(topology: Topology, user: string) {
+  const keys = topology.userKeys('p', user);
+  return { subs: keys.subs, tags: keys.tags };
+}
+
+function sendKeys(topology: Topology, user: string, notification: string) {
+  const keys = topology.userKeys('p', user);
+  return { canceled: topology.notificationCanceled(keys.partition, notification), consent: keys.consent };
+}
+
+t.test('userKeys names the same keys as subs, tags and consent, with the user partition', async (t) => {
+  const topology = new Topology('x:', 8);
+  for (const user of ['u1', 'u2', 'ü3']) {
+    t.same(topology.userKeys('p', user), {
+      partition: topology.partitionOf('p', user),
+      subs: topology.subs('p', user),
+      tags: topology.tags('p', user),
+      consent: topology.consent('p', user),
+    });
+  }
+});
+
+t.test("loadRecipient answers the user's language and the subscriptions of the channel, or of a retry", async (t) => {
+  const { redis, topology } = await setup(t);
+  const subs = await seedUser(redis, topology, 'u1');
+  const keys = recipientKeys(topology, 'u1');
+  const push = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0 }, only: [] });
+  t.equal(push.language, 'spt-BR', 'the stored tag, as stored');
+  t.same([...push.subs].sort(), [subs['IOS_PUSH:aa'], subs['ANDROID_PUSH:bb'], subs['IOS_PUSH:cc']].sort(), 'every push subscription, retired too: the handler keeps the live ones');
+  const sms = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0 }, only: [] });
+  t.same(sms.subs, [subs['SMS:+15550000001']]);
+  const retry = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 1 }, only: ['IOS_PUSH:aa', 'SMS:+15550000001'] });
+  t.same(retry.subs, [subs['IOS_PUSH:aa']], "a retry gets only the listed subscriptions of the channel");
+  const none = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH', limited: 1 }, only: [] });
+  t.same(none.subs, [], 'a retry listing nothing gets nothing');
+  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(topology, 'nobody'), args: { types: 'SMS', limited: 0 }, only: [] }), { language: null, subs: [] }, 'an unknown user');
+});
+
+t.test('checkSend answers the cancel mark of the user partition and the consent of the type', async (t) => {
+  const { redis, topology } = await setup(t);
+  const keys = sendKeys(topology, 'u1', 'n1');
+  t.same(await scripts.checkSend(redis, { keys, args: { type: 'SMS' } }), { canceled: false, consent: null }, 'nothing in the way');
+  const stored = await writeConsent(redis, topology, 'p', 'u1', 'SMS', true, 1234);
+  t.same(await scripts.checkSend(redis, { keys, args: { type: 'SMS' } }), { canceled: false, consent: JSON.stringify(stored) }, 'the consent of the type');
+  t.same(await scripts.checkSend(redis, { keys, args: { type: 'EMAIL' } }), { canceled: false, consent: null }, 'only of that type');
+  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 1000);
+  t.same(await scripts.checkSend(redis, { keys, args: { type: 'EMAIL' } }), { canceled: true, consent: null }, 'canceled');
+  t.same(await scripts.checkSend(redis, { keys: sendKeys(topology, 'u1', 'n2'), args: { type: 'EMAIL' } }), { canceled: false, consent: null }, 'another notification is not');
+});
+
+t.test('markCanceled marks every partition once, keeps the first time, and the marks expire', async (t) => {
+  const { redis, topology } = await setup(t);
+  // A crash after some marks: a repeated DELETE completes them and keeps the ones written.
+  await redis.set(topology.notificationCanceled(5, 'n1'), '1000', 'PX', 60_000);
+  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 2000);
+  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 3000);
+  const marks = await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.get(topology.notificationCanceled(p, 'n1'))));
+  t.same(marks, ['2000', '2000', '2000', '2000', '2000', '1000', '2000', '2000'], 'each partition has its mark; the first time of each is kept');
+  const ttl = await redis.pttl(topology.notificationCanceled(0, 'n1'));
+  t.ok(ttl > 60_000 && ttl <= (60 + 7 * 24 * 3600) * 1000, `a mark outlives the ttl by the counters' margin (${ttl} ms)`);
+});
+
+t.test('on a Redis Cluster each dispatch script call stays in one slot, and cancel marks reach every partition', async (t) => {
+  const cluster = await PrivateCluster.start();
+  t.teardown(() => cluster.stop());
+  const { redis, topology } = await setup(t, cluster.url);
+  const users = ['u1', 'u2', 'u3', 'u4', 'u5', 'u6'];
+  t.ok(new Set(users.map((u) => topology.partitionOf('p', u))).size > 2, 'the users are spread over partitions');
+  for (const user of users) {
+    const subs = await seedUser(redis, topology, user);
+    const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(topology, user), args: { types: 'SMS', limited: 0 }, only: [] });
+    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']] }, `loadRecipient of ${user}`);
+    t.same(await scripts.checkSend(redis, { keys: sendKeys(topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
+  }
+  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 1000);
+  for (const user of users) {
+    t.match(await scripts.checkSend(redis, { keys: sendKeys(topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: true }, `${user} sees the cancel`);
+  }
 });
