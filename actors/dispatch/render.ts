@@ -6,21 +6,53 @@ import type { PushMessage } from './providers/index.ts';
  * then its language (`pt`), then `en` (API.md section 4). Locale keys match case-insensitively.
  */
 export function pick(localized: Record<string, string>, locale: string | null): string | null {
-  const byLower = new Map(Object.entries(localized).map(([k, v]) => [k.toLowerCase(), v]));
+  const byLower = lowered(localized);
   const wanted = locale?.toLowerCase() ?? '';
   return byLower.get(wanted) ?? byLower.get(wanted.split('-')[0] ?? '') ?? byLower.get('en') ?? null;
 }
 
-/** The message one user gets, in their locale; `ttlSeconds` is what is left of the notification's ttl at `now`. */
+/** Texts by lower-cased locale, built once per spec's text (specs are cached and never change). */
+const loweredTexts = new WeakMap<Record<string, string>, Map<string, string>>();
+
+function lowered(localized: Record<string, string>): Map<string, string> {
+  let byLower = loweredTexts.get(localized);
+  if (byLower === undefined) {
+    byLower = new Map(Object.entries(localized).map(([k, v]) => [k.toLowerCase(), v]));
+    loweredTexts.set(localized, byLower);
+  }
+  return byLower;
+}
+
+/** Most locales whose last message is kept per spec (a locale is a user's tag: any string). */
+const MAX_LOCALES = 64;
+/** The last message of each spec and locale: the users of one locale share it while its ttlSeconds holds. */
+const lastRendered = new WeakMap<NotificationSpec, Map<string, PushMessage>>();
+
+/**
+ * The message one user gets, in their locale; `ttlSeconds` is what is left of the notification's
+ * ttl at `now`. The message may be shared with other users: it is never changed.
+ */
 export function render(spec: NotificationSpec, locale: string | null, now: number): PushMessage {
   const start = spec.send_after ?? spec.created_at;
-  return {
+  const ttlSeconds = Math.max(0, Math.floor((start + spec.ttl * 1000 - now) / 1000));
+  let byLocale = lastRendered.get(spec);
+  if (byLocale === undefined) {
+    byLocale = new Map();
+    lastRendered.set(spec, byLocale);
+  }
+  const key = locale ?? '';
+  const last = byLocale.get(key);
+  if (last !== undefined && last.ttlSeconds === ttlSeconds) return last;
+  const message: PushMessage = {
     notificationId: spec.id,
     title: spec.headings === null ? null : pick(spec.headings, locale),
     body: pick(spec.contents, locale) ?? '',
     data: spec.data,
     priority: spec.priority,
-    ttlSeconds: Math.max(0, Math.floor((start + spec.ttl * 1000 - now) / 1000)),
+    ttlSeconds,
     collapseId: spec.collapse_id,
   };
+  if (last === undefined && byLocale.size >= MAX_LOCALES) byLocale.clear();
+  byLocale.set(key, message);
+  return message;
 }

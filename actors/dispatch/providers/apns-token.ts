@@ -50,9 +50,19 @@ export interface ApnsKey {
  */
 export class ApnsTokenCache {
   readonly #entries = new Map<string, Entry>();
+  /** The hash of each key object's private key (a client passes the same object every send). */
+  readonly #keyHashes = new WeakMap<ApnsKey, { privateKey: string; hash: string }>();
   #store: TokenStore | null = null;
 
   constructor(readonly now: () => number = Date.now) {}
+
+  #keyHash(key: ApnsKey): string {
+    const known = this.#keyHashes.get(key);
+    if (known !== undefined && known.privateKey === key.private_key) return known.hash;
+    const hash = createHash('sha256').update(key.private_key).digest('hex');
+    this.#keyHashes.set(key, { privateKey: key.private_key, hash });
+    return hash;
+  }
 
   /** Shares tokens with the other processes through `store` from now on. */
   share(store: TokenStore): void {
@@ -62,7 +72,7 @@ export class ApnsTokenCache {
   /** The current token of (team, key), signed now if there is none or it is due. */
   async token(key: ApnsKey): Promise<string> {
     const id = `${key.team_id}:${key.key_id}`;
-    const keyHash = createHash('sha256').update(key.private_key).digest('hex');
+    const keyHash = this.#keyHash(key);
     const entry = this.#entries.get(id);
     if (entry?.pending) return entry.pending;
     if (entry && entry.keyHash === keyHash && !this.#due(entry)) return entry.jwt;

@@ -42,6 +42,18 @@ export function apnsPayload(message: PushMessage): string {
   return JSON.stringify({ aps, ...data });
 }
 
+/** The request body of each message, encoded once: a message is shared by the users of one locale (render.ts). */
+const bodies = new WeakMap<PushMessage, Buffer>();
+
+function bodyOf(message: PushMessage): Buffer {
+  let body = bodies.get(message);
+  if (body === undefined) {
+    body = Buffer.from(apnsPayload(message));
+    bodies.set(message, body);
+  }
+  return body;
+}
+
 /**
  * APNs over pooled HTTP/2 with token authentication. All clients of one team+key share one
  * provider token (ApnsTokenCache); an ExpiredProviderToken answer renews it (at most every 20 min)
@@ -72,7 +84,7 @@ export class ApnsClient implements ProviderClient {
   }
 
   async #send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
-    const body = Buffer.from(apnsPayload(message));
+    const body = bodyOf(message);
     if (body.length > APNS_MAX_PAYLOAD) return failure(deliveryCode('apns', 413, 'PayloadTooLarge'), null);
     const headers = this.#headers(message);
     const first = await this.#attempt(target, headers, body, signal);
