@@ -20,10 +20,12 @@ import type { Specs } from './specs.ts';
 
 /**
  * Sends in flight per provider and process. Each is at most what the provider's client runs at
- * once (32 HTTP/1.1 connections; HTTP/2 streams once the peer raised its limit), so a send never
- * waits inside a client after its consent and cancel checks.
+ * once (32 HTTP/1.1 connections; HTTP/2 streams once the peer raised its limit: APNs allows 1 000
+ * per connection, FCM about 100, over 4 connections), so a send never waits inside a client after
+ * its consent and cancel checks. APNs gets the most: at 256 the sends in flight, not the CPU,
+ * paced a broadcast (docs/performance.md, "Broadcast").
  */
-const SENDS_IN_FLIGHT: Record<ProviderName, number> = { apns: 256, fcm: 256, webpush: 32, twilio: 32, sendgrid: 32 };
+const SENDS_IN_FLIGHT: Record<ProviderName, number> = { apns: 1024, fcm: 256, webpush: 32, twilio: 32, sendgrid: 32 };
 
 /** Attempts per subscription, the first included (API.md section 8). */
 export const MAX_ATTEMPTS = 5;
