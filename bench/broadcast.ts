@@ -4,7 +4,8 @@
  * `node:http2` client (bench/apns-ceiling.ts) sending N pushes to the same simulator.
  *
  * `node --import tsx bench/broadcast.ts [--users N] [--out file] [--audience all|ids]
- *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR] [--keep]`
+ *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR]
+ *  [--node-flags "FLAGS"] [--dispatch-process] [--keep]`
  * (`npm run bench:broadcast -- --users N`).
  *
  * Steps: the provider simulators and the engine (`bin/engine.js start`, the dist/ build when there
@@ -18,6 +19,10 @@
  * one the ratio is over (other work on the host moves both). CPU of the engine, the simulator and Redis is read around both runs
  * (/proc/<pid>/stat, INFO cpu), the engine's RSS every 500 ms. Writes
  * bench/reports/broadcast-<date>.json (or --out) and prints a table.
+ *
+ * `--dispatch-process` runs dispatch alone in a second engine process (`--roles dispatch`), whose
+ * RSS is then the one sampled: the memory goal is the dispatch process's. `--node-flags` go to the
+ * engine processes' node (for example `--max-semi-space-size=64`).
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -52,6 +57,8 @@ const { values } = parseArgs({
     'ceiling-inflight': { type: 'string' },
     'engine-root': { type: 'string', default: root },
     'cpu-prof': { type: 'string' },
+    'node-flags': { type: 'string', default: '' },
+    'dispatch-process': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
 });
@@ -156,13 +163,15 @@ async function redisCpu(redis: Redis): Promise<number> {
 interface CpuMark {
   at: number;
   engine: number;
+  /** The dispatch process's, with --dispatch-process; else 0. */
+  dispatch: number;
   simulator: number;
   redis: number;
 }
 
-async function cpuMark(enginePid: number, simPid: number, redis: Redis): Promise<CpuMark> {
-  const [engine, simulator, r] = await Promise.all([processCpu(enginePid), processCpu(simPid), redisCpu(redis)]);
-  return { at: Date.now(), engine, simulator, redis: r };
+async function cpuMark(enginePid: number, simPid: number, redis: Redis, dispatchPid: number | null): Promise<CpuMark> {
+  const [engine, simulator, r, dispatch] = await Promise.all([processCpu(enginePid), processCpu(simPid), redisCpu(redis), dispatchPid === null ? 0 : processCpu(dispatchPid)]);
+  return { at: Date.now(), engine, dispatch, simulator, redis: r };
 }
 
 // ---- HTTP ------------------------------------------------------------------------------------
@@ -231,10 +240,17 @@ async function main(): Promise<void> {
   const project = JSON.parse(await cli('project', 'create', 'bench-broadcast', '--json')) as { project_id: string; sdk_key: string; rest_key: string };
   await cli('providers', 'set', project.project_id, 'apns', '--file', join(simDir, 'apns.json'));
   const profArgs = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(values['cpu-prof'])}`] : [];
-  const engine = spawnNode('engine', [...profArgs, engineBin, 'start'], engineEnv);
+  const nodeFlags = values['node-flags'].split(' ').filter(Boolean);
+  const split = values['dispatch-process'];
+  const engine = spawnNode('engine', [...nodeFlags, ...profArgs, engineBin, 'start', ...(split ? ['--roles', 'gateway,apply,fanout,recorder,scheduler'] : [])], engineEnv);
+  // With --dispatch-process, dispatch runs alone in a process of its own, whose memory is the goal's.
+  const dispatcher = split ? spawnNode('dispatch', [...nodeFlags, engineBin, 'start', '--roles', 'dispatch'], engineEnv) : null;
   const base = `http://127.0.0.1:${port}`;
   await waitFor('the engine', async () => ((await call(`${base}/readyz`, 'GET', null)).status === 200 ? true : undefined), 120_000);
   const enginePid = engine.pid ?? 0;
+  const dispatchPid = dispatcher?.pid ?? null;
+  /** The process whose memory growth the goal is about: dispatch's own, or the one engine's. */
+  const memoryPid = dispatchPid ?? enginePid;
   const simPid = sims.pid ?? 0;
   log(`bench: engine pid ${enginePid} on ${base}, simulators pid ${simPid}, project ${project.project_id}`);
 
@@ -294,7 +310,7 @@ async function main(): Promise<void> {
   // engine's run (other work on the host moves the figures; the faster of the two is the ceiling).
   const runCeiling = async (when: 'before' | 'after') => {
     log(`bench: ceiling (${when} the engine): ${ceilingCount} pushes from a bare node:http2 client`);
-    const c0 = await cpuMark(enginePid, simPid, redis);
+    const c0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
     const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--creds', join(simDir, 'apns.json'), '--ca', simInfo.caFile, '--count', String(ceilingCount), '--connections', values['ceiling-connections']];
     if (values['ceiling-inflight']) ceilingArgs.push('--inflight', values['ceiling-inflight']);
     const ceilingProc = spawnNode('ceiling', ceilingArgs, process.env);
@@ -313,7 +329,7 @@ async function main(): Promise<void> {
       });
       ceilingProc.once('exit', (code) => (done ? ok(done) : fail(new Error(`ceiling exited with ${code}: ${ceilingProc.output().slice(-1000)}`))));
     });
-    const c1 = await cpuMark(enginePid, simPid, redis);
+    const c1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
     const ceilingPushes = Number(ceilingDone['pushes']);
     const ceilingWall = Number(ceilingDone['seconds']);
     const ceiling = {
@@ -349,12 +365,12 @@ async function main(): Promise<void> {
   const rss: { at: number; mb: number }[] = [];
   const baselineSamples: number[] = [];
   for (let i = 0; i < 4; i++) {
-    baselineSamples.push(await rssMb(enginePid));
+    baselineSamples.push(await rssMb(memoryPid));
     await sleep(500);
   }
   const baselineRss = Math.max(...baselineSamples);
   const sampler = setInterval(() => {
-    rssMb(enginePid).then((mb) => rss.push({ at: Date.now(), mb }), () => undefined);
+    rssMb(memoryPid).then((mb) => rss.push({ at: Date.now(), mb }), () => undefined);
   }, 500);
   const content = {
     headings: { en: 'Hello' },
@@ -365,7 +381,7 @@ async function main(): Promise<void> {
     ttl: 3600,
   };
   const threads0 = await threadCpu(enginePid);
-  const m0 = await cpuMark(enginePid, simPid, redis);
+  const m0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
   const t0 = m0.at;
   const since = new Date(t0 - 1000).toISOString();
   const notifications: { id: string; recipients: number }[] = [];
@@ -425,7 +441,7 @@ async function main(): Promise<void> {
     const now = Date.now();
     if (sent + failed + skipped + recorded !== before) lastChange = now;
     if (recorded >= expected && m1 === null) {
-      m1 = await cpuMark(enginePid, simPid, redis);
+      m1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
       threads1 = await threadCpu(enginePid);
     }
     if (m1 !== null && dispatchedAt !== null) break;
@@ -435,7 +451,7 @@ async function main(): Promise<void> {
       const seconds = (now - t0) / 1000;
       const peak = Math.max(baselineRss, ...rss.map((s) => s.mb));
       log(
-        `bench: ${seconds.toFixed(0)} s: fanned out ${fannedAt === null ? appended : 'all'}, sent ${sent} failed ${failed} skipped ${skipped} (${Math.round((sent + failed + skipped) / seconds)}/s), recorded ${recorded}/${expected}, engine RSS ${Math.round(rss.at(-1)?.mb ?? 0)} MB (peak ${Math.round(peak)})`,
+        `bench: ${seconds.toFixed(0)} s: fanned out ${fannedAt === null ? appended : 'all'}, sent ${sent} failed ${failed} skipped ${skipped} (${Math.round((sent + failed + skipped) / seconds)}/s), recorded ${recorded}/${expected}, ${split ? 'dispatch' : 'engine'} RSS ${Math.round(rss.at(-1)?.mb ?? 0)} MB (peak ${Math.round(peak)})`,
       );
     }
     await sleep(500);
@@ -462,8 +478,14 @@ async function main(): Promise<void> {
     ratio_to_ceiling: 0,
     counts: { sent, failed, skipped },
     recorded_by_status: groups,
-    cpu_us_per_delivery: { engine: perDelivery(end.engine - m0.engine), simulator: perDelivery(end.simulator - m0.simulator), redis: perDelivery(end.redis - m0.redis) },
-    cores: { engine: round((end.engine - m0.engine) / wall, 2), simulator: round((end.simulator - m0.simulator) / wall, 2), redis: round((end.redis - m0.redis) / wall, 2) },
+    /** engine: every engine process together (with --dispatch-process, `dispatch` is that process's share). */
+    cpu_us_per_delivery: {
+      engine: perDelivery(end.engine - m0.engine + end.dispatch - m0.dispatch),
+      ...(split ? { dispatch: perDelivery(end.dispatch - m0.dispatch) } : {}),
+      simulator: perDelivery(end.simulator - m0.simulator),
+      redis: perDelivery(end.redis - m0.redis),
+    },
+    cores: { engine: round((end.engine - m0.engine + end.dispatch - m0.dispatch) / wall, 2), simulator: round((end.simulator - m0.simulator) / wall, 2), redis: round((end.redis - m0.redis) / wall, 2) },
     /** The engine's CPU seconds over the measured interval by thread name (node's main thread is `node`). */
     engine_threads_cpu_seconds: Object.fromEntries(
       Object.entries(threads1)
@@ -471,6 +493,8 @@ async function main(): Promise<void> {
         .filter(([, v]) => v >= 0.05)
         .sort((a, b) => b[1] - a[1]),
     ),
+    /** Of the dispatch process with --dispatch-process, else of the one engine process. */
+    rss_process: split ? 'dispatch' : 'engine',
     rss_mb: { baseline: round(baselineRss, 1), peak: round(peakRss, 1), growth: round(peakRss - baselineRss, 1), samples: rss.length },
     rss_growth_bytes_per_user: Math.round(((peakRss - baselineRss) * 1024 * 1024) / expected),
     load_average: round(loadavg()[0] ?? 0, 1),
@@ -493,6 +517,8 @@ async function main(): Promise<void> {
       engine_root: engineRoot,
       ceiling_count: ceilingCount,
       cpu_prof: values['cpu-prof'] ?? null,
+      node_flags: values['node-flags'],
+      dispatch_process: split,
     },
     goals: { ratio_to_ceiling: GOAL_RATIO, rss_growth_mb: GOAL_RSS_GROWTH_MB },
     registration,
@@ -501,7 +527,7 @@ async function main(): Promise<void> {
     ceilings: [before, after],
     engine: result,
     notes: [
-      'Measures: one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler), from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.',
+      `Measures: ${split ? 'two engine processes, dispatch alone in one and every other role (gateway, apply, fanout, recorder with embedded ClickHouse, scheduler) in the other' : 'one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler)'}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,
       'Ceiling: bench/apns-ceiling.ts, a bare node:http2 client in its own process sending the same number of pushes to the same APNs simulator (same TLS, ES256 token, request shape), with as many streams in flight as the engine pool can use (4 connections x the peer limit).',
       `Audience: ${audience === 'all' ? 'segment All (one notification; fan-out reads the users mirror in ClickHouse, which the bench waits to be filled)' : `include_external_user_ids, ${bodies.length} notifications of at most ${IDS_PER_NOTIFICATION} ids`}.`,
       'CPU per delivery: CPU seconds of each process over the measured interval divided by the deliveries; the simulator and Redis figures include everything they did meanwhile (the recorder and the progress polls included).',
@@ -534,6 +560,7 @@ function printTable(report: {
     deliveries_per_sec: number;
     ratio_to_ceiling: number;
     cpu_us_per_delivery: { engine: number; simulator: number; redis: number };
+    rss_process: string;
     rss_mb: { baseline: number; peak: number; growth: number };
     rss_growth_bytes_per_user: number;
     load_average: number;
@@ -571,7 +598,7 @@ function printTable(report: {
   console.log('');
   console.log('* the faster ceiling, which the ratio is over; load avg: the host\'s 1-minute load average at the end of the run');
   console.log(
-    `engine RSS: ${e.rss_mb.baseline} MB before, peak ${e.rss_mb.peak} MB, growth ${e.rss_mb.growth} MB (${e.rss_growth_bytes_per_user} bytes/user; goal < ${GOAL_RSS_GROWTH_MB} MB at 1M users)`,
+    `${e.rss_process} process RSS: ${e.rss_mb.baseline} MB before, peak ${e.rss_mb.peak} MB, growth ${e.rss_mb.growth} MB (${e.rss_growth_bytes_per_user} bytes/user; goal < ${GOAL_RSS_GROWTH_MB} MB at 1M users)`,
   );
 }
 
