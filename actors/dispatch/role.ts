@@ -11,8 +11,12 @@ import { apnsTokens } from './providers/apns-token.ts';
 import { Specs } from './specs.ts';
 import { RedisTokenStore } from './token-store.ts';
 
-/** Most jobs running at once per owned partition: the in-flight window a crash may repeat. */
-export const WINDOW = 128;
+/**
+ * Most jobs running at once per owned partition: the in-flight window a crash may repeat. With the
+ * 64 partitions of a default deployment that is 2 048 jobs, twice the APNs sends a process keeps
+ * in flight; at 128 the jobs waiting for a send slot held 140 MB more (docs/performance.md).
+ */
+export const WINDOW = 32;
 const BLOCK_MS = 2000;
 /** How often due retries are moved back onto a partition's dispatch stream, ms. */
 const RETRY_TICK_MS = 250;
