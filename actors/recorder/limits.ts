@@ -26,8 +26,8 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
   budgetWaitMs: 5,
   /** How long a round waits, after its first batch, for the other partitions' batches due with it, ms. */
   gatherMs: 25,
-  /** A round this large is inserted without waiting for more batches. */
-  maxRoundRows: 50_000,
+  /** A round this large goes without waiting for more batches: a backlog's full batch needs no company. */
+  maxRoundRows: 10_000,
   /** How long a round's manifest outlives a crash that kept it from being deleted, s. */
   roundTtlSeconds: 7 * 24 * 3600,
 };
