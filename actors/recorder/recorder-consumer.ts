@@ -72,6 +72,11 @@ export class RecorderConsumer implements PartitionWork {
     const { log, partition } = this.opts;
     while (!this.loop.stopping) {
       try {
+        if (this.resync && this.opts.lease.remainingMs() <= 0) {
+          // Renewed at the runner's next round, or dropped: a lapsed owner neither claims nor recovers.
+          await this.loop.pause(this.limits.retryMs);
+          continue;
+        }
         if (this.resync) {
           this.batches.clear();
           this.releaseBudget();
@@ -225,6 +230,6 @@ export class RecorderConsumer implements PartitionWork {
  * they meet in one round, and none waits more than `lingerMs`.
  */
 function dueAfter(arrived: number, lingerMs: number): number {
-  const half = lingerMs / 2;
+  const half = Math.max(1, Math.floor(lingerMs / 2));
   return Math.ceil((arrived + half) / half) * half;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { LeaseView } from '../../engine/runner/partition-runner.ts';
@@ -15,7 +16,7 @@ export interface RoundPart {
   entries: RawStreamEntry[];
   /** The partition's lease: a batch joins a round only while the lease surely outlasts the marks. */
   lease: LeaseView;
-  /** True once the partition's consumer is stopping: a round all of whose parts stop gives up retrying. */
+  /** True once the partition's consumer is stopping: a round with a part stopping gives up retrying. */
   stopping: () => boolean;
 }
 
@@ -57,6 +58,9 @@ export interface RecordRoundsOptions {
 /** A round whose marks could not all be written: nothing was inserted, its batches may go again. */
 export class RoundNotStarted extends Error {}
 
+/** What a recovery writes where a round's manifest is missing: the round may never insert. */
+const ABORTED = 'aborted';
+
 /**
  * Inserts the due batches of many partitions together: one insert per table for a whole round,
  * instead of one per partition, so ClickHouse makes and merges one part where it made dozens.
@@ -68,6 +72,10 @@ export class RoundNotStarted extends Error {}
 export class RecordRounds {
   private readonly limits: Readonly<RecorderLimits>;
   private readonly open = new Map<StreamKind, OpenRound>();
+  /** Rounds this process is inserting again, by token: its partitions of one round share one insert. */
+  private readonly redoing = new Map<string, Promise<RawStreamEntry[][]>>();
+  /** With the worker id and a sequence number, makes every round's token unique, restarts included. */
+  private readonly instance = randomUUID();
   private sequence = 0;
 
   constructor(private readonly opts: RecordRoundsOptions) {
@@ -97,27 +105,44 @@ export class RecordRounds {
   /**
    * After a crash: when the partition's batch of `kind` went into a round whose manifest exists,
    * inserts that round again under its token (a copy of an insert that landed is dropped) and
-   * settles the partition's own batch of it. A mark without a manifest is a round that never
-   * started its insert: it is cleared, and the batch is claimed as any pending entries are.
+   * settles the partition's own batch of it. A mark without a manifest is a round that has not
+   * started its insert: the manifest's place is taken (ABORTED, so a late manifest write of its
+   * owner fails and that round never inserts), the mark is cleared, and the batch is claimed as
+   * any pending entries are.
    */
   async recover(partition: number, kind: StreamKind, stream: string): Promise<void> {
-    const { redis, topology, sink } = this.opts;
+    const { redis, topology } = this.opts;
     const marks = topology.recorderMarks(partition);
     const token = await redis.hget(marks, kind);
     if (token === null) return;
-    const json = await redis.get(topology.recorderRound(token));
-    const manifest = json === null ? null : (JSON.parse(json) as Manifest);
+    const key = topology.recorderRound(token);
+    let json = await redis.get(key);
+    if (json === null && (await redis.set(key, ABORTED, 'EX', this.limits.roundTtlSeconds, 'NX')) === null) json = await redis.get(key);
+    const manifest = json === null || json === ABORTED ? null : (JSON.parse(json) as Manifest);
     const own = manifest?.parts.find((p) => p.stream === stream);
     if (manifest === null || own === undefined) {
-      await redis.hdel(marks, kind);
+      await this.settle(partition, kind, stream, '0-0', [], token);
       return;
     }
-    const parts = await Promise.all(manifest.parts.map((p) => this.readPart(p)));
-    const entries = parts.flat();
-    if (entries.length > 0) await sink.record(kind, entries, token);
+    const parts = await this.redo(kind, token, manifest);
     const ownEntries = parts[manifest.parts.indexOf(own)] ?? [];
     await this.settle(partition, kind, stream, own.last, ownEntries, token);
-    this.opts.log.info('recorder round recovered', { partition, stream: kind, round: token, entries: entries.length });
+    this.opts.log.info('recorder round recovered', { partition, stream: kind, round: token });
+  }
+
+  /** Inserts a round again under its token, once per process however many of its partitions recover. */
+  private redo(kind: StreamKind, token: string, manifest: Manifest): Promise<RawStreamEntry[][]> {
+    let running = this.redoing.get(token);
+    if (running === undefined) {
+      running = (async () => {
+        const parts = await Promise.all(manifest.parts.map((p) => this.readPart(p)));
+        const entries = parts.flat();
+        if (entries.length > 0) await this.opts.sink.record(kind, entries, token);
+        return parts;
+      })().finally(() => this.redoing.delete(token));
+      this.redoing.set(token, running);
+    }
+    return running;
   }
 
   private start(kind: StreamKind): void {
@@ -135,7 +160,7 @@ export class RecordRounds {
       return false;
     });
     if (joined.length === 0) return;
-    const token = `${this.opts.worker}|${kind}|${++this.sequence}`;
+    const token = `${this.opts.worker}|${this.instance}|${kind}|${++this.sequence}`;
     try {
       await this.begin(kind, joined, token);
     } catch (err) {
@@ -162,22 +187,34 @@ export class RecordRounds {
     }
   }
 
-  /** Marks every batch's partition with the round, then writes the manifest: a manifest means every part carries the mark. */
+  /**
+   * Marks every batch's partition with the round, then writes the manifest: a manifest means every
+   * part carries the mark. A mark is only written where none is (a late write of a round that was
+   * given up must not replace a live round's), and the manifest only where a recovery has not
+   * taken its place.
+   */
   private async begin(kind: StreamKind, joined: Waiter[], token: string): Promise<void> {
     const { redis, topology } = this.opts;
-    const marked = await Promise.allSettled(joined.map((w) => redis.hset(topology.recorderMarks(w.part.partition), kind, token)));
+    const marked = await Promise.allSettled(joined.map((w) => redis.hsetnx(topology.recorderMarks(w.part.partition), kind, token)));
     const failed = marked.find((m) => m.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
+    if (marked.some((m) => m.status === 'fulfilled' && m.value === 0)) throw new Error('a partition still carries the mark of another round');
     // A partition whose lease lapsed meanwhile may be another's, which found the mark and no manifest.
     if (joined.some((w) => w.part.lease.remainingMs() <= 0)) throw new Error('a lease may have lapsed while the round was marked');
     const manifest: Manifest = {
       kind,
       parts: joined.map(({ part }) => ({ stream: part.stream, first: part.entries[0]?.id ?? '0-0', last: part.entries.at(-1)?.id ?? '0-0', count: part.entries.length })),
     };
-    await redis.set(topology.recorderRound(token), JSON.stringify(manifest), 'EX', this.limits.roundTtlSeconds);
+    if ((await redis.set(topology.recorderRound(token), JSON.stringify(manifest), 'EX', this.limits.roundTtlSeconds, 'NX')) === null) {
+      throw new Error('a recovery gave the round up before its manifest was written');
+    }
   }
 
-  /** Inserts the round under its token until ClickHouse takes it, or every part's consumer stops. */
+  /**
+   * Inserts the round under its token until ClickHouse takes it, or a part's consumer stops (a
+   * partition handed over must not wait for ClickHouse): the round is then left to recovery,
+   * which inserts it under the same token.
+   */
   private async insert(kind: StreamKind, joined: Waiter[], token: string): Promise<void> {
     const entries = joined.flatMap((w) => w.part.entries);
     for (;;) {
@@ -185,7 +222,7 @@ export class RecordRounds {
         await this.opts.sink.record(kind, entries, token);
         return;
       } catch (err) {
-        if (joined.every((w) => w.part.stopping())) throw err;
+        if (joined.some((w) => w.part.stopping())) throw err;
         this.opts.log.warn('recorder insert failed; retrying', { stream: kind, round: token, partitions: joined.length, entries: entries.length, err });
         await new Promise((resolve) => setTimeout(resolve, this.limits.retryMs));
       }

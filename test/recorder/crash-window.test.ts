@@ -154,6 +154,7 @@ t.test('a mark without a manifest is a round that never inserted: its batch is c
   await settled(gw, [partition]);
   t.same(await count(gw), { rows: 400, ids: 400 }, 'every outcome once');
   t.equal(await gw.redis.hget(gw.topology.recorderMarks(partition), 'outcomes'), null, 'the stale mark is cleared');
+  t.equal(await gw.redis.get(gw.topology.recorderRound('ghost|outcomes|1')), 'aborted', 'and the round given up: a late manifest write of its owner fails');
   await next?.stop();
 });
 
