@@ -31,9 +31,15 @@ export class PrivateCluster {
       ),
     );
     const cluster = new PrivateCluster(ports, procs);
-    for (const port of ports) await answers(port);
-    await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
-    for (const port of ports) await clusterOk(port);
+    try {
+      for (const port of ports) await answers(port);
+      await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+      for (const port of ports) await clusterOk(port);
+    } catch (err) {
+      // Nodes left running would keep the test process alive until its timeout.
+      await cluster.stop();
+      throw err;
+    }
     return cluster;
   }
 
@@ -55,7 +61,8 @@ async function poll(port: number, check: (redis: Redis) => Promise<boolean>): Pr
   const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   redis.on('error', () => undefined);
   try {
-    for (let i = 0; i < 200; i++) {
+    // Generous: on a loaded 2-core machine a node can take seconds to start or to agree on the cluster.
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
       try {
         if (redis.status !== 'ready') await redis.connect();
         if (await check(redis)) return;
