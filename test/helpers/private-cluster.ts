@@ -1,10 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort } from './private-redis.ts';
 
 const run = promisify(execFile);
 
@@ -21,7 +21,11 @@ export class PrivateCluster {
   }
 
   static async start(): Promise<PrivateCluster> {
-    const ports = [await freePort(), await freePort(), await freePort()];
+    const ports: number[] = [];
+    while (ports.length < 3) {
+      const port = await freeNodePort();
+      if (!ports.includes(port)) ports.push(port);
+    }
     const dir = mkdtempSync(join(tmpdir(), 'cluster-'));
     const procs = ports.map((port) =>
       spawn(
@@ -79,3 +83,22 @@ async function poll(port: number, check: (redis: Redis) => Promise<boolean>): Pr
 
 const answers = (port: number) => poll(port, async (r) => (await r.ping()) === 'PONG');
 const clusterOk = (port: number) => poll(port, async (r) => String(await r.cluster('INFO')).includes('cluster_state:ok'));
+
+/**
+ * A port for a cluster node whose bus port (port + 10 000) is free as well, both below the
+ * ephemeral range (32 768 and up on Linux), so no client socket of the machine can take either.
+ */
+async function freeNodePort(): Promise<number> {
+  for (;;) {
+    const port = 15_000 + Math.floor(Math.random() * 7_000);
+    if ((await bindable(port)) && (await bindable(port + 10_000))) return port;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
