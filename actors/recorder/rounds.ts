@@ -22,6 +22,7 @@ export interface RoundPart {
 
 /** What a round's manifest records of each batch, enough to read it again from its stream. */
 interface ManifestPart {
+  partition: number;
   stream: string;
   first: string;
   last: string;
@@ -128,6 +129,9 @@ export class RecordRounds {
     const ownEntries = parts[manifest.parts.indexOf(own)] ?? [];
     await this.settle(partition, kind, stream, own.last, ownEntries, token);
     this.opts.log.info('recorder round recovered', { partition, stream: kind, round: token });
+    // The last partition of the round to settle deletes its manifest; until then another may need it.
+    const left = await Promise.all(manifest.parts.map((p) => redis.hget(topology.recorderMarks(p.partition), kind)));
+    if (!left.includes(token)) await redis.del(key);
   }
 
   /** Inserts a round again under its token, once per process however many of its partitions recover. */
@@ -203,7 +207,13 @@ export class RecordRounds {
     if (joined.some((w) => w.part.lease.remainingMs() <= 0)) throw new Error('a lease may have lapsed while the round was marked');
     const manifest: Manifest = {
       kind,
-      parts: joined.map(({ part }) => ({ stream: part.stream, first: part.entries[0]?.id ?? '0-0', last: part.entries.at(-1)?.id ?? '0-0', count: part.entries.length })),
+      parts: joined.map(({ part }) => ({
+        partition: part.partition,
+        stream: part.stream,
+        first: part.entries[0]?.id ?? '0-0',
+        last: part.entries.at(-1)?.id ?? '0-0',
+        count: part.entries.length,
+      })),
     };
     if ((await redis.set(topology.recorderRound(token), JSON.stringify(manifest), 'EX', this.limits.roundTtlSeconds, 'NX')) === null) {
       throw new Error('a recovery gave the round up before its manifest was written');

@@ -136,6 +136,7 @@ t.test('a round of several partitions, left unsettled, is redone by each partiti
   await settled(gw, partitions);
   t.same(await count(gw), { rows: 900, ids: 900 }, 'every outcome once');
   for (const p of partitions) t.equal(await gw.redis.hget(gw.topology.recorderMarks(p), 'outcomes'), null, `partition ${p}: mark cleared`);
+  t.equal(await gw.redis.exists(gw.topology.recorderRound(marks[0] ?? '')), 0, 'and the manifest deleted by the last to settle');
   dying.crash();
   await Promise.all([...old, ...owners].map((c) => c.stop()));
 });
