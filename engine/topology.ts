@@ -89,7 +89,7 @@ export class Topology {
   /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */
   userKeys(project: string, externalId: string): { partition: number; subs: string; tags: string; consent: string } {
     const partition = this.partitionOf(project, externalId);
-    const of = (kind: string): string => `${this.prefix}${kind}:${this.tag(partition)}:${project}:${externalId}`;
+    const of = (kind: string): string => this.keyIn(partition, kind, project, externalId);
     return { partition, subs: of('subs'), tags: of('tags'), consent: of('consent') };
   }
 
@@ -201,7 +201,11 @@ export class Topology {
   }
 
   private userKey(kind: string, project: string, externalId: string): string {
-    return `${this.prefix}${kind}:${this.tag(this.partitionOf(project, externalId))}:${project}:${externalId}`;
+    return this.keyIn(this.partitionOf(project, externalId), kind, project, externalId);
+  }
+
+  private keyIn(partition: number, kind: string, project: string, externalId: string): string {
+    return `${this.prefix}${kind}:${this.tag(partition)}:${project}:${externalId}`;
   }
 }
 
