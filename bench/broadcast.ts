@@ -36,6 +36,7 @@ import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { runBench } from './run.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL_RATIO = 0.6;
@@ -611,19 +612,4 @@ async function cleanup(): Promise<void> {
   if (work && !values.keep) await rm(work, { recursive: true, force: true });
 }
 
-const interrupt = (): void => {
-  if (stopping) return;
-  void cleanup().finally(() => process.exit(130));
-};
-process.once('SIGINT', interrupt);
-process.once('SIGTERM', interrupt);
-
-try {
-  await main();
-} catch (err) {
-  log(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit();
+await runBench(main, cleanup, log);

@@ -18,6 +18,7 @@ import { startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';
 import { printTable, writeReport, type Report } from './report.ts';
+import { runBench } from './run.ts';
 import { positive } from './settings.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -155,21 +156,4 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-let stopping = false;
-const interrupt = (): void => {
-  if (stopping) return;
-  stopping = true;
-  void cleanup().finally(() => process.exit(130));
-};
-process.once('SIGINT', interrupt);
-process.once('SIGTERM', interrupt);
-
-try {
-  await main();
-} catch (err) {
-  log(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit();
+await runBench(main, cleanup, log);
