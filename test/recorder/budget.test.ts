@@ -1,8 +1,6 @@
 import t from 'tap';
 import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
 import { RecorderLimits } from '../../actors/recorder/limits.ts';
-import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
-import { RecordRounds } from '../../actors/recorder/rounds.ts';
 import { RecorderSink, type StreamKind } from '../../actors/recorder/sink.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
@@ -10,8 +8,8 @@ import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
-import { heldLease } from '../helpers/lease.ts';
 import { outcome } from './outcomes.ts';
+import { recorderProcess } from './process.ts';
 
 t.test('the entry budget grants a whole request or nothing, and takes back what a read returned beyond it', async (t) => {
   const budget = new EntryBudget(2000);
@@ -57,23 +55,7 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
     mostHeld = Math.max(mostHeld, held);
   };
   const sampler = setInterval(() => void sample(), 5);
-  const budget = new EntryBudget(limits.maxBuffered);
-  const rounds = new RecordRounds({ redis: gw.redis, topology: gw.topology, sink: slow, worker: 'bounded', log, limits });
-  const consumers = partitions.map(
-    (partition) =>
-      new RecorderConsumer({
-        redis: gw.redis,
-        partition,
-        streams: { changes: gw.topology.changes(partition), outcomes: gw.topology.outcomes(partition) },
-        consumer: 'bounded',
-        rounds,
-        budget,
-        lease: heldLease,
-        log,
-        metrics: new Metrics(),
-        limits,
-      }),
-  );
+  const consumers = recorderProcess(gw, 'bounded', partitions, slow, limits, log);
   consumers.forEach((c) => c.start());
   await eventually('every outcome recorded', async () => {
     const [row] = await rows<{ n: string }>(gw.clickhouse, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: project });

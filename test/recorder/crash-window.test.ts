@@ -1,8 +1,6 @@
 import t, { type Test } from 'tap';
-import { EntryBudget } from '../../actors/recorder/entry-budget.ts';
 import { RecorderLimits } from '../../actors/recorder/limits.ts';
 import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
-import { RecordRounds } from '../../actors/recorder/rounds.ts';
 import { RecorderSink, type StreamKind } from '../../actors/recorder/sink.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
@@ -10,33 +8,17 @@ import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
-import { heldLease } from '../helpers/lease.ts';
 import { outcome } from './outcomes.ts';
+import { recorderProcess } from './process.ts';
 
 const limits = { ...RecorderLimits, maxBatch: 1000, lingerMs: 200, retryMs: 50, maxBuffered: 4000 };
 const log = createLogger('error');
 
 type Sink = Pick<RecorderSink, 'record'>;
 
-/** A recorder process of the test: one round per kind shared by consumers of the given partitions. */
+/** A recorder process of the test (test/recorder/process.ts) with this file's limits. */
 function recorder(gw: InProcess, name: string, partitions: number[], sink: Sink): RecorderConsumer[] {
-  const rounds = new RecordRounds({ redis: gw.redis, topology: gw.topology, sink, worker: name, log, limits });
-  const budget = new EntryBudget(limits.maxBuffered);
-  return partitions.map(
-    (partition) =>
-      new RecorderConsumer({
-        redis: gw.redis,
-        partition,
-        streams: { changes: gw.topology.changes(partition), outcomes: gw.topology.outcomes(partition) },
-        consumer: name,
-        rounds,
-        budget,
-        lease: heldLease,
-        log,
-        metrics: new Metrics(),
-        limits,
-      }),
-  );
+  return recorderProcess(gw, name, partitions, sink, limits, log);
 }
 
 async function addOutcomes(gw: InProcess, partition: number, from: number, to: number): Promise<void> {
