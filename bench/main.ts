@@ -1,0 +1,102 @@
+/**
+ * `make bench` / `npm run bench -- [scenario ...]`: runs the scenarios of bench/scenarios.ts (all
+ * of them when none is named) one after another, each script in its own process with its output
+ * shown as it goes; keeps only the latest report of each run in bench/reports; then writes the
+ * summary rows of the latest reports as a table into docs/performance.md and as a chart into
+ * docs/performance-summary.svg. `--list` prints the scenarios; `--render` only redraws the table
+ * and chart from the reports already there. Exit status 1 when a run failed.
+ */
+import { spawn } from 'node:child_process';
+import { readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { markdownTable, svgChart, type Source } from './render.ts';
+import { scenarios, type Run } from './scenarios.ts';
+import type { SummaryRow } from './summary.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const reportsDir = join(root, 'bench/reports');
+const docFile = join(root, 'docs/performance.md');
+const chartFile = join(root, 'docs/performance-summary.svg');
+const START = '<!-- bench summary: start (written by `make bench`) -->';
+const END = '<!-- bench summary: end -->';
+
+const stampOf = (date: Date): string => date.toISOString().replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
+const datedReport = (name: string): RegExp => new RegExp(`^${name.replace(/[-]/g, '\\-')}-(\\d{4}-\\d\\d-\\d\\dT\\d{6}Z)\\.json$`);
+const clock = (): string => new Date().toISOString().slice(11, 19);
+
+/** The dated reports of a run's name in bench/reports, newest first. */
+async function reportsOf(name: string): Promise<string[]> {
+  const pattern = datedReport(name);
+  const files = (await readdir(reportsDir).catch(() => [] as string[])).filter((f) => pattern.test(f));
+  return files.sort().reverse();
+}
+
+async function runOne(run: Run, index: number, total: number): Promise<boolean> {
+  const started = new Date();
+  process.stderr.write(`\n== [${index}/${total}] ${run.title} (bench/${run.script} ${run.args.join(' ')}), started ${clock()}\n`);
+  const out = run.takesOut ? ['--out', join(reportsDir, `${run.report}-${stampOf(started)}.json`)] : [];
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', run.script), ...run.args, ...out], { stdio: 'inherit' });
+    child.once('exit', (status, signal) => resolve(status ?? (signal === null ? 1 : 128)));
+  });
+  const seconds = Math.round((Date.now() - started.getTime()) / 1000);
+  const [newest, ...older] = await reportsOf(run.report);
+  const fresh = newest !== undefined && (await stat(join(reportsDir, newest))).mtimeMs >= started.getTime();
+  if (code !== 0 || !fresh) {
+    process.stderr.write(`== [${index}/${total}] ${run.title}: FAILED after ${seconds} s (exit ${code}${fresh ? '' : ', no new report'})\n`);
+    return false;
+  }
+  await Promise.all(older.map((file) => unlink(join(reportsDir, file))));
+  process.stderr.write(`== [${index}/${total}] ${run.title}: done in ${seconds} s, report bench/reports/${newest}\n`);
+  return true;
+}
+
+/** The latest report of every run that has one, in scenario order. */
+async function latestSources(): Promise<Source[]> {
+  const sources: Source[] = [];
+  for (const run of scenarios.flatMap((s) => s.runs)) {
+    const [newest] = await reportsOf(run.report);
+    if (newest === undefined) continue;
+    const report = JSON.parse(await readFile(join(reportsDir, newest), 'utf8')) as { started_at: string; summary?: SummaryRow[] };
+    sources.push({ file: `bench/reports/${newest}`, started_at: report.started_at, rows: report.summary ?? [] });
+  }
+  return sources;
+}
+
+async function render(): Promise<void> {
+  const sources = await latestSources();
+  const table = markdownTable(sources);
+  const doc = await readFile(docFile, 'utf8');
+  const begin = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`${docFile} has no summary markers; add the lines ${START} and ${END}`);
+  const block = [START, '', '![Each scenario against its ceiling and the usual alternative](performance-summary.svg)', '', table, '', END].join('\n');
+  await writeFile(docFile, doc.slice(0, begin) + block + doc.slice(end + END.length));
+  await writeFile(chartFile, svgChart(sources));
+  process.stdout.write(`\n${table}\n\nwritten: docs/performance.md (summary table), docs/performance-summary.svg\n`);
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { list: { type: 'boolean' }, render: { type: 'boolean' } } });
+  if (values.list) {
+    for (const s of scenarios) process.stdout.write(`${s.name.padEnd(11)} ${s.about}\n`);
+    return 0;
+  }
+  const unknown = positionals.filter((name) => !scenarios.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown scenario ${unknown.join(', ')}; the scenarios are: ${scenarios.map((s) => s.name).join(', ')}\n`);
+    return 2;
+  }
+  let ok = true;
+  if (!values.render) {
+    const chosen = positionals.length === 0 ? scenarios : scenarios.filter((s) => positionals.includes(s.name));
+    const runs = chosen.flatMap((s) => s.runs);
+    for (const [i, run] of runs.entries()) ok = (await runOne(run, i + 1, runs.length)) && ok;
+  }
+  await render();
+  return ok ? 0 : 1;
+}
+
+process.exitCode = await main();

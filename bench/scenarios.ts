@@ -1,0 +1,68 @@
+/**
+ * The scenarios `make bench` runs, in order, and the runs each is made of. A run is one script of
+ * bench/ as a child process; `report` names the report file it leaves in bench/reports
+ * (`<report>-<date>.json`), which is how the harness finds it and keeps only the latest.
+ */
+export interface Run {
+  /** Shown in progress lines, e.g. `broadcast to 1 000 000 users`. */
+  title: string;
+  script: string;
+  args: string[];
+  report: string;
+  /** Whether the script takes `--out FILE` for its report (otherwise it names the file itself). */
+  takesOut: boolean;
+}
+
+export interface Scenario {
+  name: string;
+  /** What it measures, one line, for `npm run bench -- --list`. */
+  about: string;
+  runs: Run[];
+}
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'sdk-ingest',
+    about: 'the SDK write mix over HTTP, batches and WebSocket; bare uWS, redis-benchmark XADD and Fastify + BullMQ in the same run',
+    runs: [{ title: 'SDK ingest mix', script: 'sdk-ingest.ts', args: [], report: 'sdk-ingest', takesOut: false }],
+  },
+  {
+    name: 'gateway',
+    about: 'the gateway alone (no apply, no recorder) against bare uWebSockets.js',
+    runs: [{ title: 'gateway alone', script: 'ingest.ts', args: [], report: 'ingest', takesOut: false }],
+  },
+  {
+    name: 'apply-lag',
+    about: 'time from a 202 to the write visible in GET /api/users/{id}, at 50% and 90% of the ingest maximum, against the baseline',
+    runs: [{ title: 'apply lag', script: 'apply-lag.ts', args: [], report: 'apply-lag', takesOut: false }],
+  },
+  {
+    name: 'broadcast',
+    about: 'a push broadcast to 200 000 and to 1 000 000 users, accept to last record in ClickHouse, against a bare node:http2 loop',
+    runs: [
+      { title: 'broadcast to 200 000 users', script: 'broadcast.ts', args: ['--users', '200000'], report: 'broadcast-200k', takesOut: true },
+      {
+        title: 'broadcast to 1 000 000 users, dispatch in its own process',
+        script: 'broadcast.ts',
+        args: ['--users', '1000000', '--dispatch-process'],
+        report: 'broadcast-1m',
+        takesOut: true,
+      },
+    ],
+  },
+  {
+    name: 'recorder',
+    about: 'outcomes moved from Redis into ClickHouse: rows/s and CPU per row of the recorder and of ClickHouse, against a bare INSERT',
+    runs: [{ title: 'recorder', script: 'recorder.ts', args: [], report: 'recorder', takesOut: false }],
+  },
+  {
+    name: 'queries',
+    about: "the dashboard's queries over 20 000 000 delivery rows, p50 and p95",
+    runs: [{ title: 'dashboard queries', script: 'deliveries-query.ts', args: [], report: 'deliveries-query', takesOut: false }],
+  },
+  {
+    name: 'soak',
+    about: 'ten minutes of mixed load with a broadcast every minute: memory, stream lengths and spill journal growth',
+    runs: [{ title: 'soak', script: 'soak.ts', args: [], report: 'soak', takesOut: false }],
+  },
+];

@@ -1,0 +1,47 @@
+import t from 'tap';
+import { figure, markdownTable, svgChart } from '../../bench/render.ts';
+import type { SummaryRow } from '../../bench/summary.ts';
+
+const row = (over: Partial<SummaryRow>): SummaryRow => ({
+  scenario: 'sdk-ingest',
+  measure: 'HTTP mix',
+  value: 15000,
+  unit: 'req/s',
+  better: 'higher',
+  ceiling: null,
+  baseline: null,
+  goal: null,
+  ...over,
+});
+
+t.test('figures are grouped by thousands and small ones keep two decimals', async (t) => {
+  t.equal(figure(1234567.4), '1 234 567');
+  t.equal(figure(12.345), '12.35');
+  t.equal(figure(0), '0');
+});
+
+t.test('a row is shown against its ceiling as a share and against the baseline as a multiple', async (t) => {
+  const table = markdownTable([
+    {
+      file: 'bench/reports/sdk-ingest-x.json',
+      started_at: '2026-11-23T00:00:00Z',
+      rows: [
+        row({ ceiling: { name: 'bare uWS', value: 20000 }, baseline: { name: 'Fastify + BullMQ', value: 5000 }, goal: { text: '≥ 75% of the ceiling', met: true } }),
+        row({ measure: 'lag p99', value: 20, unit: 'ms', better: 'lower', baseline: { name: 'Fastify + BullMQ', value: 200 }, goal: { text: '< 250 ms', met: false } }),
+      ],
+    },
+  ]);
+  const lines = table.split('\n');
+  t.equal(lines.length, 4, 'a header, a rule and one line per row');
+  t.match(lines[2], /\| 15 000 req\/s \| bare uWS: 20 000 \| 75% \| Fastify \+ BullMQ: 5 000 \| 3\.0× \|.*\*\*met\*\*/);
+  t.match(lines[3], /\| 20 ms \| {2}\| {2}\| Fastify \+ BullMQ: 200 \| 10\.0× \|.*\*\*not met\*\*/, 'lower is better: the baseline over the value');
+});
+
+t.test('the chart draws one bar per compared row and escapes its labels', async (t) => {
+  const svg = svgChart([
+    { file: 'f', started_at: '', rows: [row({ measure: 'a < b', ceiling: { name: 'c', value: 30000 }, baseline: { name: 'b', value: 3000 } }), row({ measure: 'alone' })] },
+  ]);
+  t.equal((svg.match(/<rect /g) ?? []).length, 3, 'the background and one bar in each panel');
+  t.match(svg, /a &lt; b/);
+  t.notMatch(svg, /alone/, 'a row with neither reference has no bar');
+});
