@@ -26,7 +26,7 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http2 from 'node:http2';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -36,6 +36,7 @@ import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { runBench } from './run.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -134,20 +135,6 @@ async function processCpu(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** CPU seconds so far of each thread of a process, summed by thread name (/proc/<pid>/task). */
-async function threadCpu(pid: number): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
-  for (const task of tasks) {
-    const stat = await readFile(`/proc/${pid}/task/${task}/stat`, 'utf8').catch(() => null);
-    if (stat === null) continue;
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100;
-  }
-  return out;
 }
 
 async function rssMb(pid: number): Promise<number> {
@@ -417,7 +404,7 @@ async function main(): Promise<void> {
   let lastChange = Date.now();
   let lastPrint = 0;
   let m1: CpuMark | null = null;
-  let threads1: Record<string, number> = {};
+  let threads1: ThreadCpu = new Map();
   for (;;) {
     for (const id of [...open]) {
       const view = (await call(`${base}/api/notifications/${id}`, 'GET', project.rest_key)).body as { status: string; counts: { sent: number; failed: number; skipped: number } };
@@ -489,10 +476,9 @@ async function main(): Promise<void> {
     cores: { engine: round((end.engine - m0.engine + end.dispatch - m0.dispatch) / wall, 2), simulator: round((end.simulator - m0.simulator) / wall, 2), redis: round((end.redis - m0.redis) / wall, 2) },
     /** The engine's CPU seconds over the measured interval by thread name (node's main thread is `node`). */
     engine_threads_cpu_seconds: Object.fromEntries(
-      Object.entries(threads1)
-        .map(([name, v]) => [name, round(v - (threads0[name] ?? 0), 2)] as const)
-        .filter(([, v]) => v >= 0.05)
-        .sort((a, b) => b[1] - a[1]),
+      Object.entries(threadCpuBetween(threads0, threads1))
+        .map(([name, v]) => [name, round(v, 2)] as const)
+        .filter(([, v]) => v >= 0.05),
     ),
     /** Of the dispatch process with --dispatch-process, else of the one engine process. */
     rss_process: split ? 'dispatch' : 'engine',

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import type { RedisClient } from '../engine/redis.ts';
 
 /** Where the 2 cores went during a measured run, in cores (CPU seconds over wall seconds). */
@@ -45,3 +45,42 @@ export async function sampleCpu(serverPid: number, redis: RedisClient): Promise<
     },
   };
 }
+
+/** CPU seconds so far of each thread of a process, by thread id, with the thread's name now. */
+export type ThreadCpu = Map<string, { name: string; seconds: number }>;
+
+/**
+ * Each thread's CPU seconds so far (/proc/<pid>/task; a trailing number of the name is dropped,
+ * so `QueryPipelineEx12` reads as `QueryPipelineEx`); empty where there is no /proc. Node's main
+ * thread and its V8 and libuv helpers are named `node`.
+ */
+export async function threadCpu(pid: number | 'self'): Promise<ThreadCpu> {
+  const out: ThreadCpu = new Map();
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  for (const task of tasks) {
+    const stat = await readFile(`/proc/${pid}/task/${task}/stat`, 'utf8').catch(() => null);
+    if (stat === null) continue;
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(task, { name, seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
+  }
+  return out;
+}
+
+/**
+ * CPU seconds spent between two samples, summed by thread name, largest first. A thread counts
+ * under its name in `after`: chDB renames a libuv worker (to `Unknown`) when it first runs a
+ * query there, so summing by name in each sample would move that thread's whole past.
+ */
+export function threadCpuBetween(before: ThreadCpu, after: ThreadCpu): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [tid, { name, seconds }] of after) out[name] = (out[name] ?? 0) + seconds - (before.get(tid)?.seconds ?? 0);
+  return Object.fromEntries(Object.entries(out).sort((a, b) => b[1] - a[1]));
+}
+
+/**
+ * Whether a thread of a process embedding chDB is ClickHouse's: every thread not named `node`
+ * (node names its main thread, V8's workers and the libuv pool so; ClickHouse names its own, e.g.
+ * QueryPipelineEx, MergeMutate, BgSchPool, and renames a libuv worker it runs a query on).
+ */
+export const isClickHouseThread = (name: string): boolean => name !== 'node';
