@@ -1,7 +1,10 @@
--- Fills message_deliveries with {rows:UInt64} synthetic delivery attempts, generated inside
--- ClickHouse (INSERT ... SELECT FROM numbers()) for bench/deliveries-query.ts.
+-- Inserts rows {from:UInt64} .. {from}+{count}-1 of {rows:UInt64} synthetic delivery attempts into
+-- message_deliveries, generated inside ClickHouse (INSERT ... SELECT FROM numbers()) for
+-- bench/deliveries-query.ts, which fills the table a slice at a time to show its progress.
 -- Parameters:
---   {rows:UInt64}            how many rows
+--   {rows:UInt64}            how many rows the whole table gets
+--   {from:UInt64}            the first row of this slice
+--   {count:UInt64}           how many rows this slice inserts
 --   {big:String}             the big project (94% of rows); the rest go to {small:String}-0 .. -4
 --   {small:String}           prefix of the five small projects
 --   {start_ms:Int64}         the oldest `at` (ms since the epoch)
@@ -59,5 +62,5 @@ FROM
             'sendgrid_400') AS error_code,
         error_code IN ('timeout', 'connection_error', 'fcm_429_QUOTA_EXCEEDED') AND r % 3 = 0 AS retrying,
         status = 'sent' AND r % 50 = 1 AS retried
-    FROM numbers({rows:UInt64})
+    FROM numbers({from:UInt64}, {count:UInt64})
 );
