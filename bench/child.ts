@@ -11,14 +11,15 @@ export interface Child {
 
 /**
  * Spawns a server process and resolves once it printed (on stdout or stderr) a JSON log line
- * `{"msg":"listening","port":N}` (unless `listens` is false) and, when `readyMsg` is given, that message too. Rejects when it
- * exits first or does not get there within `timeoutMs`.
+ * `{"msg":"listening","port":N}` (unless `listens` is false) and, when `readyMsg` is given, that message too
+ * (`readyText`: a plain-text line containing it, for processes that do not log JSON). Rejects when
+ * it exits first or does not get there within `timeoutMs`.
  */
 export function startChild(
   name: string,
   args: string[],
   env: Record<string, string>,
-  opts: { readyMsg?: string; timeoutMs: number; listens?: boolean },
+  opts: { readyMsg?: string; readyText?: string; timeoutMs: number; listens?: boolean },
 ): Promise<Child> {
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -31,7 +32,7 @@ export function startChild(
   };
   return new Promise((resolve, reject) => {
     let port = 0;
-    let ready = opts.readyMsg === undefined;
+    let ready = opts.readyMsg === undefined && opts.readyText === undefined;
     let output = '';
     const fail = (why: string): void => {
       clearTimeout(timer);
@@ -39,14 +40,15 @@ export function startChild(
     };
     const timer = setTimeout(() => fail(`not listening after ${opts.timeoutMs} ms`), opts.timeoutMs);
     const onLine = (line: string): void => {
-      let entry: Record<string, unknown>;
+      let entry: Record<string, unknown> = {};
       try {
         entry = JSON.parse(line) as Record<string, unknown>;
       } catch {
-        return;
+        if (opts.readyText === undefined || !line.includes(opts.readyText)) return;
+        ready = true;
       }
       if (entry['msg'] === 'listening' && typeof entry['port'] === 'number') port = entry['port'];
-      if (entry['msg'] === opts.readyMsg) ready = true;
+      if (opts.readyMsg !== undefined && entry['msg'] === opts.readyMsg) ready = true;
       if ((port > 0 || opts.listens === false) && ready) {
         clearTimeout(timer);
         proc.removeListener('exit', onExit);

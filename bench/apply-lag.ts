@@ -1,0 +1,356 @@
+/**
+ * Apply-lag benchmark: the time from a 202 to the write being visible in GET /api/users/{id}, at
+ * 50% and 90% of the maximum sustained write rate, for the default deployment (one
+ * `engine start` process, every role, embedded ClickHouse in a temp DATA_DIR, fresh KEY_PREFIX)
+ * and for the usual alternative (bench/baselines: Fastify + BullMQ, server and worker processes).
+ *
+ * `node --import tsx bench/apply-lag.ts [--max N] [--baseline-max N] [--max-seconds 10]
+ *  [--seconds 30] [--warmup 5] [--probes-per-sec 50] [--poll-ms 5] [--users 10007] [--no-baseline]`
+ *
+ * Maximum: unless given (`--max`, `--baseline-max`), a closed-loop autocannon run of the SDK mix
+ * (bench/sdk-mix.ts; 100 connections, after a 3 s warm-up) counts the 202s and waits until every
+ * one is applied: the maximum is the 202s over the time from the start until the last was applied.
+ * Lag: an open-loop load at a constant rate (bench/paced.ts) of which every `--sample-every`-th
+ * write (one in rate / `--probes-per-sec`), after the warm-up, is a tag write with a unique value
+ * to a user of its own, so both systems get the same poll load; from its
+ * 202 on, GET /api/users/{id} is polled every `--poll-ms` until the value shows, and the lag is the
+ * arrival of that answer minus the arrival of the 202. A probe not visible within 30 s is counted,
+ * not timed. Writes bench/reports/apply-lag-<date>.json and latest-apply-lag.json.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon, { type Request, type Result } from 'autocannon';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { Topology } from '../engine/topology.ts';
+import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { QUEUE } from './baselines/state.ts';
+import { startChild, type Child } from './child.ts';
+import { sleep, startEngine, waitApplied, waitFor } from './deployment.ts';
+import { paced, percentile, type PacedResult } from './paced.ts';
+import { writeReport } from './report.ts';
+import { runBench } from './run.ts';
+import { probeWrite, SdkMix, type Write } from './sdk-mix.ts';
+import type { Reference, SummaryRow } from './summary.ts';
+import { machine, printRows } from './table.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const GOAL_P99_MS = 250;
+const GOAL_FACTOR = 5;
+const SHARES = [0.5, 0.9];
+const PROBE_TIMEOUT_MS = 30_000;
+const SETTLE_MS = 10 * 60_000;
+const BASELINE = 'Fastify + BullMQ';
+
+const { values } = parseArgs({
+  options: {
+    max: { type: 'string' },
+    'baseline-max': { type: 'string' },
+    'max-seconds': { type: 'string', default: '10' },
+    seconds: { type: 'string', default: '30' },
+    warmup: { type: 'string', default: '5' },
+    'probes-per-sec': { type: 'string', default: '50' },
+    'poll-ms': { type: 'string', default: '5' },
+    users: { type: 'string', default: '10007' },
+    connections: { type: 'string', default: '64' },
+    'no-baseline': { type: 'boolean', default: false },
+  },
+});
+const whole = (name: keyof typeof values): number => {
+  const value = Number(values[name]);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1, got ${String(values[name])}`);
+  return value;
+};
+const settings = {
+  max_seconds: whole('max-seconds'),
+  seconds: whole('seconds'),
+  warmup_seconds: whole('warmup'),
+  probes_per_sec: whole('probes-per-sec'),
+  poll_ms: whole('poll-ms'),
+  users: whole('users'),
+  connections: whole('connections'),
+  probe_timeout_ms: PROBE_TIMEOUT_MS,
+  max_given: values.max === undefined ? null : whole('max'),
+  baseline_max_given: values['baseline-max'] === undefined ? null : whole('baseline-max'),
+  baseline: !values['no-baseline'],
+};
+
+const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const run = Date.now().toString(36);
+const prefixes = { engine: `benchlag${run}:`, baseline: `benchlagb${run}:` };
+const children: Child[] = [];
+/** Redis connections this process opened, closed at the end. */
+const connections: { disconnect(): void }[] = [];
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
+let work = '';
+
+/** A system under test: where it listens, its keys, and how to wait until all it accepted is applied. */
+interface System {
+  name: string;
+  base: string;
+  sdkKey: string;
+  restKey: string;
+  settle(): Promise<void>;
+}
+
+interface MaxRate {
+  source: 'measured' | 'given';
+  /** The 202s of the measured run over its seconds; null when given. */
+  accepted_per_sec: number | null;
+  /** The 202s over the time from the start until the last was applied; null when given. */
+  applied_per_sec: number | null;
+  max_per_sec: number;
+}
+
+interface LagStep {
+  share: number;
+  /** One write in this many was a probe. */
+  sample_every: number;
+  load: PacedResult;
+  samples: number;
+  visible: number;
+  not_visible: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+interface SystemResult {
+  name: string;
+  max: MaxRate;
+  steps: LagStep[];
+}
+
+async function measureMax(sys: System, mix: SdkMix): Promise<MaxRate> {
+  const request: Request = {
+    method: 'POST',
+    path: '/',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${sys.sdkKey}` },
+    setupRequest: (req) => {
+      const write = mix.next();
+      return { ...req, method: write.method, path: write.path, body: write.body };
+    },
+  };
+  const load = (seconds: number): Promise<Result> =>
+    Promise.resolve(autocannon({ url: sys.base, connections: 100, duration: seconds, pipelining: 1, timeout: 10, requests: [request] }));
+  log(`bench: ${sys.name}: maximum: 3 s warm-up, then ${settings.max_seconds} s closed loop, 100 connections`);
+  await load(3);
+  await sys.settle();
+  const t0 = performance.now();
+  const result = await load(settings.max_seconds);
+  const loaded = performance.now();
+  await sys.settle();
+  const applied = performance.now();
+  if (result['2xx'] < result.requests.total * 0.99) throw new Error(`${sys.name}: only ${result['2xx']} of ${result.requests.total} answers were 2xx`);
+  const acceptedPerSec = Math.round(result['2xx'] / ((loaded - t0) / 1000));
+  const appliedPerSec = Math.round(result['2xx'] / ((applied - t0) / 1000));
+  log(`bench: ${sys.name}: ${acceptedPerSec} writes/s accepted, ${appliedPerSec}/s accepted and applied`);
+  return { source: 'measured', accepted_per_sec: acceptedPerSec, applied_per_sec: appliedPerSec, max_per_sec: Math.min(acceptedPerSec, appliedPerSec) };
+}
+
+async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Promise<LagStep> {
+  const polls = new Pool(sys.base, { connections: 16, pipelining: 1 });
+  const headers = { authorization: `Bearer ${sys.restKey}` };
+  const warmupCount = Math.round(rate * settings.warmup_seconds);
+  const sampleEvery = Math.max(1, Math.round(rate / settings.probes_per_sec));
+  const isProbe = (i: number): boolean => i >= warmupCount && (i - warmupCount) % sampleEvery === 0;
+  const probeUser = (i: number): string => `lag-${Math.round(share * 100)}-${i}`;
+  const lags: number[] = [];
+  let notVisible = 0;
+  const watching: Promise<void>[] = [];
+  const watch = async (user: string, value: string, acceptedAt: number): Promise<void> => {
+    for (;;) {
+      const res = await polls.request({ method: 'GET', path: `/api/users/${encodeURIComponent(user)}`, headers });
+      const text = await res.body.text();
+      const at = performance.now();
+      if (res.statusCode === 200 && (JSON.parse(text) as { tags?: Record<string, unknown> }).tags?.['probe'] === value) {
+        lags.push(at - acceptedAt);
+        return;
+      }
+      if (at - acceptedAt > PROBE_TIMEOUT_MS) {
+        notVisible += 1;
+        return;
+      }
+      await sleep(settings.poll_ms);
+    }
+  };
+  log(`bench: ${sys.name}: ${Math.round(share * 100)}% = ${rate} writes/s for ${settings.warmup_seconds} s warm-up + ${settings.seconds} s, 1 in ${sampleEvery} probed`);
+  const load = await paced({
+    url: sys.base,
+    headers: { authorization: `Bearer ${sys.sdkKey}` },
+    rate,
+    seconds: settings.warmup_seconds + settings.seconds,
+    connections: settings.connections,
+    maxInFlight: 4096,
+    next: (i): Write => (isProbe(i) ? probeWrite(probeUser(i), `v${i}`) : mix.next()),
+    onAccepted: (i, _write, at) => {
+      if (isProbe(i)) watching.push(watch(probeUser(i), `v${i}`, at).catch(() => void (notVisible += 1)));
+    },
+  });
+  await Promise.all(watching);
+  await polls.close();
+  lags.sort((a, b) => a - b);
+  const step: LagStep = {
+    share,
+    sample_every: sampleEvery,
+    load,
+    samples: lags.length + notVisible,
+    visible: lags.length,
+    not_visible: notVisible,
+    p50_ms: round(percentile(lags, 0.5)),
+    p99_ms: round(percentile(lags, 0.99)),
+    max_ms: round(lags.at(-1) ?? 0),
+  };
+  log(`bench: ${sys.name}: ${load.accepted_per_sec} writes/s accepted; lag p50 ${step.p50_ms} ms, p99 ${step.p99_ms} ms, max ${step.max_ms} ms over ${step.visible} probes, ${notVisible} never visible`);
+  await sys.settle();
+  return step;
+}
+
+async function measureSystem(sys: System, given: number | null): Promise<SystemResult> {
+  const mix = new SdkMix(settings.users, `mix-`);
+  const max: MaxRate = given === null ? await measureMax(sys, mix) : { source: 'given', accepted_per_sec: null, applied_per_sec: null, max_per_sec: given };
+  const steps: LagStep[] = [];
+  for (const share of SHARES) steps.push(await lagAt(sys, mix, Math.max(1, Math.round(max.max_per_sec * share)), share));
+  return { name: sys.name, max, steps };
+}
+
+async function engineSystem(): Promise<System> {
+  const engine = await startEngine({ prefix: prefixes.engine, dataDir: join(work, 'engine'), redisUrl });
+  children.push(engine.child);
+  const project = await engine.createProject('bench-apply-lag');
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  connections.push(redis);
+  const topology = new Topology(prefixes.engine, Number(process.env['PARTITIONS'] ?? 64));
+  log(`bench: engine pid ${engine.pid} on ${engine.base}`);
+  return { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, settle: () => waitApplied(redis, topology, SETTLE_MS) };
+}
+
+async function baselineSystem(): Promise<System> {
+  const key = `bench-${run}`;
+  const env = { PORT: '0', REDIS_URL: redisUrl, KEY_PREFIX: prefixes.baseline, BASELINE_KEY: key };
+  const server = await startChild('baseline server', ['--import', 'tsx', join(root, 'bench/baselines/server.ts')], env, { timeoutMs: 60_000 });
+  children.push(server);
+  const worker = await startChild('baseline worker', ['--import', 'tsx', join(root, 'bench/baselines/worker.ts')], env, { readyMsg: 'started', listens: false, timeoutMs: 60_000 });
+  children.push(worker);
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  connections.push(connection);
+  const queue = new Queue(QUEUE, { connection, prefix: `${prefixes.baseline}bull` });
+  const settle = async (): Promise<void> => {
+    await waitFor(
+      'the baseline queue to drain',
+      async () => {
+        const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'delayed');
+        return Object.values(counts).every((n) => n === 0) ? true : undefined;
+      },
+      SETTLE_MS,
+      200,
+    );
+  };
+  log(`bench: baseline server pid ${server.proc.pid ?? 0} on port ${server.port}, worker pid ${worker.proc.pid ?? 0}`);
+  return { name: BASELINE, base: `http://127.0.0.1:${server.port}`, sdkKey: key, restKey: key, settle };
+}
+
+function summarize(engine: SystemResult, baseline: SystemResult | null): SummaryRow[] {
+  const rows: SummaryRow[] = [];
+  for (const [index, share] of SHARES.entries()) {
+    const step = engine.steps[index];
+    if (step === undefined) continue;
+    const other = baseline?.steps[index];
+    const pct = Math.round(share * 100);
+    const reference = (value: number | undefined): Reference | null => (value === undefined ? null : { name: BASELINE, value });
+    const p99: SummaryRow = {
+      scenario: 'apply-lag',
+      measure: `apply lag p99 at ${pct}% load`,
+      value: step.p99_ms,
+      unit: 'ms',
+      better: 'lower',
+      ceiling: null,
+      baseline: reference(other?.p99_ms),
+      goal: null,
+    };
+    if (share === 0.5) {
+      const factor = other === undefined || step.p99_ms <= 0 ? 0 : other.p99_ms / step.p99_ms;
+      p99.goal = {
+        text: `under ${GOAL_P99_MS} ms, at least ${GOAL_FACTOR}x better than ${BASELINE}, every probe visible`,
+        met: step.p99_ms < GOAL_P99_MS && factor >= GOAL_FACTOR && step.not_visible === 0,
+      };
+    }
+    rows.push(p99, { ...p99, measure: `apply lag p50 at ${pct}% load`, value: step.p50_ms, baseline: reference(other?.p50_ms), goal: null });
+  }
+  return rows;
+}
+
+function printReport(results: SystemResult[]): void {
+  printRows([
+    ['system', 'max writes/s', 'load', 'target/s', 'accepted/s', 'skipped', 'non-2xx', 'probes', 'lag p50 ms', 'lag p99 ms', 'lag max ms', 'never visible'],
+    ...results.flatMap((r) =>
+      r.steps.map((s) => [
+        r.name,
+        `${r.max.max_per_sec} (${r.max.source})`,
+        `${Math.round(s.share * 100)}%`,
+        String(s.load.target_per_sec),
+        String(s.load.accepted_per_sec),
+        String(s.load.skipped),
+        String(s.load.non_2xx + s.load.errors),
+        String(s.visible),
+        String(s.p50_ms),
+        String(s.p99_ms),
+        String(s.max_ms),
+        String(s.not_visible),
+      ]),
+    ),
+  ]);
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  work = await mkdtemp(join(tmpdir(), 'svc-bench-apply-lag-'));
+  const results: SystemResult[] = [];
+  const engineSys = await engineSystem();
+  results.push(await measureSystem(engineSys, settings.max_given));
+  await Promise.all(children.splice(0).map((c) => c.stop()));
+  const engineResult = results[0];
+  if (engineResult === undefined) throw new Error('the engine was not measured');
+  let baselineResult: SystemResult | null = null;
+  if (settings.baseline) {
+    baselineResult = await measureSystem(await baselineSystem(), settings.baseline_max_given);
+    results.push(baselineResult);
+    await Promise.all(children.splice(0).map((c) => c.stop()));
+  }
+  const summary = summarize(engineResult, baselineResult);
+  const report = {
+    benchmark: 'apply-lag',
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    machine: machine(),
+    settings,
+    results,
+    summary,
+    notes: [
+      'Measures: the time from the arrival of a 202 for a tag write to the arrival of the first GET /api/users/{id} answer that shows it (REST key, polled every poll_ms on its own keep-alive connections), at 50% and 90% of the maximum rate, under the SDK mix of bench/sdk-mix.ts (events, tag updates, identifies, token re-registrations over a fixed set of users).',
+      'Engine: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler), PARTITIONS as configured (default 64). Baseline: bench/baselines (Fastify server enqueueing with BullMQ, one BullMQ worker process applying with its default concurrency), measured the same way against its own maximum.',
+      'Maximum: a closed-loop autocannon run (100 connections, no pipelining) of the same mix; the 202s over the time from its start until every accepted write was applied, so a system that accepts faster than it applies is held to what it applies. `source: given` when passed with --max / --baseline-max.',
+      'Load: open loop, requests started on schedule (every millisecond, the ones due) on keep-alive HTTP/1.1 connections; `skipped` counts requests not started because 4096 were already in flight. The lag includes the poll interval (up to poll_ms) and one GET round trip.',
+      `Machine: ${machine().cpus} cores shared by this process (load and polls), the system under test and Redis; the figures move with other work on the host (load_average in machine).`,
+    ],
+  };
+  printReport(results);
+  for (const row of summary) log(`${row.measure}: ${row.value} ${row.unit}${row.baseline ? ` (${row.baseline.name}: ${row.baseline.value} ${row.unit})` : ''}${row.goal ? ` goal ${row.goal.text}: ${row.goal.met ? 'met' : 'NOT met'}` : ''}`);
+  const file = await writeReport(join(root, 'bench/reports'), report);
+  log(`bench: report written to ${file}`);
+}
+
+async function cleanup(): Promise<void> {
+  await Promise.all(children.map((c) => c.stop()));
+  for (const connection of connections) connection.disconnect();
+  for (const prefix of Object.values(prefixes)) await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
+  if (work !== '') await rm(work, { recursive: true, force: true });
+}
+
+await runBench(main, cleanup, log);

@@ -1,0 +1,154 @@
+/**
+ * The default deployment as benchmarks start it: the provider simulators and one engine process
+ * (`bin/engine.js start`, every role, embedded ClickHouse) under a fresh KEY_PREFIX and DATA_DIR,
+ * with a project created and provider credentials registered through the `engine` command.
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { Redis } from 'ioredis';
+import { APPLY_GROUP, type Topology } from '../engine/topology.ts';
+import { startChild, type Child } from './child.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const engineBin = join(root, 'bin/engine.js');
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The provider simulators (test/simulators/main.ts) and the files they wrote into `dir`. */
+export interface Simulators {
+  child: Child;
+  dir: string;
+  /** PROVIDER_CA_FILE for the engine. */
+  caFile: string;
+  urls: Record<string, string>;
+  /** The credential file of a provider, for `engine providers set`. */
+  credentials(provider: string): string;
+}
+
+export async function startSimulators(dir: string): Promise<Simulators> {
+  const child = await startChild('simulators', ['--import', 'tsx', join(root, 'test/simulators/main.ts'), '--out', dir, '--fresh'], {}, {
+    readyText: 'provider simulators running',
+    listens: false,
+    timeoutMs: 30_000,
+  });
+  const info = JSON.parse(await readFile(join(dir, 'simulators.json'), 'utf8')) as { caFile: string; urls: Record<string, string> };
+  return { child, dir, caFile: info.caFile, urls: info.urls, credentials: (provider) => join(dir, `${provider}.json`) };
+}
+
+export interface Project {
+  project_id: string;
+  sdk_key: string;
+  rest_key: string;
+}
+
+/** One engine process and the `engine` command line under the same environment. */
+export interface Engine {
+  child: Child;
+  base: string;
+  pid: number;
+  dataDir: string;
+  /** Runs `engine <args>` with the deployment's environment; resolves to its stdout. */
+  cli(...args: string[]): Promise<string>;
+  createProject(name: string): Promise<Project>;
+}
+
+export interface EngineOptions {
+  prefix: string;
+  dataDir: string;
+  redisUrl: string;
+  /** `engine start --roles`; default every role. */
+  roles?: string[];
+  /** More environment (PROVIDER_CA_FILE, PARTITIONS, ...). */
+  env?: Record<string, string>;
+}
+
+/**
+ * Starts `engine start` on a free port (the dist/ build when there is one, as `bin/engine.js`
+ * decides; ENGINE_FROM_SOURCE=1 in the environment runs the sources) and resolves once it logged
+ * `started`.
+ */
+export async function startEngine(opts: EngineOptions): Promise<Engine> {
+  const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', ...opts.env };
+  const roles = opts.roles === undefined ? [] : ['--roles', opts.roles.join(',')];
+  const child = await startChild('engine', [engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 });
+  const cli = async (...args: string[]): Promise<string> =>
+    (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: root })).stdout;
+  return {
+    child,
+    base: `http://127.0.0.1:${child.port}`,
+    pid: child.proc.pid ?? 0,
+    dataDir: opts.dataDir,
+    cli,
+    createProject: async (name) => JSON.parse(await cli('project', 'create', name, '--json')) as Project,
+  };
+}
+
+/** A JSON call; the body is parsed when it is JSON, else kept as text. */
+export async function call(url: string, method: string, key: string | null, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, {
+    method,
+    headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) as unknown };
+  } catch {
+    return { status: res.status, body: text };
+  }
+}
+
+/** Polls `check` every `every` ms until it gives a value; throws after `ms`. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms: number, every = 250): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+/** The samples of a Prometheus text answer without labels, by metric name. */
+export async function metrics(base: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*) ([0-9.eE+-]+)$/.exec(line);
+    if (match?.[1] !== undefined) out.set(match[1], Number(match[2]));
+  }
+  return out;
+}
+
+/**
+ * Ingest entries not yet applied, summed over partitions: each stream's `lag` of the apply group
+ * (not yet read) plus its `pending` (read, not yet acknowledged); the whole stream before the
+ * group exists.
+ */
+export async function unapplied(redis: Redis, topology: Topology): Promise<number> {
+  const counts = await Promise.all(
+    Array.from({ length: topology.partitions }, async (_, p) => {
+      const key = topology.ingest(p);
+      if ((await redis.exists(key)) === 0) return 0;
+      const groups = (await redis.xinfo('GROUPS', key)) as unknown[][];
+      const group = groups.map(fieldsOf).find((g) => g.get('name') === APPLY_GROUP);
+      if (group === undefined) return redis.xlen(key);
+      return Number(group.get('lag') ?? 0) + Number(group.get('pending') ?? 0);
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** Waits until every ingest entry is applied (`unapplied` is 0). */
+export async function waitApplied(redis: Redis, topology: Topology, ms: number): Promise<void> {
+  await waitFor('every write applied', async () => ((await unapplied(redis, topology)) === 0 ? true : undefined), ms, 200);
+}
+
+function fieldsOf(reply: unknown[]): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), reply[i + 1]);
+  return out;
+}
