@@ -1,24 +1,29 @@
 /**
  * Broadcast benchmark: how fast one engine process (every role) delivers a push broadcast to N
- * users through the APNs simulator, next to the ceiling measured in the same run: a bare
- * `node:http2` client (bench/apns-ceiling.ts) sending N pushes to the same simulator.
+ * users through the provider simulators (APNs, FCM, Web Push), next to the ceiling measured in
+ * the same run: a bare `node:http2` client (bench/apns-ceiling.ts) sending N pushes to the APNs
+ * simulator. The ceiling is APNs's pace only: for a mixed broadcast the ratio compares the mix with
+ * what APNs alone takes.
  *
- * `node --import tsx bench/broadcast.ts [--users N] [--out file] [--audience all|ids]
+ * `node --import tsx bench/broadcast.ts [--users N] [--types ios,android,web] [--out file] [--audience all|ids]
  *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR]
  *  [--node-flags "FLAGS"] [--dispatch-process] [--keep]`
  * (`npm run bench:broadcast -- --users N`).
  *
  * Steps: the provider simulators and the engine (`bin/engine.js start`, the dist/ build when there
  * is one) start as separate processes under a fresh KEY_PREFIX and DATA_DIR; a project is created
- * and the simulator's APNs credentials registered through the `engine` command; N users with one
- * IOS_PUSH subscription each are registered through /api/sdk/batch and the bench waits until they
+ * and the simulators' APNs, FCM and Web Push credentials registered through the `engine` command; N
+ * users with one push subscription each, IOS_PUSH, ANDROID_PUSH and WEB_PUSH in rotation over the
+ * `--types` (default all three; a Web Push subscription is made by the simulator, which keeps its
+ * keys to decrypt), are registered through /api/sdk/batch and the bench waits until they
  * are applied (and, for `--audience all`, mirrored into ClickHouse). Then the ceiling runs, the
  * simulator forgets its provider token (so the engine's newer one is not a 429), and the broadcast
  * is sent and timed from the POST to the moment every delivery record is visible in ClickHouse
  * (GET /api/deliveries/stats); the ceiling runs again after it, and the faster of the two is the
  * one the ratio is over (other work on the host moves both). CPU of the engine, the simulator and Redis is read around both runs
  * (/proc/<pid>/stat, INFO cpu), the engine's RSS every 500 ms. Writes
- * bench/reports/broadcast-<date>.json (or --out) and prints a table.
+ * bench/reports/broadcast-<date>.json (or --out), with its `summary` rows (bench/summary.ts), and
+ * prints a table.
  *
  * `--dispatch-process` runs dispatch alone in a second engine process (`--roles dispatch`), whose
  * RSS is then the one sampled: the memory goal is the dispatch process's. `--node-flags` go to the
@@ -34,10 +39,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { Pool } from 'undici';
 import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { runBench } from './run.ts';
+import type { SummaryRow } from './summary.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL_RATIO = 0.6;
@@ -52,6 +59,7 @@ const STALL_MS = 180_000;
 const { values } = parseArgs({
   options: {
     users: { type: 'string', default: '200000' },
+    types: { type: 'string', default: 'ios,android,web' },
     out: { type: 'string' },
     audience: { type: 'string', default: 'all' },
     'ceiling-count': { type: 'string' },
@@ -68,6 +76,13 @@ const users = Number(values.users);
 if (!Number.isInteger(users) || users < 1) throw new Error(`--users must be a whole number, got ${values.users}`);
 const audience = values.audience;
 if (audience !== 'all' && audience !== 'ids') throw new Error('--audience must be all or ids');
+/** The subscription type of each --types name. */
+const TYPE_NAMES = { ios: 'IOS_PUSH', android: 'ANDROID_PUSH', web: 'WEB_PUSH' } as const;
+type TypeName = keyof typeof TYPE_NAMES;
+const isTypeName = (name: string): name is TypeName => Object.hasOwn(TYPE_NAMES, name);
+const typeNames = values.types.split(',').map((t) => t.trim());
+const types = typeNames.filter(isTypeName);
+if (types.length === 0 || types.length !== typeNames.length || new Set(types).size !== types.length) throw new Error(`--types takes distinct names among ios, android, web, got ${values.types}`);
 const ceilingCount = Number(values['ceiling-count'] ?? users);
 const engineRoot = resolve(values['engine-root']);
 const fromSource = !existsSync(join(engineRoot, 'dist/bin/main.js'));
@@ -82,6 +97,26 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const round = (v: number, digits = 0): number => Math.round(v * 10 ** digits) / 10 ** digits;
 /** The device token of user i (as test/helpers/broadcast.ts iosToken and bench/apns-ceiling.ts). */
 const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
+/** The push type of user i: the --types in rotation. */
+const typeOf = (i: number): TypeName => types[i % types.length] ?? 'ios';
+
+interface SubscribeOp {
+  op: 'subscribe';
+  external_id: string;
+  type: (typeof TYPE_NAMES)[TypeName];
+  token?: string;
+  web_auth?: string;
+  web_p256?: string;
+}
+
+/** User i's subscribe operation; a web push one gets its endpoint and keys from the simulator. */
+function subscribeOp(i: number): SubscribeOp {
+  const name = typeOf(i);
+  const op: SubscribeOp = { op: 'subscribe', external_id: `u${i}`, type: TYPE_NAMES[name] };
+  if (name === 'ios') op.token = iosToken(i);
+  if (name === 'android') op.token = `fcm-token-${i}`;
+  return op;
+}
 
 // ---- processes -------------------------------------------------------------------------------
 
@@ -226,7 +261,7 @@ async function main(): Promise<void> {
   const engineBin = join(engineRoot, 'bin/engine.js');
   const cli = async (...args: string[]): Promise<string> => (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: engineEnv, cwd: root })).stdout;
   const project = JSON.parse(await cli('project', 'create', 'bench-broadcast', '--json')) as { project_id: string; sdk_key: string; rest_key: string };
-  await cli('providers', 'set', project.project_id, 'apns', '--file', join(simDir, 'apns.json'));
+  for (const provider of ['apns', 'fcm', 'webpush']) await cli('providers', 'set', project.project_id, provider, '--file', join(simDir, `${provider}.json`));
   const profArgs = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(values['cpu-prof'])}`] : [];
   const nodeFlags = values['node-flags'].split(' ').filter(Boolean);
   const split = values['dispatch-process'];
@@ -242,7 +277,15 @@ async function main(): Promise<void> {
   const simPid = sims.pid ?? 0;
   log(`bench: engine pid ${enginePid} on ${base}, simulators pid ${simPid}, project ${project.project_id}`);
 
-  // 3. Users: N subscribes (a user is created by its first write), 1000 ops per batch call.
+  // 3. Users: N subscribes (a user is created by its first write), 1000 ops per batch call. A web
+  // push user's endpoint and keys come from the simulator (POST /__sim/subscriptions), which keeps
+  // the private key to decrypt what the engine sends.
+  const webpushSim = new Pool(simInfo.urls['webpush'] ?? '', { connect: { ca }, connections: 8 });
+  const webSubscription = async (): Promise<{ token: string; web_auth: string; web_p256: string }> => {
+    const answer = await webpushSim.request({ method: 'POST', path: '/__sim/subscriptions' });
+    if (answer.statusCode !== 201) throw new Error(`web push simulator answered ${answer.statusCode} to POST /__sim/subscriptions`);
+    return (await answer.body.json()) as { token: string; web_auth: string; web_p256: string };
+  };
   const regStart = Date.now();
   let sentUsers = 0;
   const calls = Math.ceil(users / BATCH_OPS);
@@ -251,7 +294,8 @@ async function main(): Promise<void> {
     Array.from({ length: BATCH_PARALLEL }, async () => {
       for (let c = nextCall++; c < calls; c = nextCall++) {
         const operations = [];
-        for (let i = c * BATCH_OPS; i < Math.min(users, (c + 1) * BATCH_OPS); i++) operations.push({ op: 'subscribe', external_id: `u${i}`, type: 'IOS_PUSH', token: iosToken(i) });
+        for (let i = c * BATCH_OPS; i < Math.min(users, (c + 1) * BATCH_OPS); i++) operations.push(subscribeOp(i));
+        await Promise.all(operations.map(async (op) => (op.type === 'WEB_PUSH' ? Object.assign(op, await webSubscription()) : op)));
         const answer = await call(`${base}/api/sdk/batch`, 'POST', project.sdk_key, { operations });
         if (answer.status !== 202) throw new Error(`batch answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
         sentUsers += operations.length;
@@ -286,8 +330,10 @@ async function main(): Promise<void> {
       2000,
     );
   }
+  await webpushSim.close();
   const registration = {
     users,
+    by_type: Object.fromEntries(types.map((t, k) => [TYPE_NAMES[t], Math.floor(users / types.length) + (k < users % types.length ? 1 : 0)])),
     accept_seconds: round((acceptedAt - regStart) / 1000, 1),
     applied_seconds: round((appliedAt - regStart) / 1000, 1),
     mirrored_seconds: audience === 'all' ? round((Date.now() - regStart) / 1000, 1) : null,
@@ -491,6 +537,30 @@ async function main(): Promise<void> {
   const after = await runCeiling('after');
   const ceiling = after.pushes_per_sec > before.pushes_per_sec ? after : before;
   result.ratio_to_ceiling = round(deliveriesPerSec / ceiling.pushes_per_sec, 3);
+  const mix = types.map((t) => TYPE_NAMES[t]).join(', ');
+  const ceilingName = 'bare node:http2 loop to the APNs simulator';
+  const summary: SummaryRow[] = [
+    {
+      scenario: 'broadcast',
+      measure: `broadcast to ${users} users (${mix}), accept to last record in ClickHouse`,
+      value: result.deliveries_per_sec,
+      unit: 'pushes/s',
+      better: 'higher',
+      ceiling: { name: ceilingName, value: ceiling.pushes_per_sec },
+      baseline: null,
+      goal: { text: `at least ${GOAL_RATIO * 100}% of the ceiling`, met: result.ratio_to_ceiling >= GOAL_RATIO },
+    },
+    {
+      scenario: 'broadcast',
+      measure: `${result.rss_process} process RSS growth, broadcast to ${users} users (${mix})`,
+      value: result.rss_mb.growth,
+      unit: 'MB',
+      better: 'lower',
+      ceiling: null,
+      baseline: null,
+      goal: users >= 1_000_000 ? { text: `under ${GOAL_RSS_GROWTH_MB} MB at 1M users`, met: result.rss_mb.growth < GOAL_RSS_GROWTH_MB } : null,
+    },
+  ];
 
   const report = {
     benchmark: 'broadcast',
@@ -499,6 +569,7 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', memory_gb: round(totalmem() / 2 ** 30, 1), node: process.version },
     settings: {
       users,
+      types: mix,
       audience,
       engine: fromSource ? 'source (ENGINE_FROM_SOURCE=1)' : 'dist/ build',
       engine_root: engineRoot,
@@ -508,6 +579,7 @@ async function main(): Promise<void> {
       dispatch_process: split,
     },
     goals: { ratio_to_ceiling: GOAL_RATIO, rss_growth_mb: GOAL_RSS_GROWTH_MB },
+    summary,
     registration,
     /** The faster of the two ceiling runs: what the ratio is over. */
     ceiling,
@@ -516,6 +588,7 @@ async function main(): Promise<void> {
     notes: [
       `Measures: ${split ? 'two engine processes, dispatch alone in one and every other role (gateway, apply, fanout, recorder with embedded ClickHouse, scheduler) in the other' : 'one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler)'}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,
       'Ceiling: bench/apns-ceiling.ts, a bare node:http2 client in its own process sending the same number of pushes to the same APNs simulator (same TLS, ES256 token, request shape), with as many streams in flight as the engine pool can use (4 connections x the peer limit).',
+      `Push types: ${mix} in rotation, one subscription per user. The ceiling is APNs only, so ${types.length === 1 && types[0] === 'ios' ? 'the ratio compares like with like' : "for this mix the ratio is against APNs's pace: FCM adds OAuth and JSON bodies, Web Push an aes128gcm encryption per push in the engine and a decryption in the simulator, which no APNs push pays"}.`,
       `Audience: ${audience === 'all' ? 'segment All (one notification; fan-out reads the users mirror in ClickHouse, which the bench waits to be filled)' : `include_external_user_ids, ${bodies.length} notifications of at most ${IDS_PER_NOTIFICATION} ids`}.`,
       'CPU per delivery: CPU seconds of each process over the measured interval divided by the deliveries; the simulator and Redis figures include everything they did meanwhile (the recorder and the progress polls included).',
       `Machine: ${cpus().length} cores shared by the simulators, the engine, Redis, the ceiling client, this process and whatever else runs on the host (load_average, 1 minute, at the end of each run).`,
