@@ -79,8 +79,9 @@ export function threadCpuBetween(before: ThreadCpu, after: ThreadCpu): Record<st
 }
 
 /**
- * Whether a thread of a process embedding chDB is ClickHouse's: every thread not named `node`
- * (node names its main thread, V8's workers and the libuv pool so; ClickHouse names its own, e.g.
- * QueryPipelineEx, MergeMutate, BgSchPool, and renames a libuv worker it runs a query on).
+ * Whether a thread of a process embedding chDB is ClickHouse's: every thread but node's (node
+ * names its main thread, V8's workers and the libuv pool `node`, V8's profiler `v8:ProfEvntProc`;
+ * ClickHouse names its own, e.g. QueryPipelineEx, MergeMutate, BgSchPool, and renames a libuv
+ * worker it runs a query on).
  */
-export const isClickHouseThread = (name: string): boolean => name !== 'node';
+export const isClickHouseThread = (name: string): boolean => name !== 'node' && !name.startsWith('v8:');

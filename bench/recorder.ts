@@ -9,8 +9,9 @@
  * Goals: 200k rows/s; the recorder's own CPU at most 10 µs per row.
  * Run with `node --import tsx bench/recorder.ts` (or `make bench`).
  *
- * Environment: BENCH_ROWS (outcomes, default 1000000), REDIS_URL, RECORDER_NODE_OPTIONS (added to
- * the recorder child's NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). Writes
+ * Environment: BENCH_ROWS (outcomes, default 1000000), REDIS_URL, RECORDER_NODE_FLAGS (node flags
+ * of the recorder process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, which NODE_OPTIONS does not
+ * take), ENGINE_FROM_SOURCE=1 (run the TypeScript sources, not the dist/ build). Writes
  * bench/reports/recorder-<date>.json and latest-recorder.json; deletes its key prefix and data.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,8 +39,8 @@ const CEILING = 'bare INSERT of the same rows into the same ClickHouse';
 const ROWS = positive('BENCH_ROWS', 1_000_000);
 const prefix = `benchrec${Date.now().toString(36)}:`;
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-recorder-'));
-const nodeOptions = [process.env['NODE_OPTIONS'], process.env['RECORDER_NODE_OPTIONS']].filter(Boolean).join(' ');
-const env = { ...process.env, KEY_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_OPTIONS: nodeOptions };
+const env = { ...process.env, KEY_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+const nodeFlags = (process.env['RECORDER_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
 const config = loadConfig(env);
 const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
 const PROJECT = 'benchproject';
@@ -116,7 +117,7 @@ async function main(): Promise<void> {
   process.stderr.write(`filling ${ROWS} outcomes into ${topology.partitions} partitions...\n`);
   await fill(redis);
 
-  const recorder = await startChild('recorder', [join(root, 'bin/engine.js'), 'start', '--roles', 'recorder'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false });
+  const recorder = await startChild('recorder', [...nodeFlags, join(root, 'bin/engine.js'), 'start', '--roles', 'recorder'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false });
   const pid = recorder.proc.pid ?? 0;
   const cpu = await sampleCpu(pid, redis);
   const threads0 = await threadCpu(pid);
