@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { insertInbox, type ClickHouse } from './client.ts';
 
 /**
@@ -50,12 +51,15 @@ export async function insertJsonLines(ch: ClickHouse, table: string, lines: Buff
   if (lines.length === 0) return;
   const inbox = insertInbox(ch);
   if (inbox === undefined) {
-    await ch.insert({
-      table,
-      values: Readable.from([lines]),
-      format: 'JSONEachRow',
+    // insert() would JSON-encode each chunk of a stream for a JSON format (a Buffer becoming
+    // {"type":"Buffer",...}), so the text goes as the body of an exec, byte for byte.
+    const { stream } = await ch.exec({
+      query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+      values: Readable.from([lines], { objectMode: false }),
       clickhouse_settings: { ...JSON_LINES_SETTINGS, insert_deduplication_token: token },
     });
+    stream.resume();
+    await finished(stream);
     return;
   }
   const file = join(inbox, `${randomUUID()}.jsonl`);
