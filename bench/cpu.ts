@@ -20,7 +20,8 @@ async function processCpu(pid: number): Promise<number | null> {
   }
 }
 
-async function redisCpu(redis: RedisClient): Promise<number> {
+/** CPU seconds Redis has used so far (INFO cpu, user + system). */
+export async function redisCpu(redis: RedisClient): Promise<number> {
   const info = await redis.info('cpu');
   const value = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
   return value('used_cpu_user') + value('used_cpu_sys');
@@ -85,3 +86,40 @@ export function threadCpuBetween(before: ThreadCpu, after: ThreadCpu): Record<st
  * worker it runs a query on).
  */
 export const isClickHouseThread = (name: string): boolean => name !== 'node' && !name.startsWith('v8:');
+
+/** A CpuShare whose `server` is the sum over several processes, with each one's cores by name. */
+export interface CpuShareOf extends CpuShare {
+  processes: Record<string, number>;
+}
+
+/**
+ * Like sampleCpu, for a server made of several processes (for example a web process and a queue
+ * worker): `server` is their sum, `processes` each one's cores.
+ */
+export async function sampleCpuOf(pids: Record<string, number>, redis: RedisClient): Promise<{ stop(): Promise<CpuShareOf> }> {
+  const names = Object.keys(pids);
+  const read = (): Promise<(number | null)[]> => Promise.all(names.map((name) => processCpu(pids[name] ?? 0)));
+  const started = Date.now();
+  const self = process.cpuUsage();
+  const [before, redis0] = await Promise.all([read(), redisCpu(redis)]);
+  return {
+    stop: async () => {
+      const wall = (Date.now() - started) / 1000;
+      const used = process.cpuUsage(self);
+      const [after, redis1] = await Promise.all([read(), redisCpu(redis)]);
+      const share = (seconds: number): number => Math.round((seconds / wall) * 100) / 100;
+      const processes = Object.fromEntries(
+        names.map((name, i) => {
+          const [b, a] = [before[i], after[i]];
+          return [name, b === null || b === undefined || a === null || a === undefined ? 0 : share(a - b)];
+        }),
+      );
+      return {
+        load_generator: share((used.user + used.system) / 1e6),
+        server: Math.round(Object.values(processes).reduce((sum, c) => sum + c, 0) * 100) / 100,
+        redis: share(redis1 - redis0),
+        processes,
+      };
+    },
+  };
+}

@@ -29,30 +29,40 @@ export interface Measurement {
   cpu_cores: CpuShare;
 }
 
-/** A POST whose body is built fresh for every request (distinct users, rotating events). */
-export interface Target {
+/** One request of a mixed load: its method, path and body. */
+export interface RequestShape {
+  method: 'POST' | 'PUT';
+  path: string;
+  body: string;
+}
+
+/**
+ * A load: a POST to `path` whose body is built fresh for every request (distinct users, rotating
+ * events), or, with `next`, requests whose method, path and body all change (a mix of routes;
+ * `path` then only names the load in the report).
+ */
+export type Target = {
   server: string;
   load: string;
   url: string;
   path: string;
   headers: Record<string, string>;
-  body: () => string;
-}
+} & ({ body: () => string } | { next: () => RequestShape });
 
 /**
  * Warms the target up, then measures it: autocannon in this process, HTTP/1.1 keep-alive, one
  * request in flight per connection (no pipelining).
  */
-export async function measure(
+export async function measure<C extends CpuShare>(
   target: Target,
   settings: LoadSettings,
-  sampleCpu: () => Promise<{ stop(): Promise<CpuShare> }>,
-): Promise<Measurement> {
+  sampleCpu: () => Promise<{ stop(): Promise<C> }>,
+): Promise<Measurement & { cpu_cores: C }> {
   const request: Request = {
     method: 'POST',
     path: target.path,
     headers: { 'content-type': 'application/json', ...target.headers },
-    setupRequest: (req) => ({ ...req, body: target.body() }),
+    setupRequest: 'next' in target ? (req) => ({ ...req, ...target.next() }) : (req) => ({ ...req, body: target.body() }),
   };
   const run = (seconds: number): Promise<Result> =>
     Promise.resolve(
