@@ -23,7 +23,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon, { type Request, type Result } from 'autocannon';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
@@ -32,6 +31,7 @@ import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { startChild, type Child } from './child.ts';
 import { sleep, startEngine, waitApplied, waitFor } from './deployment.ts';
+import { measureMax, type MaxRate, type System } from './max-rate.ts';
 import { paced, percentile, type PacedResult } from './paced.ts';
 import { writeReport } from './report.ts';
 import { runBench } from './run.ts';
@@ -90,24 +90,6 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
 let work = '';
 
-/** A system under test: where it listens, its keys, and how to wait until all it accepted is applied. */
-interface System {
-  name: string;
-  base: string;
-  sdkKey: string;
-  restKey: string;
-  settle(): Promise<void>;
-}
-
-interface MaxRate {
-  source: 'measured' | 'given';
-  /** The 202s of the measured run over its seconds; null when given. */
-  accepted_per_sec: number | null;
-  /** The 202s over the time from the start until the last was applied; null when given. */
-  applied_per_sec: number | null;
-  max_per_sec: number;
-}
-
 interface LagStep {
   share: number;
   /** One write in this many was a probe. */
@@ -125,33 +107,6 @@ interface SystemResult {
   name: string;
   max: MaxRate;
   steps: LagStep[];
-}
-
-async function measureMax(sys: System, mix: SdkMix): Promise<MaxRate> {
-  const request: Request = {
-    method: 'POST',
-    path: '/',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${sys.sdkKey}` },
-    setupRequest: (req) => {
-      const write = mix.next();
-      return { ...req, method: write.method, path: write.path, body: write.body };
-    },
-  };
-  const load = (seconds: number): Promise<Result> =>
-    Promise.resolve(autocannon({ url: sys.base, connections: 100, duration: seconds, pipelining: 1, timeout: 10, requests: [request] }));
-  log(`bench: ${sys.name}: maximum: 3 s warm-up, then ${settings.max_seconds} s closed loop, 100 connections`);
-  await load(3);
-  await sys.settle();
-  const t0 = performance.now();
-  const result = await load(settings.max_seconds);
-  const loaded = performance.now();
-  await sys.settle();
-  const applied = performance.now();
-  if (result['2xx'] < result.requests.total * 0.99) throw new Error(`${sys.name}: only ${result['2xx']} of ${result.requests.total} answers were 2xx`);
-  const acceptedPerSec = Math.round(result['2xx'] / ((loaded - t0) / 1000));
-  const appliedPerSec = Math.round(result['2xx'] / ((applied - t0) / 1000));
-  log(`bench: ${sys.name}: ${acceptedPerSec} writes/s accepted, ${appliedPerSec}/s accepted and applied`);
-  return { source: 'measured', accepted_per_sec: acceptedPerSec, applied_per_sec: appliedPerSec, max_per_sec: Math.min(acceptedPerSec, appliedPerSec) };
 }
 
 async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Promise<LagStep> {
@@ -214,7 +169,7 @@ async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Pro
 
 async function measureSystem(sys: System, given: number | null): Promise<SystemResult> {
   const mix = new SdkMix(settings.users, `mix-`);
-  const max: MaxRate = given === null ? await measureMax(sys, mix) : { source: 'given', accepted_per_sec: null, applied_per_sec: null, max_per_sec: given };
+  const max: MaxRate = given === null ? await measureMax(sys, mix, settings.max_seconds, log) : { source: 'given', accepted_per_sec: null, applied_per_sec: null, max_per_sec: given };
   const steps: LagStep[] = [];
   for (const share of SHARES) steps.push(await lagAt(sys, mix, Math.max(1, Math.round(max.max_per_sec * share)), share));
   return { name: sys.name, max, steps };

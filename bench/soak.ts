@@ -1,0 +1,329 @@
+/**
+ * Soak benchmark: the default deployment (one `engine start` process, every role, embedded
+ * ClickHouse in a temp DATA_DIR, fresh KEY_PREFIX) with the provider simulators, under the SDK mix
+ * (bench/sdk-mix.ts) at a fixed rate for `--minutes` (default 10), with a push broadcast to every
+ * registered user (segment All, one IOS_PUSH subscription each) every minute, at 30 s past.
+ *
+ * `node --import tsx bench/soak.ts [--minutes 10] [--rate N] [--users 5003] [--max-seconds 5]`
+ *
+ * Rate: `--rate`, else half the maximum bench/max-rate.ts measures first. Every 10 s it samples the
+ * engine's RSS and V8 heap (its /metrics), Redis used_memory (INFO memory), the summed lengths
+ * of the ingest, changes, outcomes and dispatch streams over the partitions, and the size of the
+ * spill journal directory (DATA_DIR/spill), and prints them on stderr. Growth of each series is
+ * the mean of the last window over the mean of the first window after the first minute (warm);
+ * a window is a minute, or half of what follows the first minute when the run is shorter than
+ * three. Writes bench/reports/soak-<date>.json and latest-soak.json.
+ */
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { Topology } from '../engine/topology.ts';
+import { cleanupPrefix } from '../test/helpers/redis.ts';
+import type { Child } from './child.ts';
+import { call, metrics, sleep, startEngine, startSimulators, waitApplied, waitFor, type Engine, type Project } from './deployment.ts';
+import { measureMax, type MaxRate } from './max-rate.ts';
+import { paced, type PacedResult } from './paced.ts';
+import { writeReport } from './report.ts';
+import { runBench } from './run.ts';
+import { SdkMix } from './sdk-mix.ts';
+import type { SummaryRow } from './summary.ts';
+import { machine, printRows } from './table.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const GOAL_GROWTH_PCT = 5;
+const SAMPLE_MS = 10_000;
+const BROADCAST_EVERY_MS = 60_000;
+const BROADCAST_OFFSET_MS = 30_000;
+const WARM_MS = 60_000;
+const STREAMS = ['ingest', 'changes', 'outcomes', 'dispatch'] as const;
+const BATCH_USERS = 500;
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '10' },
+    rate: { type: 'string' },
+    users: { type: 'string', default: '5003' },
+    'max-seconds': { type: 'string', default: '5' },
+    connections: { type: 'string', default: '64' },
+  },
+});
+const whole = (name: keyof typeof values): number => {
+  const value = Number(values[name]);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1, got ${String(values[name])}`);
+  return value;
+};
+const settings = {
+  minutes: whole('minutes'),
+  rate_given: values.rate === undefined ? null : whole('rate'),
+  users: whole('users'),
+  max_seconds: whole('max-seconds'),
+  connections: whole('connections'),
+  sample_seconds: SAMPLE_MS / 1000,
+  broadcast_every_seconds: BROADCAST_EVERY_MS / 1000,
+};
+if (settings.minutes < 2) throw new Error('--minutes must be at least 2: the first minute is warm-up');
+
+const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const prefix = `benchsoak${Date.now().toString(36)}:`;
+const partitions = Number(process.env['PARTITIONS'] ?? 64);
+const children: Child[] = [];
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
+let work = '';
+let redis: Redis | null = null;
+
+interface Sample {
+  /** Seconds since the load started. */
+  t: number;
+  rss_mb: number;
+  heap_used_mb: number;
+  redis_used_memory_mb: number;
+  streams: Record<(typeof STREAMS)[number], number>;
+  streams_total: number;
+  journal_bytes: number;
+  /** Ingest entries not yet applied (the engine's svc_ingest_lag_entries). */
+  ingest_lag: number;
+}
+
+interface Broadcast {
+  id: string;
+  /** Seconds since the load started. */
+  at: number;
+  recipients: number;
+  status: string;
+  counts: Record<string, number>;
+}
+
+async function sample(engine: Engine, client: Redis, topology: Topology, t: number): Promise<Sample> {
+  const [m, info, journal, ...lengths] = await Promise.all([
+    metrics(engine.base),
+    client.info('memory'),
+    directoryBytes(join(engine.dataDir, 'spill')),
+    ...STREAMS.map(async (kind) => {
+      const keys = Array.from({ length: topology.partitions }, (_, p) => topology[kind](p));
+      const counts = await Promise.all(keys.map((key) => client.xlen(key)));
+      return counts.reduce((a, b) => a + b, 0);
+    }),
+  ]);
+  const streams = Object.fromEntries(STREAMS.map((kind, i) => [kind, lengths[i] ?? 0])) as Sample['streams'];
+  const mb = (bytes: number | undefined): number => round((bytes ?? 0) / 2 ** 20);
+  return {
+    t: round(t / 1000),
+    rss_mb: mb(m.get('process_resident_memory_bytes')),
+    heap_used_mb: mb(m.get('nodejs_heap_size_used_bytes')),
+    redis_used_memory_mb: mb(Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0)),
+    streams,
+    streams_total: Object.values(streams).reduce((a, b) => a + b, 0),
+    journal_bytes: journal,
+    ingest_lag: m.get('svc_ingest_lag_entries') ?? 0,
+  };
+}
+
+/** Bytes of the files in a directory (not below it); 0 when it does not exist. */
+async function directoryBytes(dir: string): Promise<number> {
+  const files = await readdir(dir).catch(() => [] as string[]);
+  const sizes = await Promise.all(files.map((f) => stat(join(dir, f)).then((s) => (s.isFile() ? s.size : 0), () => 0)));
+  return sizes.reduce((a, b) => a + b, 0);
+}
+
+async function broadcast(engine: Engine, project: Project, t: number): Promise<Broadcast> {
+  const answer = await call(`${engine.base}/api/notifications`, 'POST', project.rest_key, {
+    included_segments: ['All'],
+    headings: { en: 'Soak' },
+    contents: { en: `Broadcast at ${Math.round(t / 1000)} s` },
+    ttl: 3600,
+  });
+  if (answer.status !== 201) throw new Error(`POST /api/notifications answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
+  const body = answer.body as { id: string; recipients: number; status: string };
+  return { id: body.id, at: round(t / 1000), recipients: body.recipients, status: body.status, counts: {} };
+}
+
+async function refresh(engine: Engine, project: Project, b: Broadcast): Promise<void> {
+  const view = (await call(`${engine.base}/api/notifications/${b.id}`, 'GET', project.rest_key)).body as { status: string; counts: Record<string, number> };
+  b.status = view.status;
+  b.counts = view.counts;
+}
+
+/** Mean of a series over the samples with from < t <= to. */
+function meanOver(samples: Sample[], pick: (s: Sample) => number, from: number, to: number): number {
+  const inside = samples.filter((s) => s.t > from && s.t <= to).map(pick);
+  return inside.length === 0 ? 0 : inside.reduce((a, b) => a + b, 0) / inside.length;
+}
+
+interface Growth {
+  series: string;
+  /** The summary row's measure when the series has one. */
+  measure: string | null;
+  unit: string;
+  warm: number;
+  end: number;
+  /** (end - warm) / warm in percent; 100 when it grew from zero, 0 when it stayed at zero. */
+  growth_pct: number;
+}
+
+function growthOf(samples: Sample[], totalSeconds: number): Growth[] {
+  const warm = WARM_MS / 1000;
+  const window = Math.min(60, (totalSeconds - warm) / 2);
+  const series: [string, string | null, string, (s: Sample) => number][] = [
+    ['engine RSS', 'engine RSS growth, warm to end', 'MB', (s) => s.rss_mb],
+    ['engine V8 heap used', null, 'MB', (s) => s.heap_used_mb],
+    ['Redis used_memory', 'Redis memory growth, warm to end', 'MB', (s) => s.redis_used_memory_mb],
+    ['stream lengths, all four', 'stream length growth, warm to end', 'entries', (s) => s.streams_total],
+    ...STREAMS.map((kind): [string, null, string, (s: Sample) => number] => [`${kind} streams`, null, 'entries', (s) => s.streams[kind]]),
+    ['spill journal', 'spill journal growth, warm to end', 'bytes', (s) => s.journal_bytes],
+  ];
+  return series.map(([name, measure, unit, pick]) => {
+    const w = meanOver(samples, pick, warm, warm + window);
+    const e = meanOver(samples, pick, totalSeconds - window, totalSeconds);
+    const pct = w > 0 ? ((e - w) / w) * 100 : e > 0 ? 100 : 0;
+    return { series: name, measure, unit, warm: round(w), end: round(e), growth_pct: round(pct) };
+  });
+}
+
+function summarize(growth: Growth[]): SummaryRow[] {
+  return growth.flatMap((g) =>
+    g.measure === null
+      ? []
+      : [
+          {
+            scenario: 'soak',
+            measure: g.measure,
+            value: g.growth_pct,
+            unit: '%',
+            better: 'lower' as const,
+            ceiling: null,
+            baseline: null,
+            goal: { text: `under ${GOAL_GROWTH_PCT}%`, met: g.growth_pct < GOAL_GROWTH_PCT },
+          },
+        ],
+  );
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  work = await mkdtemp(join(tmpdir(), 'svc-bench-soak-'));
+  const client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  redis = client;
+  const topology = new Topology(prefix, partitions);
+
+  const sims = await startSimulators(join(work, 'sims'));
+  children.push(sims.child);
+  const engine = await startEngine({ prefix, dataDir: join(work, 'engine'), redisUrl, env: { PROVIDER_CA_FILE: sims.caFile } });
+  children.push(engine.child);
+  const project = await engine.createProject('bench-soak');
+  await engine.cli('providers', 'set', project.project_id, 'apns', '--file', sims.credentials('apns'));
+  log(`bench: engine pid ${engine.pid} on ${engine.base}, simulators pid ${sims.child.proc.pid ?? 0}, work dir ${work}`);
+
+  const mix = new SdkMix(settings.users, 'soak-');
+  for (let from = 0; from < settings.users; from += BATCH_USERS) {
+    const answer = await call(`${engine.base}/api/sdk/batch`, 'POST', project.sdk_key, mix.registration(from, Math.min(settings.users, from + BATCH_USERS)));
+    if (answer.status !== 202) throw new Error(`batch answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
+  }
+  await waitApplied(client, topology, 5 * 60_000);
+  await waitFor(
+    'the users mirror in ClickHouse',
+    async () => {
+      const count = ((await call(`${engine.base}/api/segments/All/count`, 'GET', project.rest_key)).body as { count?: number }).count ?? -1;
+      return count >= settings.users ? true : undefined;
+    },
+    5 * 60_000,
+    1000,
+  );
+  log(`bench: ${settings.users} users registered with one IOS_PUSH token each`);
+
+  const system = { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, settle: () => waitApplied(client, topology, 5 * 60_000) };
+  const max: MaxRate | null = settings.rate_given === null ? await measureMax(system, mix, settings.max_seconds, log) : null;
+  const rate = settings.rate_given ?? Math.max(1, Math.round((max?.max_per_sec ?? 0) / 2));
+  const totalMs = settings.minutes * 60_000;
+  log(`bench: soak: ${rate} writes/s for ${settings.minutes} min, a broadcast to segment All every minute`);
+
+  const samples: Sample[] = [];
+  const broadcasts: Broadcast[] = [];
+  const t0 = Date.now();
+  const load: Promise<PacedResult> = paced({
+    url: engine.base,
+    headers: { authorization: `Bearer ${project.sdk_key}` },
+    rate,
+    seconds: totalMs / 1000,
+    connections: settings.connections,
+    maxInFlight: 4096,
+    next: () => mix.next(),
+  });
+  let nextSample = t0 + SAMPLE_MS;
+  let nextBroadcast = t0 + BROADCAST_OFFSET_MS;
+  while (Date.now() - t0 < totalMs) {
+    await sleep(Math.max(0, Math.min(nextSample, nextBroadcast, t0 + totalMs) - Date.now()));
+    const now = Date.now();
+    if (now >= nextBroadcast && now - t0 < totalMs) {
+      nextBroadcast += BROADCAST_EVERY_MS;
+      const previous = broadcasts.at(-1);
+      if (previous !== undefined) await refresh(engine, project, previous);
+      broadcasts.push(await broadcast(engine, project, now - t0));
+    }
+    if (now >= nextSample) {
+      nextSample += SAMPLE_MS;
+      const s = await sample(engine, client, topology, now - t0);
+      samples.push(s);
+      log(
+        `bench: ${s.t} s: RSS ${s.rss_mb} MB, heap ${s.heap_used_mb} MB, Redis ${s.redis_used_memory_mb} MB, streams ${STREAMS.map((k) => `${k} ${s.streams[k]}`).join(', ')}, journal ${s.journal_bytes} B, unapplied ${s.ingest_lag}, broadcasts ${broadcasts.length}`,
+      );
+    }
+  }
+  const loadResult = await load;
+  const last = broadcasts.at(-1);
+  if (last !== undefined) {
+    await waitFor(
+      'the last broadcast to complete',
+      async () => {
+        await refresh(engine, project, last);
+        return last.status === 'completed' ? true : undefined;
+      },
+      5 * 60_000,
+      1000,
+    );
+  }
+  const growth = growthOf(samples, totalMs / 1000);
+  const summary = summarize(growth);
+  const report = {
+    benchmark: 'soak',
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    machine: machine(),
+    settings: { ...settings, rate, partitions },
+    max,
+    load: loadResult,
+    broadcasts,
+    growth,
+    samples,
+    summary,
+    notes: [
+      'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) and the provider simulators (APNs in demo mode), under an open-loop SDK mix at a fixed rate (bench/sdk-mix.ts: events, tag updates, identifies, token re-registrations over a fixed set of users, so the user state does not grow by design) and a broadcast to segment All every minute.',
+      'Growth: per series, the mean of its samples in the last window over the mean in the first window after the first minute (warm), in percent; windows of a minute (shorter when the run is under three minutes, see settings). Stream lengths are summed over the partitions; they move with the trimming and with each broadcast, so the windows hold one broadcast each when a minute long.',
+      'Redis used_memory is the whole instance: other work on the same Redis counts too. RSS and heap come from the engine\'s /metrics (prom-client process metrics); RSS includes the embedded ClickHouse.',
+      'Does not measure: a ClickHouse server, more than one process, providers other than APNs, the growth of ClickHouse tables on disk (expected: they hold every event and delivery).',
+      `Machine: ${machine().cpus} cores shared by this process (the load), the engine, the simulators and Redis.`,
+    ],
+  };
+  printRows([
+    ['series', 'unit', 'warm', 'end', 'growth', `goal < ${GOAL_GROWTH_PCT}%`],
+    ...growth.map((g) => [g.series, g.unit, String(g.warm), String(g.end), `${g.growth_pct}%`, g.measure === null ? '' : g.growth_pct < GOAL_GROWTH_PCT ? 'met' : 'NOT met']),
+  ]);
+  console.log(
+    `load: ${loadResult.accepted_per_sec} writes/s accepted of ${rate} asked (${loadResult.skipped} skipped, ${loadResult.non_2xx + loadResult.errors} not 2xx), p99 ${loadResult.p99_ms} ms; broadcasts: ${broadcasts.map((b) => `${b.recipients} ${b.status}`).join(', ')}`,
+  );
+  const file = await writeReport(join(root, 'bench/reports'), report);
+  log(`bench: report written to ${file}`);
+}
+
+async function cleanup(): Promise<void> {
+  // The engine first, then the simulators it sends to.
+  for (const child of [...children].reverse()) await child.stop();
+  redis?.disconnect();
+  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
+  if (work !== '') await rm(work, { recursive: true, force: true });
+}
+
+await runBench(main, cleanup, log);
