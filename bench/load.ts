@@ -1,4 +1,7 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon, { type Request, type Result } from 'autocannon';
+import WebSocket from 'ws';
 import type { CpuShare } from './cpu.ts';
 
 export interface LoadSettings {
@@ -86,6 +89,105 @@ export async function measure<C extends CpuShare>(
     timeouts: result.timeouts,
     status_codes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count])),
     warmup_2xx: warmup?.['2xx'] ?? 0,
+    cpu_cores: cores,
+  };
+}
+
+/** A WebSocket load on a channel that answers each frame with `{seq, accepted: true}` or `{seq, errors}` (API.md section 3.2). */
+export interface SocketTarget {
+  server: string;
+  load: string;
+  url: string;
+  headers: Record<string, string>;
+  /** Sockets, each with one frame in flight: it sends the next once the last one's answer came. */
+  clients: number;
+  /** The text of the frame numbered `seq` (per socket, from 1). */
+  frame: (seq: number) => string;
+}
+
+/**
+ * Like measure, over WebSocket: warms up, then counts answers over the measured seconds. In the
+ * Measurement, `status_2xx` counts accepted frames, `non_2xx` frames answered with errors (by first
+ * error code in `status_codes`), `errors` socket errors; latencies are per frame.
+ */
+export async function measureSocket<C extends CpuShare>(
+  target: SocketTarget,
+  settings: LoadSettings,
+  sampleCpu: () => Promise<{ stop(): Promise<C> }>,
+): Promise<Measurement & { cpu_cores: C }> {
+  const sockets = await Promise.all(
+    Array.from(
+      { length: target.clients },
+      () =>
+        new Promise<WebSocket>((resolve, reject) => {
+          const ws = new WebSocket(target.url, { headers: target.headers });
+          ws.once('open', () => resolve(ws));
+          ws.once('error', reject);
+        }),
+    ),
+  );
+  const counts = { warmup: 0, accepted: 0, refused: 0, errors: 0 };
+  const codes: Record<string, number> = {};
+  const latencies: number[] = [];
+  let phase: 'warmup' | 'measured' | 'done' = 'warmup';
+  const loops = sockets.map(
+    (ws) =>
+      new Promise<void>((resolve) => {
+        let seq = 0;
+        let sentAt = 0;
+        const send = (): void => {
+          if (phase === 'done' || ws.readyState !== WebSocket.OPEN) return resolve();
+          seq += 1;
+          sentAt = performance.now();
+          ws.send(target.frame(seq));
+        };
+        ws.on('message', (data: WebSocket.RawData) => {
+          const answer = JSON.parse(data.toString()) as { accepted?: boolean; errors?: { code: string }[] };
+          if (phase === 'warmup' && answer.accepted === true) counts.warmup += 1;
+          if (phase === 'measured' && answer.accepted === true) {
+            counts.accepted += 1;
+            latencies.push(performance.now() - sentAt);
+          } else if (phase === 'measured') {
+            counts.refused += 1;
+            const code = answer.errors?.[0]?.code ?? 'unknown';
+            codes[code] = (codes[code] ?? 0) + 1;
+          }
+          send();
+        });
+        ws.once('close', () => resolve());
+        ws.on('error', () => {
+          if (phase === 'measured') counts.errors += 1;
+        });
+        send();
+      }),
+  );
+  await sleep(settings.warmupSeconds * 1000);
+  const cpu = await sampleCpu();
+  phase = 'measured';
+  const started = performance.now();
+  await sleep(settings.seconds * 1000);
+  const wall = (performance.now() - started) / 1000;
+  phase = 'done';
+  const cores = await cpu.stop();
+  // Each socket stops once its frame in flight is answered; a stuck one is closed after 10 s.
+  await Promise.race([Promise.all(loops), sleep(10_000)]);
+  for (const ws of sockets) ws.close();
+  latencies.sort((a, b) => a - b);
+  const quantile = (q: number): number => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 100) / 100;
+  return {
+    server: target.server,
+    load: target.load,
+    path: new URL(target.url).pathname,
+    requests_per_sec: Math.round(counts.accepted / wall),
+    p50_ms: quantile(0.5),
+    p99_ms: quantile(0.99),
+    requests: counts.accepted + counts.refused,
+    status_2xx: counts.accepted,
+    non_2xx: counts.refused,
+    errors: counts.errors,
+    timeouts: 0,
+    status_codes: { accepted: counts.accepted, ...codes },
+    warmup_2xx: counts.warmup,
     cpu_cores: cores,
   };
 }

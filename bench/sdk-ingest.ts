@@ -23,12 +23,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import WebSocket from 'ws';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
@@ -38,7 +36,7 @@ import { QUEUE } from './baselines/state.ts';
 import { startChild, type Child } from './child.ts';
 import { redisCpu, sampleCpu, sampleCpuOf, type CpuShare } from './cpu.ts';
 import { sleep, startEngine, unapplied } from './deployment.ts';
-import { measure, type LoadSettings, type RequestShape, type Target } from './load.ts';
+import { measure, measureSocket, type LoadSettings, type Measurement, type RequestShape, type Target } from './load.ts';
 import { writeReport } from './report.ts';
 import { runBench } from './run.ts';
 import { positive } from './settings.ts';
@@ -166,15 +164,14 @@ function perWrite(cores: CpuShare, writesPerSec: number): { server: number; redi
   return { server: round((cores.server * 1e6) / writesPerSec, 1), redis: round((cores.redis * 1e6) / writesPerSec, 1) };
 }
 
-/** An autocannon load (bench/load.ts) as a Result. */
-async function httpLoad(
+/** A measured load (bench/load.ts) of `writesPerRequest` writes per request or frame, as a Result. */
+async function loadOf(
   system: Result['system'],
   load: Result['load'],
   writesPerRequest: number,
-  target: Target,
-  sample: () => Promise<{ stop(): Promise<Result['cpu_cores']> }>,
+  measured: Promise<Measurement & { cpu_cores: Result['cpu_cores'] }>,
 ): Promise<Result> {
-  const m = await measure(target, settings, sample);
+  const m = await measured;
   const writes = m.requests_per_sec * writesPerRequest;
   return {
     system,
@@ -190,90 +187,6 @@ async function httpLoad(
     status_codes: m.status_codes,
     cpu_cores: m.cpu_cores,
     cpu_us_per_write: perWrite(m.cpu_cores, writes),
-    drain_seconds: null,
-  };
-}
-
-/**
- * The WebSocket channel (API.md section 3.2): `clients` sockets, each sending one operation and
- * waiting for its answer before the next; warm-up, then the measured seconds.
- */
-async function socketLoad(url: string, key: string, clients: number, sample: () => Promise<{ stop(): Promise<CpuShare> }>): Promise<Result> {
-  const sockets = await Promise.all(
-    Array.from({ length: clients }, () =>
-      new Promise<WebSocket>((resolve, reject) => {
-        const ws = new WebSocket(url, { headers: { authorization: `Bearer ${key}` } });
-        ws.once('open', () => resolve(ws));
-        ws.once('error', reject);
-      }),
-    ),
-  );
-  let running = true;
-  let counting = false;
-  let accepted = 0;
-  let failed = 0;
-  const codes: Record<string, number> = {};
-  const latencies: number[] = [];
-  const loops = sockets.map(
-    (ws) =>
-      new Promise<void>((resolve) => {
-        let seq = 0;
-        let sentAt = 0;
-        const send = (): void => {
-          if (!running || ws.readyState !== WebSocket.OPEN) return resolve();
-          seq += 1;
-          sentAt = performance.now();
-          ws.send(JSON.stringify({ ...nextOp(), seq }));
-        };
-        ws.on('message', (data: WebSocket.RawData) => {
-          const answer = JSON.parse(data.toString()) as { accepted?: boolean; errors?: { code: string }[] };
-          if (counting) {
-            if (answer.accepted === true) {
-              accepted += 1;
-              latencies.push(performance.now() - sentAt);
-            } else {
-              failed += 1;
-              const code = answer.errors?.[0]?.code ?? 'unknown';
-              codes[code] = (codes[code] ?? 0) + 1;
-            }
-          }
-          send();
-        });
-        ws.once('close', () => resolve());
-        ws.on('error', () => {
-          if (counting) failed += 1;
-        });
-        send();
-      }),
-  );
-  await sleep(settings.warmupSeconds * 1000);
-  const cpu = await sample();
-  counting = true;
-  const started = performance.now();
-  await sleep(settings.seconds * 1000);
-  counting = false;
-  const wall = (performance.now() - started) / 1000;
-  const cores = await cpu.stop();
-  running = false;
-  await Promise.race([Promise.all(loops), sleep(10_000)]);
-  for (const ws of sockets) ws.close();
-  latencies.sort((a, b) => a - b);
-  const quantile = (q: number): number => round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0, 2);
-  const rate = Math.round(accepted / wall);
-  return {
-    system: 'engine',
-    load: 'websocket',
-    writes_per_request: 1,
-    requests_per_sec: rate,
-    writes_per_sec: rate,
-    p50_ms: quantile(0.5),
-    p99_ms: quantile(0.99),
-    requests: accepted + failed,
-    status_2xx: accepted,
-    failed,
-    status_codes: { accepted, ...codes },
-    cpu_cores: cores,
-    cpu_us_per_write: perWrite(cores, rate),
     drain_seconds: null,
   };
 }
@@ -360,43 +273,70 @@ async function main(): Promise<void> {
       return Object.values(counts).reduce((a, b) => a + b, 0);
     });
   const results: Result[] = [];
-  const run = async (what: string, measured: () => Promise<Result>, settle?: () => Promise<number>): Promise<Result> => {
+  /** Measures one load, then (with `settle`) waits until the system applied what it accepted. */
+  const run = async (
+    what: string,
+    [system, load, writesPerRequest]: [Result['system'], Result['load'], number],
+    measured: () => Promise<Measurement & { cpu_cores: Result['cpu_cores'] }>,
+    settle?: () => Promise<number>,
+  ): Promise<Result> => {
     log(`bench: ${what}`);
-    const result = await measured();
+    const result = await loadOf(system, load, writesPerRequest, measured());
     if (settle) result.drain_seconds = await settle();
     results.push(result);
     return result;
   };
-  const mixPath = 'mix of /api/sdk/users, /tags, /subscriptions, /api/sdk/events';
+  const mix = (server: string, base: string, headers: Record<string, string>, putAs: 'PUT' | 'POST'): Target => ({
+    server,
+    load: 'http-mix',
+    url: base,
+    path: 'mix of /api/sdk/users, /tags, /subscriptions, /api/sdk/events',
+    headers,
+    next: () => nextRequest(putAs),
+  });
+  const batch = (server: string, base: string, headers: Record<string, string>): Target => ({
+    server,
+    load: 'batch',
+    url: base,
+    path: '/api/sdk/batch',
+    headers,
+    body: batchBody,
+  });
 
   // Each engine load is measured right after its ceiling, so other work on the host moves both alike.
-  const bareMix = await run('HTTP mix: bare uWebSockets.js (ceiling)', () =>
-    httpLoad('bare', 'http-mix', 1, { server: 'bare', load: 'http-mix', url: url(bare), path: mixPath, headers: {}, next: () => nextRequest('POST') }, () =>
-      sampleCpu(bare.proc.pid ?? 0, redis),
-    ),
+  const bareMix = await run('HTTP mix: bare uWebSockets.js (ceiling)', ['bare', 'http-mix', 1], () =>
+    measure(mix('bare', url(bare), {}, 'POST'), settings, () => sampleCpu(bare.proc.pid ?? 0, redis)),
   );
   const engineMix = await run(
     'HTTP mix: engine',
-    () => httpLoad('engine', 'http-mix', 1, { server: 'engine', load: 'http-mix', url: engine.base, path: mixPath, headers: engineAuth, next: () => nextRequest('PUT') }, engineCpu),
+    ['engine', 'http-mix', 1],
+    () => measure(mix('engine', engine.base, engineAuth, 'PUT'), settings, engineCpu),
     engineDrain,
   );
   const baselineMix = await run(
     'HTTP mix: baseline (Fastify + BullMQ)',
-    () =>
-      httpLoad('baseline', 'http-mix', 1, { server: 'baseline', load: 'http-mix', url: url(baseline), path: mixPath, headers: baselineAuth, next: () => nextRequest('PUT') }, baselineCpu),
+    ['baseline', 'http-mix', 1],
+    () => measure(mix('baseline', url(baseline), baselineAuth, 'PUT'), settings, baselineCpu),
     baselineDrain,
   );
-  const batchTarget = (server: string, base: string, headers: Record<string, string>): Target => ({ server, load: 'batch', url: base, path: '/api/sdk/batch', headers, body: batchBody });
-  const engineBatch = await run(`batch of ${batchSize}: engine`, () => httpLoad('engine', 'batch', batchSize, batchTarget('engine', engine.base, engineAuth), engineCpu), engineDrain);
+  const engineBatch = await run(
+    `batch of ${batchSize}: engine`,
+    ['engine', 'batch', batchSize],
+    () => measure(batch('engine', engine.base, engineAuth), settings, engineCpu),
+    engineDrain,
+  );
   const baselineBatch = await run(
     `batch of ${batchSize}: baseline (one addBulk)`,
-    () => httpLoad('baseline', 'batch', batchSize, batchTarget('baseline', url(baseline), baselineAuth), baselineCpu),
+    ['baseline', 'batch', batchSize],
+    () => measure(batch('baseline', url(baseline), baselineAuth), settings, baselineCpu),
     baselineDrain,
   );
   const baselineUser = lastUser;
+  const socket = { server: 'engine', load: 'websocket', url: `${engine.base.replace('http', 'ws')}/api/sdk/ws`, headers: engineAuth, clients: wsClients };
   const engineSocket = await run(
     `WebSocket: engine, ${wsClients} sockets, one operation in flight each`,
-    () => socketLoad(`${engine.base.replace('http', 'ws')}/api/sdk/ws`, project.sdk_key, wsClients, engineCpu),
+    ['engine', 'websocket', 1],
+    () => measureSocket({ ...socket, frame: (seq) => JSON.stringify({ ...nextOp(), seq }) }, settings, engineCpu),
     engineDrain,
   );
 
@@ -469,43 +409,68 @@ interface Named {
 /** A result counts only when at least 99% of its answers were 2xx; else its rate means nothing. */
 const valid = (r: Result): boolean => r.requests > 0 && r.status_2xx >= r.requests * 0.99;
 
+const BARE = 'bare uWebSockets.js';
+const BASELINE = 'Fastify + BullMQ';
+
 function summaryRows(n: Named): SummaryRow[] {
-  const bare: Reference = { name: 'bare uWebSockets.js', value: n.bareMix.requests_per_sec };
-  const baseline = (r: Result): Reference => ({ name: 'Fastify + BullMQ', value: r.writes_per_sec });
-  const redisRef: Reference = { name: n.xaddPipelined.name, value: n.xaddPipelined.requests_per_sec };
-  const row = (measure: string, value: number, unit: string, better: SummaryRow['better'], ceiling: Reference | null, base: Reference | null): SummaryRow => ({
-    scenario: 'sdk-ingest',
-    measure,
-    value,
-    unit,
-    better,
-    ceiling,
-    baseline: base,
-    goal: null,
-  });
-  const withGoal = (r: SummaryRow, result: Result, ceilingGoal: boolean): SummaryRow => {
-    const toCeiling = advantage(r, r.ceiling) ?? 0;
-    const toBaseline = advantage(r, r.baseline) ?? 0;
-    const parts = [...(ceilingGoal ? [`at least ${GOAL_CEILING * 100}% of ${r.ceiling?.name ?? 'the ceiling'}`] : []), `at least ${GOAL_BASELINE}x ${r.baseline?.name ?? 'the baseline'}`];
-    const met = valid(result) && (!ceilingGoal || toCeiling >= GOAL_CEILING) && toBaseline >= GOAL_BASELINE;
-    return { ...r, goal: { text: parts.join(' and '), met } };
+  const ref = (name: string, value: number): Reference => ({ name, value });
+  const redis = ref(n.xaddPipelined.name, n.xaddPipelined.requests_per_sec);
+  /**
+   * A row; with `goal`, the goal of a throughput row: at least GOAL_BASELINE times the baseline
+   * and, when `ceiling` is set, GOAL_CEILING of the ceiling, from a valid result.
+   */
+  const row = (r: Omit<SummaryRow, 'scenario' | 'goal'>, goal?: { of: Result; ceiling: boolean }): SummaryRow => {
+    if (goal === undefined) return { scenario: 'sdk-ingest', ...r, goal: null };
+    const parts = [`at least ${GOAL_BASELINE}x ${r.baseline?.name ?? 'the baseline'}`];
+    if (goal.ceiling) parts.unshift(`at least ${GOAL_CEILING * 100}% of ${r.ceiling?.name ?? 'the ceiling'}`);
+    const met =
+      valid(goal.of) && (!goal.ceiling || (advantage(r, r.ceiling) ?? 0) >= GOAL_CEILING) && (advantage(r, r.baseline) ?? 0) >= GOAL_BASELINE;
+    return { scenario: 'sdk-ingest', ...r, goal: { text: parts.join(' and '), met } };
   };
+  const { engineMix: mix, bareMix: bare, baselineMix: base } = n;
   return [
-    withGoal(row('HTTP mix, accepted', n.engineMix.requests_per_sec, 'req/s', 'higher', bare, baseline(n.baselineMix)), n.engineMix, true),
-    row('HTTP mix, p99 latency', n.engineMix.p99_ms, 'ms', 'lower', { name: bare.name, value: n.bareMix.p99_ms }, { name: 'Fastify + BullMQ', value: n.baselineMix.p99_ms }),
-    row('HTTP mix, server CPU per write', n.engineMix.cpu_us_per_write.server, 'µs/write', 'lower', { name: bare.name, value: n.bareMix.cpu_us_per_write.server }, {
-      name: 'Fastify + BullMQ (server + worker)',
-      value: n.baselineMix.cpu_us_per_write.server,
+    row(
+      { measure: 'HTTP mix, accepted', value: mix.requests_per_sec, unit: 'req/s', better: 'higher', ceiling: ref(BARE, bare.requests_per_sec), baseline: ref(BASELINE, base.requests_per_sec) },
+      { of: mix, ceiling: true },
+    ),
+    row({ measure: 'HTTP mix, p99 latency', value: mix.p99_ms, unit: 'ms', better: 'lower', ceiling: ref(BARE, bare.p99_ms), baseline: ref(BASELINE, base.p99_ms) }),
+    row({
+      measure: 'HTTP mix, server CPU per write',
+      value: mix.cpu_us_per_write.server,
+      unit: 'µs/write',
+      better: 'lower',
+      ceiling: ref(BARE, bare.cpu_us_per_write.server),
+      baseline: ref(`${BASELINE} (server + worker)`, base.cpu_us_per_write.server),
     }),
-    row('HTTP mix, Redis CPU per write', n.engineMix.cpu_us_per_write.redis, 'µs/write', 'lower', { name: n.xaddPipelined.name, value: n.xaddPipelined.redis_cpu_us_per_xadd }, {
-      name: 'Fastify + BullMQ',
-      value: n.baselineMix.cpu_us_per_write.redis,
+    row({
+      measure: 'HTTP mix, Redis CPU per write',
+      value: mix.cpu_us_per_write.redis,
+      unit: 'µs/write',
+      better: 'lower',
+      ceiling: ref(n.xaddPipelined.name, n.xaddPipelined.redis_cpu_us_per_xadd),
+      baseline: ref(BASELINE, base.cpu_us_per_write.redis),
     }),
-    withGoal(row(`batch of ${batchSize}, accepted writes`, n.engineBatch.writes_per_sec, 'writes/s', 'higher', redisRef, baseline(n.baselineBatch)), n.engineBatch, false),
-    withGoal(
-      row('WebSocket, accepted writes', n.engineSocket.writes_per_sec, 'writes/s', 'higher', redisRef, { name: 'Fastify + BullMQ, HTTP mix', value: n.baselineMix.writes_per_sec }),
-      n.engineSocket,
-      false,
+    row(
+      {
+        measure: `batch of ${batchSize}, accepted writes`,
+        value: n.engineBatch.writes_per_sec,
+        unit: 'writes/s',
+        better: 'higher',
+        ceiling: redis,
+        baseline: ref(BASELINE, n.baselineBatch.writes_per_sec),
+      },
+      { of: n.engineBatch, ceiling: false },
+    ),
+    row(
+      {
+        measure: 'WebSocket, accepted writes',
+        value: n.engineSocket.writes_per_sec,
+        unit: 'writes/s',
+        better: 'higher',
+        ceiling: redis,
+        baseline: ref(`${BASELINE}, HTTP mix`, base.writes_per_sec),
+      },
+      { of: n.engineSocket, ceiling: false },
     ),
   ];
 }
@@ -544,7 +509,8 @@ function print(results: Result[], rows: SummaryRow[], ceilings: RedisCeiling[]):
   const versus = (r: SummaryRow, ref: Reference | null, asShare: boolean): string => {
     if (ref === null) return '';
     const x = r.better === 'higher' ? advantage(r, ref) : ref.value > 0 ? r.value / ref.value : null;
-    const text = x === null ? 'n/a' : r.better === 'higher' && asShare ? `${Math.round(x * 100)}% of it` : r.better === 'higher' ? `${round(x, 2)}x` : `${round(x, 2)}x it`;
+    let text = x === null ? 'n/a' : `${round(x, 2)}x it`;
+    if (x !== null && r.better === 'higher') text = asShare ? `${Math.round(x * 100)}% of it` : `${round(x, 2)}x`;
     return `; ${ref.name} ${ref.value} ${r.unit}: ${text}`;
   };
   for (const r of rows) {
