@@ -16,14 +16,7 @@
 import { Queue } from 'bullmq';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
-import {
-  BatchRequest,
-  EventBody,
-  IdentifyBody,
-  SubscriptionBody,
-  TagsBody,
-  type SdkOp,
-} from '../../schemas/sdk.ts';
+import { Accepted, BatchAccepted, BatchRequest, EventBody, IdentifyBody, SubscriptionBody, TagsBody, type SdkOp } from '../../schemas/sdk.ts';
 import { logLine, readEnv } from './env.ts';
 import { QUEUE, readUser, type WriteJob } from './state.ts';
 
@@ -40,6 +33,7 @@ const queue = new Queue<WriteJob>(QUEUE, {
 const reads = new Redis(env.redisUrl, { maxRetriesPerRequest: 2 });
 
 // The engine refuses what its schemas refuse: no coercion, no silent removal of unknown fields.
+// Answers are declared too, so Fastify serialises them with fast-json-stringify, as it is meant to be used.
 const app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } } });
 
 const errorBody = (code: string, message: string, path?: string): string =>
@@ -69,30 +63,30 @@ const accepted = async (reply: FastifyReply, write: SdkOp): Promise<FastifyReply
 
 const sdkLimit = 64 * 1024;
 
-app.post<{ Body: IdentifyBody }>('/api/sdk/users', { schema: { body: IdentifyBody }, bodyLimit: sdkLimit }, (request, reply) =>
+app.post<{ Body: IdentifyBody }>('/api/sdk/users', { schema: { body: IdentifyBody, response: { 202: Accepted } }, bodyLimit: sdkLimit }, (request, reply) =>
   accepted(reply, { op: 'identify', ...request.body }),
 );
 
 app.put<{ Params: { external_id: string }; Body: TagsBody }>(
   '/api/sdk/users/:external_id/tags',
-  { schema: { body: TagsBody }, bodyLimit: sdkLimit },
+  { schema: { body: TagsBody, response: { 202: Accepted } }, bodyLimit: sdkLimit },
   (request, reply) => accepted(reply, { op: 'tags', external_id: request.params.external_id, tags: request.body }),
 );
 
 app.post<{ Params: { external_id: string }; Body: SubscriptionBody }>(
   '/api/sdk/users/:external_id/subscriptions',
-  { schema: { body: SubscriptionBody }, bodyLimit: sdkLimit },
+  { schema: { body: SubscriptionBody, response: { 202: Accepted } }, bodyLimit: sdkLimit },
   (request, reply) => accepted(reply, { op: 'subscribe', external_id: request.params.external_id, ...request.body }),
 );
 
-app.post<{ Body: EventBody }>('/api/sdk/events', { schema: { body: EventBody }, bodyLimit: sdkLimit }, (request, reply) =>
+app.post<{ Body: EventBody }>('/api/sdk/events', { schema: { body: EventBody, response: { 202: Accepted } }, bodyLimit: sdkLimit }, (request, reply) =>
   accepted(reply, { op: 'event', ...request.body }),
 );
 
 /** All or nothing, as the engine's: the whole list is validated, then enqueued with one addBulk. */
 app.post<{ Body: { operations: SdkOp[] } }>(
   '/api/sdk/batch',
-  { schema: { body: BatchRequest }, bodyLimit: 1024 * 1024 },
+  { schema: { body: BatchRequest, response: { 202: BatchAccepted } }, bodyLimit: 1024 * 1024 },
   async (request, reply) => {
     const at = Date.now();
     const { operations } = request.body;

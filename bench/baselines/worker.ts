@@ -18,8 +18,6 @@ const worker = new Worker<WriteJob>(QUEUE, (job) => applyWrite(state, env.keyPre
   connection: new Redis(env.redisUrl, { maxRetriesPerRequest: null }),
   prefix: `${env.keyPrefix}bull`,
   concurrency: env.concurrency,
-  removeOnComplete: { count: 0 },
-  removeOnFail: { count: 1000 },
 });
 worker.on('failed', (job, err) => logLine({ msg: 'job failed', id: job?.id ?? null, error: err.message }));
 worker.on('error', (err) => logLine({ msg: 'worker error', error: err.message }));
