@@ -26,10 +26,13 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { loadConfig } from '../engine/config.ts';
+import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { startChild, type Child } from './child.ts';
+import { isClickHouseThread, processesCpu, redisCpu, threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { sleep, startEngine, waitApplied, waitFor } from './deployment.ts';
 import { measureMax, type MaxRate, type System } from './max-rate.ts';
 import { paced, percentile, type PacedResult } from './paced.ts';
@@ -86,6 +89,8 @@ const prefixes = { engine: `benchlag${run}:`, baseline: `benchlagb${run}:` };
 const children: Child[] = [];
 /** Redis connections this process opened, closed at the end. */
 const connections: { disconnect(): void }[] = [];
+const cpuRedis = createRedis(loadConfig({ REDIS_URL: redisUrl }));
+connections.push(cpuRedis);
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
 let work = '';
@@ -101,6 +106,11 @@ interface LagStep {
   p50_ms: number;
   p99_ms: number;
   max_ms: number;
+  /**
+   * Cores used over the load (warm-up included): the system's processes, of which their threads
+   * not named `node` (the embedded ClickHouse's), Redis, this process (load and polls).
+   */
+  cpu_cores: { system: number; system_clickhouse: number; redis: number; bench: number };
 }
 
 interface SystemResult {
@@ -136,6 +146,8 @@ async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Pro
     }
   };
   log(`bench: ${sys.name}: ${Math.round(share * 100)}% = ${rate} writes/s for ${settings.warmup_seconds} s warm-up + ${settings.seconds} s, 1 in ${sampleEvery} probed`);
+  const threads = (): Promise<ThreadCpu[]> => Promise.all(sys.pids.map((pid) => threadCpu(pid)));
+  const cpu0 = { at: performance.now(), system: await processesCpu(sys.pids), threads: await threads(), redis: await redisCpu(cpuRedis), bench: process.cpuUsage() };
   const load = await paced({
     url: sys.base,
     headers: { authorization: `Bearer ${sys.sdkKey}` },
@@ -148,6 +160,13 @@ async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Pro
       if (isProbe(i)) watching.push(watch(probeUser(i), `v${i}`, at).catch(() => void (notVisible += 1)));
     },
   });
+  const wall = (performance.now() - cpu0.at) / 1000;
+  const benchCpu = process.cpuUsage(cpu0.bench);
+  const cores = (seconds: number): number => round(seconds / wall, 2);
+  const clickhouse = (await threads())
+    .flatMap((after, i) => Object.entries(threadCpuBetween(cpu0.threads[i] ?? new Map(), after)))
+    .reduce((sum, [name, seconds]) => sum + (isClickHouseThread(name) ? seconds : 0), 0);
+  const cpuCores = { system: cores((await processesCpu(sys.pids)) - cpu0.system), system_clickhouse: cores(clickhouse), redis: cores((await redisCpu(cpuRedis)) - cpu0.redis), bench: cores((benchCpu.user + benchCpu.system) / 1e6) };
   await Promise.all(watching);
   await polls.close();
   lags.sort((a, b) => a - b);
@@ -161,6 +180,7 @@ async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Pro
     p50_ms: round(percentile(lags, 0.5)),
     p99_ms: round(percentile(lags, 0.99)),
     max_ms: round(lags.at(-1) ?? 0),
+    cpu_cores: cpuCores,
   };
   log(`bench: ${sys.name}: ${load.accepted_per_sec} writes/s accepted; lag p50 ${step.p50_ms} ms, p99 ${step.p99_ms} ms, max ${step.max_ms} ms over ${step.visible} probes, ${notVisible} never visible`);
   await sys.settle();
@@ -183,7 +203,7 @@ async function engineSystem(): Promise<System> {
   connections.push(redis);
   const topology = new Topology(prefixes.engine, Number(process.env['PARTITIONS'] ?? 64));
   log(`bench: engine pid ${engine.pid} on ${engine.base}`);
-  return { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, settle: () => waitApplied(redis, topology, SETTLE_MS) };
+  return { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, pids: [engine.pid], settle: () => waitApplied(redis, topology, SETTLE_MS) };
 }
 
 async function baselineSystem(): Promise<System> {
@@ -208,7 +228,7 @@ async function baselineSystem(): Promise<System> {
     );
   };
   log(`bench: baseline server pid ${server.proc.pid ?? 0} on port ${server.port}, worker pid ${worker.proc.pid ?? 0}`);
-  return { name: BASELINE, base: `http://127.0.0.1:${server.port}`, sdkKey: key, restKey: key, settle };
+  return { name: BASELINE, base: `http://127.0.0.1:${server.port}`, sdkKey: key, restKey: key, pids: [server.proc.pid ?? 0, worker.proc.pid ?? 0], settle };
 }
 
 function summarize(engine: SystemResult, baseline: SystemResult | null): SummaryRow[] {
@@ -243,7 +263,7 @@ function summarize(engine: SystemResult, baseline: SystemResult | null): Summary
 
 function printReport(results: SystemResult[]): void {
   printRows([
-    ['system', 'max writes/s', 'load', 'target/s', 'accepted/s', 'skipped', 'non-2xx', 'probes', 'lag p50 ms', 'lag p99 ms', 'lag max ms', 'never visible'],
+    ['system', 'max writes/s', 'load', 'target/s', 'accepted/s', 'skipped', 'non-2xx', 'probes', 'lag p50 ms', 'lag p99 ms', 'lag max ms', 'never visible', 'cores sys (CH)/redis/bench'],
     ...results.flatMap((r) =>
       r.steps.map((s) => [
         r.name,
@@ -258,6 +278,7 @@ function printReport(results: SystemResult[]): void {
         String(s.p99_ms),
         String(s.max_ms),
         String(s.not_visible),
+        `${s.cpu_cores.system} (${s.cpu_cores.system_clickhouse})/${s.cpu_cores.redis}/${s.cpu_cores.bench}`,
       ]),
     ),
   ]);

@@ -123,3 +123,9 @@ export async function sampleCpuOf(pids: Record<string, number>, redis: RedisClie
     },
   };
 }
+
+/** CPU seconds of some processes together so far (/proc); one gone or unreadable counts 0. */
+export async function processesCpu(pids: number[]): Promise<number> {
+  const seconds = await Promise.all(pids.map(processCpu));
+  return seconds.reduce<number>((sum, s) => sum + (s ?? 0), 0);
+}

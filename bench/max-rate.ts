@@ -8,6 +8,8 @@ export interface System {
   base: string;
   sdkKey: string;
   restKey: string;
+  /** Its processes, whose CPU the benchmarks read. */
+  pids: number[];
   settle(): Promise<void>;
 }
 

@@ -234,7 +234,7 @@ async function main(): Promise<void> {
   );
   log(`bench: ${settings.users} users registered with one IOS_PUSH token each`);
 
-  const system = { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, settle: () => waitApplied(client, topology, 5 * 60_000) };
+  const system = { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, pids: [engine.pid], settle: () => waitApplied(client, topology, 5 * 60_000) };
   const max: MaxRate | null = settings.rate_given === null ? await measureMax(system, mix, settings.max_seconds, log) : null;
   const rate = settings.rate_given ?? Math.max(1, Math.round((max?.max_per_sec ?? 0) / 2));
   const totalMs = settings.minutes * 60_000;
