@@ -1,9 +1,9 @@
 /**
  * Broadcast benchmark: how fast one engine process (every role) delivers a push broadcast to N
  * users through the provider simulators (APNs, FCM, Web Push), next to the ceiling measured in
- * the same run: a bare `node:http2` client (bench/apns-ceiling.ts) sending N pushes to the APNs
- * simulator. The ceiling is APNs's pace only: for a mixed broadcast the ratio compares the mix with
- * what APNs alone takes.
+ * the same run: bare clients (bench/apns-ceiling.ts; node:http2 for APNs and FCM, pooled HTTP/1.1
+ * with the same encryption for Web Push) sending each type's share of N pushes to its simulator,
+ * one type after the other; the ceiling of the mix is N over the sum of their times.
  *
  * `node --import tsx bench/broadcast.ts [--users N] [--types ios,android,web] [--out file] [--audience all|ids]
  *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR]
@@ -99,6 +99,10 @@ const round = (v: number, digits = 0): number => Math.round(v * 10 ** digits) / 
 const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
 /** The push type of user i: the --types in rotation. */
 const typeOf = (i: number): TypeName => types[i % types.length] ?? 'ios';
+/** The simulator (and credential file) of each push type. */
+const PROVIDER_OF = { ios: 'apns', android: 'fcm', web: 'webpush' } as const satisfies Record<TypeName, string>;
+/** The engine's HTTP/1.1 pool keeps up to 32 connections per origin (actors/dispatch/providers/http1.ts). */
+const WEBPUSH_CONNECTIONS = 32;
 
 interface SubscribeOp {
   op: 'subscribe';
@@ -342,54 +346,73 @@ async function main(): Promise<void> {
 
   // 4. Ceiling: a bare HTTP/2 client in its own process, same simulator, before and after the
   // engine's run (other work on the host moves the figures; the faster of the two is the ceiling).
-  const runCeiling = async (when: 'before' | 'after') => {
-    log(`bench: ceiling (${when} the engine): ${ceilingCount} pushes from a bare node:http2 client`);
+  const runCeilingOf = async (name: TypeName, count: number) => {
+    const provider = PROVIDER_OF[name];
+    log(`bench: ceiling of ${TYPE_NAMES[name]}: ${count} pushes from a bare client to the ${provider} simulator`);
     const c0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
-    const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--creds', join(simDir, 'apns.json'), '--ca', simInfo.caFile, '--count', String(ceilingCount), '--connections', values['ceiling-connections']];
+    const connections = provider === 'webpush' ? String(WEBPUSH_CONNECTIONS) : values['ceiling-connections'];
+    const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--provider', provider, '--creds', join(simDir, `${provider}.json`), '--ca', simInfo.caFile, '--count', String(count), '--connections', connections];
+    if (provider === 'webpush') ceilingArgs.push('--subscription', join(simDir, 'webpush-subscription.json'));
     if (values['ceiling-inflight']) ceilingArgs.push('--inflight', values['ceiling-inflight']);
     const ceilingProc = spawnNode('ceiling', ceilingArgs, process.env);
-    const ceilingDone = await new Promise<Record<string, unknown>>((ok, fail) => {
+    const done = await new Promise<Record<string, unknown>>((ok, fail) => {
       let buffered = '';
-      let done: Record<string, unknown> | null = null;
+      let last: Record<string, unknown> | null = null;
       ceilingProc.stdout?.on('data', (d: Buffer) => {
         buffered += d.toString();
         const lines = buffered.split('\n');
         buffered = lines.pop() ?? '';
         for (const line of lines) {
           const entry = JSON.parse(line) as Record<string, unknown>;
-          if (entry['msg'] === 'progress') log(`bench: ceiling ${String(entry['answered'])}/${ceilingCount} pushes, ${String(entry['per_sec'])}/s`);
-          if (entry['msg'] === 'done') done = entry;
+          if (entry['msg'] === 'progress') log(`bench: ceiling ${String(entry['answered'])}/${count} pushes, ${String(entry['per_sec'])}/s`);
+          if (entry['msg'] === 'done') last = entry;
         }
       });
-      ceilingProc.once('exit', (code) => (done ? ok(done) : fail(new Error(`ceiling exited with ${code}: ${ceilingProc.output().slice(-1000)}`))));
+      ceilingProc.once('exit', (code) => (last ? ok(last) : fail(new Error(`ceiling exited with ${code}: ${ceilingProc.output().slice(-1000)}`))));
     });
     const c1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
-    const ceilingPushes = Number(ceilingDone['pushes']);
-    const ceilingWall = Number(ceilingDone['seconds']);
-    const ceiling = {
+    if (provider === 'apns') {
+      // The simulator forgets the token in force, so the next sender's newer token is not a 429.
+      await resetApns(apnsUrl, ca);
+    }
+    return {
+      pushes: Number(done['pushes']),
+      seconds: Number(done['seconds']),
+      pushes_per_sec: Number(done['per_sec']),
+      statuses: done['statuses'],
+      connections: done['connections'],
+      inflight: done['inflight'],
+      peer_max_streams: done['peer_max_streams'],
+      cpu_seconds: { client: Number(done['cpu_seconds']), simulator: c1.simulator - c0.simulator, redis: c1.redis - c0.redis },
+    };
+  };
+  // Each type's share of the pushes at that type's own pace, one type after the other: the
+  // simulators share one process, so the mix's ceiling is its pushes over the sum of the times.
+  const runCeiling = async (when: 'before' | 'after'): Promise<Ceiling> => {
+    const byType: Record<string, Awaited<ReturnType<typeof runCeilingOf>>> = {};
+    for (const [k, name] of types.entries()) {
+      const count = Math.floor(ceilingCount / types.length) + (k < ceilingCount % types.length ? 1 : 0);
+      if (count > 0) byType[TYPE_NAMES[name]] = await runCeilingOf(name, count);
+    }
+    const runs = Object.values(byType);
+    const sum = (f: (r: (typeof runs)[number]) => number): number => runs.reduce((n, r) => n + f(r), 0);
+    const pushes = sum((r) => r.pushes);
+    const seconds = sum((r) => r.seconds);
+    const ceiling: Ceiling = {
       when,
-      pushes: ceilingPushes,
-      seconds: ceilingWall,
-      pushes_per_sec: Number(ceilingDone['per_sec']),
-      statuses: ceilingDone['statuses'],
-      connections: ceilingDone['connections'],
-      inflight: ceilingDone['inflight'],
-      peer_max_streams: ceilingDone['peer_max_streams'],
+      pushes,
+      seconds: round(seconds, 3),
+      pushes_per_sec: Math.round(pushes / seconds),
+      by_type: byType,
       cpu_us_per_push: {
-        client: round((Number(ceilingDone['cpu_seconds']) / ceilingPushes) * 1e6, 1),
-        simulator: round(((c1.simulator - c0.simulator) / ceilingPushes) * 1e6, 1),
-        redis: round(((c1.redis - c0.redis) / ceilingPushes) * 1e6, 1),
+        client: round((sum((r) => r.cpu_seconds.client) / pushes) * 1e6, 1),
+        simulator: round((sum((r) => r.cpu_seconds.simulator) / pushes) * 1e6, 1),
+        redis: round((sum((r) => r.cpu_seconds.redis) / pushes) * 1e6, 1),
       },
       /** The machine's 1-minute load average at the end: other work on the host shows here. */
       load_average: round(loadavg()[0] ?? 0, 1),
-      cores: {
-        client: round(Number(ceilingDone['cpu_seconds']) / ceilingWall, 2),
-        simulator: round((c1.simulator - c0.simulator) / ((c1.at - c0.at) / 1000), 2),
-      },
     };
-    log(`bench: ceiling ${ceiling.pushes_per_sec} pushes/s`);
-    // The simulator forgets the token in force, so the next sender's newer token is not a 429.
-    await resetApns(apnsUrl, ca);
+    log(`bench: ceiling ${ceiling.pushes_per_sec} pushes/s (${Object.entries(byType).map(([t, r]) => `${t} ${r.pushes_per_sec}/s`).join(', ')})`);
     await sleep(2000);
     return ceiling;
   };
@@ -538,7 +561,7 @@ async function main(): Promise<void> {
   const ceiling = after.pushes_per_sec > before.pushes_per_sec ? after : before;
   result.ratio_to_ceiling = round(deliveriesPerSec / ceiling.pushes_per_sec, 3);
   const mix = types.map((t) => TYPE_NAMES[t]).join(', ');
-  const ceilingName = 'bare node:http2 loop to the APNs simulator';
+  const ceilingName = `bare client per provider, ${mix} at their own pace`;
   const summary: SummaryRow[] = [
     {
       scenario: 'broadcast',
@@ -587,8 +610,8 @@ async function main(): Promise<void> {
     engine: result,
     notes: [
       `Measures: ${split ? 'two engine processes, dispatch alone in one and every other role (gateway, apply, fanout, recorder with embedded ClickHouse, scheduler) in the other' : 'one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler)'}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,
-      'Ceiling: bench/apns-ceiling.ts, a bare node:http2 client in its own process sending the same number of pushes to the same APNs simulator (same TLS, ES256 token, request shape), with as many streams in flight as the engine pool can use (4 connections x the peer limit).',
-      `Push types: ${mix} in rotation, one subscription per user. The ceiling is APNs only, so ${types.length === 1 && types[0] === 'ios' ? 'the ratio compares like with like' : "for this mix the ratio is against APNs's pace: FCM adds OAuth and JSON bodies, Web Push an aes128gcm encryption per push in the engine and a decryption in the simulator, which no APNs push pays"}.`,
+      'Ceiling: bench/apns-ceiling.ts in its own process, once per push type, sending that type\'s share of the pushes to the same simulator with the engine\'s request shape: APNs and FCM over node:http2 (same TLS, ES256 token or one OAuth access token, as many streams in flight as the engine pool can use: 4 connections x the peer limit), Web Push over 32 pooled HTTP/1.1 connections, each push encrypted and VAPID-signed by web-push as the engine does (all to one subscription). The types run one after the other; the ceiling is the pushes over the sum of their times (the simulators share one process, so running them at once would not be faster).',
+      `Push types: ${mix} in rotation, one subscription per user (a Web Push one made by the simulator, which decrypts every push).`,
       `Audience: ${audience === 'all' ? 'segment All (one notification; fan-out reads the users mirror in ClickHouse, which the bench waits to be filled)' : `include_external_user_ids, ${bodies.length} notifications of at most ${IDS_PER_NOTIFICATION} ids`}.`,
       'CPU per delivery: CPU seconds of each process over the measured interval divided by the deliveries; the simulator and Redis figures include everything they did meanwhile (the recorder and the progress polls included).',
       `Machine: ${cpus().length} cores shared by the simulators, the engine, Redis, the ceiling client, this process and whatever else runs on the host (load_average, 1 minute, at the end of each run).`,
@@ -605,8 +628,11 @@ async function main(): Promise<void> {
 interface Ceiling {
   when: string;
   pushes: number;
+  /** The sum of the types' runs. */
   seconds: number;
   pushes_per_sec: number;
+  /** Each type's run: its share of the pushes at its own pace. */
+  by_type: Record<string, { pushes: number; seconds: number; pushes_per_sec: number }>;
   load_average: number;
   cpu_us_per_push: { client: number; simulator: number; redis: number };
 }
@@ -630,7 +656,7 @@ function printTable(report: {
   const rows = [
     ['run', 'pushes', 'seconds', 'per second', 'vs ceiling', 'CPU µs/push: sender', 'simulator', 'redis', 'load avg'],
     ...ceilings.map((c) => [
-      `ceiling ${c.when} (bare http2)${c === ceiling ? ' *' : ''}`,
+      `ceiling ${c.when} (bare clients)${c === ceiling ? ' *' : ''}`,
       String(c.pushes),
       String(c.seconds),
       String(c.pushes_per_sec),
