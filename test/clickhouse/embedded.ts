@@ -3,16 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { createClickHouse, type ClickHouse } from '../../engine/clickhouse/client.ts';
+import { testDatabase } from '../clickhouse-server/database.ts';
 
 /**
- * The embedded engine under a fresh DATA_DIR, closed and removed when the test ends. chDB binds
- * one data directory per process, so a test file opens it once and shares it between subtests.
+ * The store of a test: the embedded engine under a fresh DATA_DIR or, with TEST_CLICKHOUSE_URL
+ * set, a fresh database on that server; closed and removed when the test ends. chDB binds one
+ * data directory per process, so a test file opens it once and shares it between subtests.
  */
-export function embeddedClickHouse(t: Test): ClickHouse {
+export async function testClickHouse(t: Test): Promise<ClickHouse> {
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-ch-'));
-  const ch = createClickHouse({ DATA_DIR: dataDir });
+  const database = await testDatabase();
+  const ch = createClickHouse({ DATA_DIR: dataDir, ...database.env });
   t.teardown(async () => {
     await ch.close();
+    await database.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
   return ch;

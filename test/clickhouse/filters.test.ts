@@ -4,9 +4,9 @@ import { compileFilters, type CompiledFilters } from '../../engine/clickhouse/fi
 import { countAudience, streamAudience } from '../../engine/clickhouse/filters/stream.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { migrate } from '../../engine/clickhouse/migrations.ts';
-import { embeddedClickHouse, rows } from './embedded.ts';
+import { testClickHouse, rows } from './embedded.ts';
 
-const ch = embeddedClickHouse(t);
+const ch = await testClickHouse(t);
 const now = Date.parse('2026-11-22T12:00:00.000Z');
 const hoursAgo = (h: number): string => new Date(now - h * 3_600_000).toISOString().replace('T', ' ').replace('Z', '');
 

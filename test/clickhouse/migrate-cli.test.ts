@@ -1,24 +1,34 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createClickHouse } from '../../engine/clickhouse/client.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { loadMigrations } from '../../engine/clickhouse/migrations.ts';
+import { loadConfig } from '../../engine/config.ts';
+import { TEST_CLICKHOUSE_URL, testDatabase } from '../clickhouse-server/database.ts';
 import { runEngine, testEnv } from '../helpers/engine.ts';
 
 // `engine migrate` touches no Redis key; the prefix only satisfies testEnv.
 const env = testEnv('clickhouse-cli:');
 t.teardown(() => rmSync(env['DATA_DIR'] ?? '', { recursive: true, force: true }));
 
+/** `env` on a fresh database of TEST_CLICKHOUSE_URL, or as it is (embedded). */
+async function storeEnv(t: Test): Promise<Record<string, string>> {
+  const database = await testDatabase();
+  t.teardown(database.drop);
+  return { ...env, ...database.env };
+}
+
 t.test('engine migrate prints the versions it applied, then that none are pending', async (t) => {
-  const first = await runEngine(['migrate'], env);
+  const store = await storeEnv(t);
+  const first = await runEngine(['migrate'], store);
   t.equal(first.code, 0, first.stderr);
   t.same(
     first.stdout.trim().split('\n'),
     loadMigrations().map((m) => `applied ${String(m.version).padStart(4, '0')}_${m.name}`),
   );
-  const second = await runEngine(['migrate'], env);
+  const second = await runEngine(['migrate'], store);
   t.equal(second.code, 0, second.stderr);
   t.equal(second.stdout.trim(), 'no migrations pending');
 });
@@ -26,8 +36,9 @@ t.test('engine migrate prints the versions it applied, then that none are pendin
 t.test('engine migrate waits for the projections it materializes over stored rows, with their progress on stderr', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-migrate-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const store = { ...(await storeEnv(t)), DATA_DIR: dataDir };
   // A store as migration 0007 left it, holding a million delivery records.
-  const ch = createClickHouse({ DATA_DIR: dataDir });
+  const ch = createClickHouse(loadConfig(store));
   try {
     for (const m of loadMigrations().filter((m) => m.version <= 7)) {
       for (const query of m.statements) await ch.command({ query });
@@ -42,7 +53,7 @@ t.test('engine migrate waits for the projections it materializes over stored row
   } finally {
     await ch.close();
   }
-  const run = await runEngine(['migrate'], { ...env, DATA_DIR: dataDir });
+  const run = await runEngine(['migrate'], store);
   t.equal(run.code, 0, run.stderr);
   t.same(
     run.stdout.trim().split('\n'),
@@ -52,7 +63,7 @@ t.test('engine migrate waits for the projections it materializes over stored row
   );
   t.match(run.stderr, /rewriting message_deliveries: \(MATERIALIZE PROJECTION by_user\), \d+ part\(s\) left/, 'progress');
   t.match(run.stderr, /background rewrites done\s*$/, 'and its end');
-  const again = await runEngine(['migrate'], { ...env, DATA_DIR: dataDir });
+  const again = await runEngine(['migrate'], store);
   t.equal(again.stdout.trim(), 'no migrations pending');
   t.notMatch(again.stderr, /rewriting/, 'nothing left to rewrite');
 });
@@ -63,7 +74,7 @@ t.test('a ClickHouse server that cannot be reached is a message and exit 1', asy
   t.match(run.stderr, /engine: migrate failed on ClickHouse \(http:\/\/127\.0\.0\.1:1\)/);
 });
 
-t.test('an embedded store that cannot be opened is a message and exit 1', async (t) => {
+t.test('an embedded store that cannot be opened is a message and exit 1', { skip: TEST_CLICKHOUSE_URL === undefined ? false : 'embedded engine only' }, async (t) => {
   const file = join(env['DATA_DIR'] ?? '', 'not-a-directory');
   writeFileSync(file, '');
   const run = await runEngine(['migrate'], { ...env, DATA_DIR: file });

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { loadMigrations, migrate } from '../../engine/clickhouse/migrations.ts';
-import { dropAllTables, embeddedClickHouse, rows } from './embedded.ts';
+import { dropAllTables, testClickHouse, rows } from './embedded.ts';
 
-const ch = embeddedClickHouse(t);
+const ch = await testClickHouse(t);
 const all = loadMigrations();
 
 interface Recorded {

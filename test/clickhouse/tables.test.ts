@@ -3,9 +3,9 @@ import t from 'tap';
 import { insertJsonLines, insertRows } from '../../engine/clickhouse/insert.ts';
 import { migrate } from '../../engine/clickhouse/migrations.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
-import { embeddedClickHouse, rows } from './embedded.ts';
+import { testClickHouse, rows } from './embedded.ts';
 
-const ch = embeddedClickHouse(t);
+const ch = await testClickHouse(t);
 t.before(async () => {
   await migrate(ch);
 });

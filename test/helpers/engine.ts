@@ -8,6 +8,7 @@ import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { loadConfig } from '../../engine/config.ts';
+import { testDatabase } from '../clickhouse-server/database.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
@@ -118,12 +119,15 @@ export interface TestDeployment {
 }
 
 /**
- * A fresh key prefix with one project in it. When the test ends, every process started through
+ * A fresh key prefix with one project in it (and, with TEST_CLICKHOUSE_URL set, a fresh database
+ * there for the engine processes). When the test ends, every process started through
  * `start` is killed and then the prefix is deleted.
  */
 export async function deployment(t: Test, opts: { identityVerification?: boolean; env?: Record<string, string> } = {}): Promise<TestDeployment> {
   const prefix = testPrefix();
-  const env = testEnv(prefix, opts.env);
+  // A test that names its own CLICKHOUSE_URL (an unreachable one, say) keeps it.
+  const database = opts.env?.['CLICKHOUSE_URL'] === undefined ? await testDatabase() : undefined;
+  const env = testEnv(prefix, { ...database?.env, ...opts.env });
   const config = loadConfig(env);
   const redis = createRedis(config);
   const project = await new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).createProject(
@@ -135,6 +139,7 @@ export async function deployment(t: Test, opts: { identityVerification?: boolean
   t.teardown(async () => {
     await Promise.all(started.map((p) => p.kill()));
     await cleanupPrefix(prefix);
+    await database?.drop();
   });
   return {
     prefix,

@@ -14,6 +14,7 @@ import type { RoleContext, RoleFactory, RunningRole } from '../../engine/roles.t
 import { Topology } from '../../engine/topology.ts';
 import { newWorkerId } from '../../engine/worker-id.ts';
 import type { Config } from '../../schemas/config.ts';
+import { testDatabase } from '../clickhouse-server/database.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 export interface InProcess {
@@ -32,14 +33,15 @@ export interface InProcess {
 
 /**
  * A gateway running inside the test process with its own key prefix, one project, and the
- * embedded ClickHouse under a fresh DATA_DIR. The test and the routes share one ClickHouse client
- * (the embedded engine allows one per process), so a test can insert rows and read them back
- * through the API. Everything is closed and removed when the test ends.
+ * embedded ClickHouse under a fresh DATA_DIR (or a fresh database of TEST_CLICKHOUSE_URL). The
+ * test and the routes share one ClickHouse client (the embedded engine allows one per process),
+ * so a test can insert rows and read them back through the API. Everything is closed and removed when the test ends.
  */
 export async function inProcessGateway(t: Test, env: Record<string, string> = {}): Promise<InProcess> {
   const prefix = testPrefix();
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-inproc-'));
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, PORT: '0', LEASE_MS: '1000', PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...env });
+  const database = await testDatabase();
+  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, PORT: '0', LEASE_MS: '1000', PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...database.env, ...env });
   const log = createLogger(config.LOG_LEVEL);
   const store = new ClickHouseStore(config, log);
   const ctx: RoleContext = { config, log, metrics: new Metrics(), workerId: newWorkerId(), clickhouse: store };
@@ -49,6 +51,7 @@ export async function inProcessGateway(t: Test, env: Record<string, string> = {}
   t.teardown(async () => {
     for (const role of running.reverse()) await role.close();
     await store.close();
+    await database.drop();
     redis.disconnect();
     await cleanupPrefix(prefix);
     rmSync(dataDir, { recursive: true, force: true });
