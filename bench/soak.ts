@@ -273,18 +273,15 @@ async function main(): Promise<void> {
     }
   }
   const loadResult = await load;
-  const last = broadcasts.at(-1);
-  if (last !== undefined) {
-    await waitFor(
-      'the last broadcast to complete',
-      async () => {
-        await refresh(engine, project, last);
-        return last.status === 'completed' ? true : undefined;
-      },
-      5 * 60_000,
-      1000,
-    );
-  }
+  await waitFor(
+    'every broadcast to complete',
+    async () => {
+      for (const b of broadcasts) await refresh(engine, project, b);
+      return broadcasts.every((b) => b.status === 'completed') ? true : undefined;
+    },
+    5 * 60_000,
+    1000,
+  );
   const growth = growthOf(samples, totalMs / 1000);
   const summary = summarize(growth);
   const report = {
