@@ -92,10 +92,14 @@ let lastUser = '';
 /** The operations of the mix: every SDK write but receipts. */
 type MixOp = Exclude<SdkOp, ReceiptOp>;
 
-/** The next write of the mix as a batch / WebSocket operation; users rotate over all 100k. */
+/**
+ * The next write of the mix as a batch / WebSocket operation, for one of the 100k users picked by
+ * Fibonacci hashing of the write's number: consecutive writes go to different users, and a user
+ * gets every kind of write (a stride over the users would tie each user to one kind).
+ */
 function nextOp(): MixOp {
   const n = written++;
-  const user = (n * 7919) % USERS;
+  const user = Math.floor(((Math.imul(n, 0x9e3779b1) >>> 0) / 2 ** 32) * USERS);
   const external_id = `sdk-user-${user}`;
   lastUser = external_id;
   switch (KINDS[n % KINDS.length]) {
@@ -259,7 +263,8 @@ async function main(): Promise<void> {
     }),
   );
   const baseline = await track(startChild('baseline', ['--import', 'tsx', join(root, 'bench/baselines/server.ts')], baselineEnv, { timeoutMs: 30_000 }));
-  const queue = new Queue(QUEUE, { connection: new Redis(redisUrl, { maxRetriesPerRequest: null }), prefix: `${baselinePrefix}bull` });
+  const queueRedis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE, { connection: queueRedis, prefix: `${baselinePrefix}bull` });
 
   const url = (child: Child): string => `http://127.0.0.1:${child.port}`;
   const engineAuth = { authorization: `Bearer ${project.sdk_key}` };
@@ -345,6 +350,7 @@ async function main(): Promise<void> {
     fetch(`${url(baseline)}/api/users/${baselineUser}`, { headers: baselineAuth }),
   ]);
   await queue.close();
+  queueRedis.disconnect();
   await Promise.all(children.map((c) => c.stop()));
   plain.disconnect();
   redis.disconnect();
