@@ -68,12 +68,13 @@ export interface EngineOptions {
 /**
  * Starts `engine start` on a free port (the dist/ build when there is one, as `bin/engine.js`
  * decides; ENGINE_FROM_SOURCE=1 in the environment runs the sources) and resolves once it logged
- * `started`.
+ * `started`. ENGINE_NODE_FLAGS in the environment go to its node (for example `--cpu-prof`).
  */
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
   const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', ...opts.env };
   const roles = opts.roles === undefined ? [] : ['--roles', opts.roles.join(',')];
-  const child = await startChild('engine', [engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 });
+  const nodeFlags = (process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '');
+  const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 });
   const cli = async (...args: string[]): Promise<string> =>
     (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: root })).stdout;
   return {
