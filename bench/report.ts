@@ -53,13 +53,12 @@ function ratioText(ratio: number | null, goal: number): string {
   return `${Math.round(ratio * 100)}% (goal ${Math.round(goal * 100)}%: ${ratio >= goal ? 'met' : 'not met'})`;
 }
 
-/** Writes bench/reports/<benchmark>-<date>.json and latest-<benchmark>.json; returns the dated file's path. */
+/** Writes bench/reports/<benchmark>-<date>.json; returns its path. */
 export async function writeReport(dir: string, report: { benchmark: string; started_at: string }): Promise<string> {
   await mkdir(dir, { recursive: true });
   const stamp = report.started_at.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
   const file = `${dir}/${report.benchmark}-${stamp}.json`;
   const text = `${JSON.stringify(report, null, 2)}\n`;
   await writeFile(file, text);
-  await writeFile(`${dir}/latest-${report.benchmark}.json`, text);
   return file;
 }

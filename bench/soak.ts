@@ -12,7 +12,7 @@
  * spill journal directory (DATA_DIR/spill), and prints them on stderr. Growth of each series is
  * the mean of the last window over the mean of the first window after the first minute (warm);
  * a window is a minute, or half of what follows the first minute when the run is shorter than
- * three. Writes bench/reports/soak-<date>.json and latest-soak.json.
+ * three. Writes bench/reports/soak-<date>.json.
  */
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
