@@ -68,6 +68,8 @@ export class StandInEngine {
       const format = formatClause(sql) ?? query.defaultFormat ?? 'TabSeparated';
       const result = await chdb.queryAsync(sql, { format });
       if (insert) {
+        // chDB reports no written rows for an INSERT: the summary counts the rows sent, so a
+        // deduplicated block is counted too (a server would count none).
         const rows = LINE_FORMATS.test(insert[1] ?? '') ? query.body.split('\n').filter((l) => l.trim() !== '').length : 0;
         return { body: result.bytes(), format: undefined, summary: summary(started, rows, Buffer.byteLength(query.body), true) };
       }
