@@ -86,6 +86,12 @@ t.test('settings and the database last for their request', async (t) => {
   const [during] = await ch.query({ query: setting, format: 'JSONEachRow', clickhouse_settings: { max_block_size: '1234' } }).then((r) => r.json<{ v: number }>());
   t.same(during, { v: 1234 });
   t.same(await rows(setting), [before], 'back to the default');
+  await ch.command({ query: 'CREATE TABLE times (at DateTime64(3, \'UTC\')) ENGINE = Memory' });
+  const iso = [{ at: '2026-11-22T10:00:01.234Z' }];
+  const basic = { date_time_input_format: 'basic', wait_end_of_query: 1 } as const;
+  await t.rejects(ch.insert({ table: 'times', values: iso, format: 'JSONEachRow', clickhouse_settings: basic }), { code: '27' }, 'date_time_input_format applies to the insert');
+  await ch.insert({ table: 'times', values: iso, format: 'JSONEachRow' });
+  t.same(await rows('SELECT at FROM times'), [{ at: '2026-11-22 10:00:01.234' }], 'and to it only');
   await ch.command({ query: 'CREATE DATABASE other' });
   const inOther = client({ url: `${standIn.url}/other` });
   t.same(await rows('SELECT currentDatabase() AS d', {}, inOther), [{ d: 'other' }], 'the URL path names the database');
