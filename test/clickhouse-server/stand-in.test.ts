@@ -116,12 +116,12 @@ t.test('a session keeps its state between requests and runs one query at a time'
   await ch.command({ query: 'INSERT INTO kept VALUES (1)', session_id: 's1' });
   t.same((await ch.query({ query: 'SELECT n FROM kept', format: 'JSONEachRow', session_id: 's1' }).then((r) => r.json())), [{ n: 1 }]);
   await t.rejects(ch.query({ query: 'SELECT n FROM kept', session_id: 's2' }), { code: '60' }, 'another session does not see it');
-  const slow = ch.command({ query: 'SELECT sleep(1)', session_id: 's1' });
-  await new Promise((r) => setTimeout(r, 200));
+  const slow = ch.command({ query: 'SELECT sleep(2)', session_id: 's1' });
+  await new Promise((r) => setTimeout(r, 500));
   await t.rejects(ch.command({ query: 'SELECT 1', session_id: 's1' }), { code: '373', type: 'SESSION_IS_LOCKED' });
   await slow;
-  const same = ch.command({ query: 'SELECT sleep(1)', query_id: 'twice' });
-  await new Promise((r) => setTimeout(r, 200));
+  const same = ch.command({ query: 'SELECT sleep(2)', query_id: 'twice' });
+  await new Promise((r) => setTimeout(r, 500));
   await t.rejects(ch.command({ query: 'SELECT 1', query_id: 'twice' }), { code: '216' }, 'a query id already running');
   await same;
 });
