@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -70,6 +70,9 @@ export async function insertJsonLines(ch: ClickHouse, table: string, lines: Buff
       query_params: { token },
     });
   } finally {
-    await rm(file, { force: true });
+    // unlink, not rm: no lstat first, on every insert of the recorder.
+    await unlink(file).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
   }
 }
