@@ -4,12 +4,10 @@
  * (exit status 130); cleanup runs once.
  */
 export async function runBench(main: () => Promise<void>, cleanup: () => Promise<void>, log: (line: string) => void): Promise<never> {
-  let cleaning = false;
-  const cleanOnce = async (): Promise<void> => {
-    if (cleaning) return;
-    cleaning = true;
-    await cleanup();
-  };
+  let cleaning: Promise<void> | null = null;
+  // Every caller waits for the one cleanup: an interrupt fails `main`, whose own exit must not
+  // cut the cleanup short.
+  const cleanOnce = (): Promise<void> => (cleaning ??= cleanup());
   const interrupt = (): void => void cleanOnce().finally(() => process.exit(130));
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
