@@ -26,6 +26,7 @@ export const applyRole: RoleFactory = async (ctx) => {
         group: APPLY_GROUP,
         consumer: workerId,
         batchSize: config.APPLY_BATCH,
+        lingerMs: config.APPLY_LINGER_MS,
         blockMs: Math.min(1000, config.LEASE_MS),
         handler: actor,
         log,

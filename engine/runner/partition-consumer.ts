@@ -16,6 +16,8 @@ export interface PartitionConsumerOptions {
   consumer: string;
   /** Most entries read and applied at once (APPLY_BATCH). */
   batchSize: number;
+  /** After a batch shorter than batchSize, the wait before the next read, ms (0: none). */
+  lingerMs?: number;
   /** Longest a read blocks, ms; bounds how long a stop waits while idle. */
   blockMs: number;
   handler: PartitionHandler;
@@ -88,6 +90,10 @@ export class PartitionConsumer implements PartitionWork {
     if (entries.length === 0) return;
     const left = await this.applyInOrder(entries);
     if (left !== false && left > 0) await this.claimPending();
+    // Each read and apply has a fixed cost; waiting a little when the stream ran dry lets the
+    // next batch hold what arrives meanwhile, so batches grow with load.
+    const linger = this.opts.lingerMs ?? 0;
+    if (linger > 0 && entries.length < batchSize) await this.loop.pause(linger);
   }
 
   /**
