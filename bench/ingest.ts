@@ -19,6 +19,7 @@ import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';
 import { printTable, writeReport, type Report } from './report.ts';
 import { runBench } from './run.ts';
+import type { SummaryRow } from './summary.ts';
 import { positive } from './settings.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -98,6 +99,7 @@ async function main(): Promise<void> {
   const appended = gateway === null ? null : await ingestLength(redis, topology);
   redis.disconnect();
 
+  const measured = withRatios(results);
   const report: Report = {
     benchmark: 'ingest',
     started_at: startedAt.toISOString(),
@@ -111,9 +113,10 @@ async function main(): Promise<void> {
       partitions: config.PARTITIONS,
     },
     goal_ratio: GOAL,
-    results: withRatios(results),
+    results: measured,
     ingest_entries_appended: appended,
     gateway_error: gatewayError,
+    summary: summaryRows(measured),
     notes,
   };
   printTable(report);
@@ -133,6 +136,25 @@ function withRatios(results: Measurement[]): (Measurement & { ratio_to_ceiling: 
     const valid = r.server !== 'ceiling' && ceiling > 0 && r.status_2xx >= r.requests * 0.99;
     return { ...r, ratio_to_ceiling: valid ? Math.round((r.requests_per_sec / ceiling) * 1000) / 1000 : null };
   });
+}
+
+/** One summary row per gateway load, next to the bare server's rate for the same load. */
+function summaryRows(results: (Measurement & { ratio_to_ceiling: number | null })[]): SummaryRow[] {
+  return results
+    .filter((r) => r.server === 'gateway')
+    .map((r) => {
+      const ceiling = results.find((c) => c.server === 'ceiling' && c.load === r.load);
+      return {
+        scenario: 'gateway',
+        measure: `gateway alone, POST ${r.path}`,
+        value: r.requests_per_sec,
+        unit: 'req/s',
+        better: 'higher',
+        ceiling: ceiling ? { name: 'bare uWebSockets.js', value: ceiling.requests_per_sec } : null,
+        baseline: null,
+        goal: { text: `at least ${GOAL * 100}% of bare uWebSockets.js`, met: r.ratio_to_ceiling !== null && r.ratio_to_ceiling >= GOAL },
+      };
+    });
 }
 
 /** Entries in every ingest partition stream of the bench prefix: what the 2xx answers promised. */

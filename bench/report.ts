@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { Measurement } from './load.ts';
+import type { SummaryRow } from './summary.ts';
 
 export interface Report {
   benchmark: string;
@@ -14,6 +15,7 @@ export interface Report {
   ingest_entries_appended: number | null;
   /** Why the gateway was not measured, or null. */
   gateway_error: string | null;
+  summary: SummaryRow[];
   notes: string[];
 }
 
