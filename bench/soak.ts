@@ -10,9 +10,8 @@
  * engine's RSS and V8 heap (its /metrics), Redis used_memory (INFO memory), the summed lengths
  * of the ingest, changes, outcomes and dispatch streams over the partitions, and the size of the
  * spill journal directory (DATA_DIR/spill), and prints them on stderr. Growth of each series is
- * the mean of the last window over the mean of the first window after the first minute (warm);
- * a window is a minute, or half of what follows the first minute when the run is shorter than
- * three. Writes bench/reports/soak-<date>.json.
+ * read off the least-squares line through its samples after the first minute (warm): its value
+ * at the end over its value at the warm mark. Writes bench/reports/soak-<date>.json.
  */
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -147,10 +146,19 @@ async function refresh(engine: Engine, project: Project, b: Broadcast): Promise<
   b.counts = view.counts;
 }
 
-/** Mean of a series over the samples with from < t <= to. */
-function meanOver(samples: Sample[], pick: (s: Sample) => number, from: number, to: number): number {
-  const inside = samples.filter((s) => s.t > from && s.t <= to).map(pick);
-  return inside.length === 0 ? 0 : inside.reduce((a, b) => a + b, 0) / inside.length;
+/**
+ * The least-squares line through a series' samples after `from`, read at `from` and at `to`:
+ * a leak shows as a slope, while the sawtooth of trimming and broadcasts averages out.
+ */
+function trendOver(samples: Sample[], pick: (s: Sample) => number, from: number, to: number): { start: number; end: number } {
+  const points = samples.filter((s) => s.t > from).map((s) => [s.t, pick(s)] as const);
+  const n = points.length;
+  if (n === 0) return { start: 0, end: 0 };
+  const meanT = points.reduce((a, [t]) => a + t, 0) / n;
+  const meanV = points.reduce((a, [, v]) => a + v, 0) / n;
+  const spread = points.reduce((a, [t]) => a + (t - meanT) ** 2, 0);
+  const slope = spread === 0 ? 0 : points.reduce((a, [t, v]) => a + (t - meanT) * (v - meanV), 0) / spread;
+  return { start: meanV + slope * (from - meanT), end: meanV + slope * (to - meanT) };
 }
 
 interface Growth {
@@ -160,13 +168,12 @@ interface Growth {
   unit: string;
   warm: number;
   end: number;
-  /** (end - warm) / warm in percent; 100 when it grew from zero, 0 when it stayed at zero. */
+  /** (end - warm) / warm of the fitted line, in percent; 100 when it grew from zero, 0 when it stayed at zero. */
   growth_pct: number;
 }
 
 function growthOf(samples: Sample[], totalSeconds: number): Growth[] {
   const warm = WARM_MS / 1000;
-  const window = Math.min(60, (totalSeconds - warm) / 2);
   const series: [string, string | null, string, (s: Sample) => number][] = [
     ['engine RSS', 'engine RSS growth, warm to end', 'MB', (s) => s.rss_mb],
     ['engine V8 heap used', null, 'MB', (s) => s.heap_used_mb],
@@ -176,8 +183,7 @@ function growthOf(samples: Sample[], totalSeconds: number): Growth[] {
     ['spill journal', 'spill journal growth, warm to end', 'bytes', (s) => s.journal_bytes],
   ];
   return series.map(([name, measure, unit, pick]) => {
-    const w = meanOver(samples, pick, warm, warm + window);
-    const e = meanOver(samples, pick, totalSeconds - window, totalSeconds);
+    const { start: w, end: e } = trendOver(samples, pick, warm, totalSeconds);
     const pct = w > 0 ? ((e - w) / w) * 100 : e > 0 ? 100 : 0;
     return { series: name, measure, unit, warm: round(w), end: round(e), growth_pct: round(pct) };
   });
@@ -298,7 +304,7 @@ async function main(): Promise<void> {
     summary,
     notes: [
       'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) and the provider simulators (APNs in demo mode), under an open-loop SDK mix at a fixed rate (bench/sdk-mix.ts: events, tag updates, identifies, token re-registrations over a fixed set of users, so the user state does not grow by design) and a broadcast to segment All every minute.',
-      'Growth: per series, the mean of its samples in the last window over the mean in the first window after the first minute (warm), in percent; windows of a minute (shorter when the run is under three minutes, see settings). Stream lengths are summed over the partitions; they move with the trimming and with each broadcast, so the windows hold one broadcast each when a minute long.',
+      'Growth: per series, the least-squares line through its samples after the first minute (warm), read at the end over its value at the warm mark, in percent: a leak is a slope, while the sawtooth of trimming and of each broadcast averages out. Stream lengths are summed over the partitions.',
       'Redis used_memory is the whole instance: other work on the same Redis counts too. RSS and heap come from the engine\'s /metrics (prom-client process metrics); RSS includes the embedded ClickHouse.',
       'Does not measure: a ClickHouse server, more than one process, providers other than APNs, the growth of ClickHouse tables on disk (expected: they hold every event and delivery).',
       `Machine: ${machine().cpus} cores shared by this process (the load), the engine, the simulators and Redis.`,
