@@ -45,8 +45,20 @@ t.test('a recorder killed with SIGKILL again and again mid-batch, then restarted
 
   let caughtMidBatch = 0;
   for (let kill = 0; kill < 4; kill++) {
+    const before = await pending();
     const recorder = await d.start(['recorder']);
-    await new Promise((r) => setTimeout(r, 1200 + 300 * kill));
+    // The kill lands as soon as this recorder has moved the backlog and holds a batch read but not
+    // acknowledged: a fixed delay misses the backlog altogether on a fast host, where the recorder
+    // drains it within a second.
+    const deadline = Date.now() + 1200 + 300 * kill;
+    for (;;) {
+      const now = await pending();
+      const moved = now.pending !== before.pending || now.unread !== before.unread;
+      if ((moved && now.pending > 0) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    // Later kills land later in the batch: after its insert, before its acknowledgement.
+    await new Promise((r) => setTimeout(r, 50 * kill));
     await recorder.kill();
     const left = await pending();
     if (left.pending > 0) caughtMidBatch++;
