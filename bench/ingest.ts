@@ -14,11 +14,11 @@ import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { startChild, type Child } from './child.ts';
+import { Children, startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';
 import { printTable, writeReport, type Report } from './report.ts';
-import { runBench } from './run.ts';
+import { log, runBench } from './run.ts';
 import type { SummaryRow } from './summary.ts';
 import { positive } from './settings.ts';
 
@@ -33,7 +33,7 @@ const settings: LoadSettings = {
 };
 const prefix = `bench${Date.now().toString(36)}:`;
 const config = loadConfig({ ...process.env, KEY_PREFIX: prefix });
-const children: Child[] = [];
+const children = new Children();
 
 const notes = [
   'Measures: one gateway process accepting buffered SDK writes (auth, validation, XADD to the Redis ingest log, 202) over HTTP/1.1 keep-alive, one request in flight per connection (no pipelining).',
@@ -73,11 +73,11 @@ async function main(): Promise<void> {
   log(`bench: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.seconds} s per load`);
   // Both servers run from the start (an idle one costs nothing) so that each gateway load is
   // measured right after its ceiling: background work on the machine then skews both alike.
-  const bare = await track(startChild('bare', ['--import', 'tsx', `${root}bench/bare-server.ts`], {}, { timeoutMs: 30_000 }));
+  const bare = await children.track(startChild('bare', ['--import', 'tsx', `${root}bench/bare-server.ts`], {}, { timeoutMs: 30_000 }));
   let gateway: Child | null = null;
   let gatewayError: string | null = null;
   try {
-    gateway = await track(
+    gateway = await children.track(
       startChild('gateway', [`${root}bin/engine.js`, 'start', '--roles', 'gateway', '--port', '0'], { KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, {
         readyMsg: 'started',
         timeoutMs: 30_000,
@@ -95,7 +95,7 @@ async function main(): Promise<void> {
       results.push(await measure(target, settings, () => sampleCpu(child.proc.pid ?? 0, redis)));
     }
   }
-  await Promise.all(children.map((c) => c.stop()));
+  await children.stopAll();
   const appended = gateway === null ? null : await ingestLength(redis, topology);
   redis.disconnect();
 
@@ -164,18 +164,10 @@ async function ingestLength(redis: RedisClient, topology: Topology): Promise<num
 }
 
 async function cleanup(): Promise<void> {
-  await Promise.all(children.map((c) => c.stop()));
+  await children.stopAll();
   await cleanupPrefix(prefix, config.REDIS_URL.split(',')[0]);
 }
 
-async function track(started: Promise<Child>): Promise<Child> {
-  const child = await started;
-  children.push(child);
-  return child;
-}
 
-function log(line: string): void {
-  process.stderr.write(`${line}\n`);
-}
 
 await runBench(main, cleanup, log);

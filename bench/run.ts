@@ -21,3 +21,8 @@ export async function runBench(main: () => Promise<void>, cleanup: () => Promise
   }
   process.exit();
 }
+
+/** A benchmark's progress line, on stderr (stdout holds its table). */
+export function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}

@@ -33,12 +33,12 @@ import { Topology } from '../engine/topology.ts';
 import type { ReceiptOp, SdkOp } from '../schemas/sdk.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { QUEUE } from './baselines/state.ts';
-import { startChild, type Child } from './child.ts';
+import { Children, startChild, type Child } from './child.ts';
 import { redisCpu, sampleCpu, sampleCpuOf, type CpuShare } from './cpu.ts';
 import { sleep, startEngine, unapplied } from './deployment.ts';
 import { measure, measureSocket, type LoadSettings, type Measurement, type RequestShape, type Target } from './load.ts';
 import { writeReport } from './report.ts';
-import { runBench } from './run.ts';
+import { log, runBench } from './run.ts';
 import { positive } from './settings.ts';
 import { advantage, type Reference, type SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
@@ -79,7 +79,7 @@ const prefix = `bench${Date.now().toString(36)}:`;
 const baselinePrefix = `${prefix}baseline:`;
 const config = loadConfig({ ...process.env, KEY_PREFIX: prefix });
 const redisUrl = config.REDIS_URL.split(',')[0] ?? 'redis://127.0.0.1:6379';
-const children: Child[] = [];
+const children = new Children();
 let work: string | null = null;
 
 // ---- the mix ---------------------------------------------------------------------------------
@@ -249,20 +249,20 @@ async function main(): Promise<void> {
   const xaddPipelined = await redisCeiling(redis, 16, 100_000 * settings.seconds);
 
   log('bench: starting the bare server, the engine (every role, embedded ClickHouse) and the baseline');
-  const bare = await track(startChild('bare', ['--import', 'tsx', join(root, 'bench/bare-server.ts')], {}, { timeoutMs: 30_000 }));
+  const bare = await children.track(startChild('bare', ['--import', 'tsx', join(root, 'bench/bare-server.ts')], {}, { timeoutMs: 30_000 }));
   const engine = await startEngine({ prefix, dataDir: join(work, 'data'), redisUrl });
-  children.push(engine.child);
+  children.add(engine.child);
   const project = await engine.createProject('bench-sdk-ingest');
   const baselineKey = `baseline-${Date.now().toString(36)}`;
   const baselineEnv = { REDIS_URL: redisUrl, KEY_PREFIX: baselinePrefix, BASELINE_KEY: baselineKey, PORT: '0' };
-  const worker = await track(
+  const worker = await children.track(
     startChild('baseline-worker', ['--import', 'tsx', join(root, 'bench/baselines/worker.ts')], baselineEnv, {
       readyMsg: 'started',
       listens: false,
       timeoutMs: 30_000,
     }),
   );
-  const baseline = await track(startChild('baseline', ['--import', 'tsx', join(root, 'bench/baselines/server.ts')], baselineEnv, { timeoutMs: 30_000 }));
+  const baseline = await children.track(startChild('baseline', ['--import', 'tsx', join(root, 'bench/baselines/server.ts')], baselineEnv, { timeoutMs: 30_000 }));
   const queueRedis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(QUEUE, { connection: queueRedis, prefix: `${baselinePrefix}bull` });
 
@@ -351,7 +351,7 @@ async function main(): Promise<void> {
   ]);
   await queue.close();
   queueRedis.disconnect();
-  await Promise.all(children.map((c) => c.stop()));
+  await children.stopAll();
   plain.disconnect();
   redis.disconnect();
 
@@ -526,19 +526,11 @@ function print(results: Result[], rows: SummaryRow[], ceilings: RedisCeiling[]):
 }
 
 async function cleanup(): Promise<void> {
-  await Promise.all(children.map((c) => c.stop()));
+  await children.stopAll();
   await cleanupPrefix(prefix, redisUrl);
   if (work !== null) await rm(work, { recursive: true, force: true });
 }
 
-async function track(started: Promise<Child>): Promise<Child> {
-  const child = await started;
-  children.push(child);
-  return child;
-}
 
-function log(line: string): void {
-  process.stderr.write(`${line}\n`);
-}
 
 await runBench(main, cleanup, log);
