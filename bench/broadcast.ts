@@ -43,6 +43,7 @@ import { Pool } from 'undici';
 import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
+import { sleep, waitFor } from './deployment.ts';
 import { runBench } from './run.ts';
 import type { SummaryRow } from './summary.ts';
 
@@ -93,7 +94,6 @@ const children: ChildProcess[] = [];
 let work = '';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const round = (v: number, digits = 0): number => Math.round(v * 10 ** digits) / 10 ** digits;
 /** The device token of user i (as test/helpers/broadcast.ts iosToken and bench/apns-ceiling.ts). */
 const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
@@ -157,16 +157,6 @@ async function freePort(): Promise<number> {
       server.close(() => resolvePort(port));
     });
   });
-}
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined>, ms: number, every = 250): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(every);
-  }
 }
 
 /** CPU seconds of a process so far (utime + stime of /proc/<pid>/stat). */
