@@ -74,7 +74,11 @@ function panel(title: string, bars: Bar[], max: number, mark: number, text: (rat
  */
 export function svgChart(sources: Source[]): string {
   const rows = sources.flatMap((s) => s.rows);
-  const label = (row: SummaryRow): string => `${row.scenario}: ${row.measure}`;
+  // Labels are cut to fit left of the bars (330 px at 12 px); the table has them whole.
+  const label = (row: SummaryRow): string => {
+    const whole = `${row.scenario}: ${row.measure}`;
+    return whole.length <= 52 ? whole : `${whole.slice(0, 51)}…`;
+  };
   const ceilingBars = rows.flatMap((row) => {
     const ratio = advantage(row, row.ceiling);
     return ratio === null ? [] : [{ label: label(row), ratio }];
