@@ -38,6 +38,7 @@ import { measureMax, type MaxRate, type System } from './max-rate.ts';
 import { paced, percentile, type PacedResult } from './paced.ts';
 import { writeReport } from './report.ts';
 import { runBench } from './run.ts';
+import { wholeFlag } from './settings.ts';
 import { probeWrite, SdkMix, type Write } from './sdk-mix.ts';
 import type { Reference, SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
@@ -64,11 +65,7 @@ const { values } = parseArgs({
     'no-baseline': { type: 'boolean', default: false },
   },
 });
-const whole = (name: keyof typeof values): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1, got ${String(values[name])}`);
-  return value;
-};
+const whole = (name: keyof typeof values): number => wholeFlag(name, values[name]);
 const settings = {
   max_seconds: whole('max-seconds'),
   seconds: whole('seconds'),

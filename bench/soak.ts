@@ -27,6 +27,7 @@ import { measureMax, type MaxRate } from './max-rate.ts';
 import { paced, type PacedResult } from './paced.ts';
 import { writeReport } from './report.ts';
 import { runBench } from './run.ts';
+import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
@@ -49,11 +50,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '64' },
   },
 });
-const whole = (name: keyof typeof values): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number of at least 1, got ${String(values[name])}`);
-  return value;
-};
+const whole = (name: keyof typeof values): number => wholeFlag(name, values[name]);
 const settings = {
   minutes: whole('minutes'),
   rate_given: values.rate === undefined ? null : whole('rate'),
