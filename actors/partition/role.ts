@@ -1,5 +1,6 @@
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
+import { GroupReader } from '../../engine/runner/group-reader.ts';
 import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
 import { APPLY_GROUP, Topology } from '../../engine/topology.ts';
@@ -15,19 +16,27 @@ export const applyRole: RoleFactory = async (ctx) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const actor = new PartitionActor({ redis, topology, workerId, settler: new OutboxSettler(redis, topology), log, metrics });
+  const reader = new GroupReader({
+    redis,
+    group: APPLY_GROUP,
+    consumer: workerId,
+    batchSize: config.APPLY_BATCH,
+    lingerMs: config.APPLY_LINGER_MS,
+    blockMs: Math.min(1000, config.LEASE_MS),
+    log,
+  });
   return runPartitionRole('apply', ctx, redis, {
     leaseKey: (p) => topology.lease(p),
     workersKey: topology.workers(),
     work: (partition, onLost) =>
       new PartitionConsumer({
         redis,
+        reader,
         stream: topology.ingest(partition),
         partition,
         group: APPLY_GROUP,
         consumer: workerId,
         batchSize: config.APPLY_BATCH,
-        lingerMs: config.APPLY_LINGER_MS,
-        blockMs: Math.min(1000, config.LEASE_MS),
         handler: actor,
         log,
         metrics,

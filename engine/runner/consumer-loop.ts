@@ -27,6 +27,8 @@ export class ConsumerLoop {
   private stopped = false;
   private reading = false;
   private blocking: RedisClient | undefined;
+  /** The blocking connection's CLIENT ID on a single node, for interrupt(). */
+  private blockingId: number | undefined;
   private wake: (() => void) | undefined;
 
   constructor(private readonly redis: RedisClient) {}
@@ -42,6 +44,15 @@ export class ConsumerLoop {
     blocking.on('error', () => {
       // Failed reads surface as rejected commands, which the loop handles.
     });
+    if (!(blocking instanceof Cluster)) {
+      blocking.on('ready', () => {
+        this.blockingId = undefined;
+        blocking.client('ID').then(
+          (id) => (this.blockingId = Number(id)),
+          () => undefined,
+        );
+      });
+    }
     this.blocking = blocking;
     try {
       await body();
@@ -66,6 +77,16 @@ export class ConsumerLoop {
       clearTimeout(silent);
       this.reading = false;
     }
+  }
+
+  /**
+   * Ends a blocked read at once as if its time were up (CLIENT UNBLOCK … TIMEOUT: the read answers
+   * nothing and moves no entry), so the loop's next read can name other keys. Only on a single
+   * node; elsewhere, and when no read is blocked, it does nothing.
+   */
+  interrupt(): void {
+    if (!this.reading || this.blockingId === undefined || this.redis instanceof Cluster) return;
+    this.redis.client('UNBLOCK', this.blockingId, 'TIMEOUT').catch(() => undefined);
   }
 
   stop(): void {

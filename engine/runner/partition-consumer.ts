@@ -1,25 +1,24 @@
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
-import { ConsumerLoop, ensureGroup, reportDeleted } from './consumer-loop.ts';
+import { ensureGroup, reportDeleted } from './consumer-loop.ts';
+import type { GroupReader, ReaderMember } from './group-reader.ts';
 import type { PartitionWork } from './partition-runner.ts';
 import { toEntries, type PartitionHandler, type StreamEntry } from './types.ts';
 
 export interface PartitionConsumerOptions {
   /** Shared client for non-blocking commands. */
   redis: RedisClient;
+  /** Reads this partition's stream along with the worker's other partitions (group and consumer). */
+  reader: GroupReader;
   /** The partition's ingest stream. */
   stream: string;
   partition: number;
   group: string;
   /** Consumer name in the group: the worker id. */
   consumer: string;
-  /** Most entries read and applied at once (APPLY_BATCH). */
+  /** Most entries claimed and applied at once (APPLY_BATCH). */
   batchSize: number;
-  /** After a batch shorter than batchSize, the wait before the next read, ms (0: none). */
-  lingerMs?: number;
-  /** Longest a read blocks, ms; bounds how long a stop waits while idle. */
-  blockMs: number;
   handler: PartitionHandler;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
@@ -27,44 +26,60 @@ export interface PartitionConsumerOptions {
   onLost(): void;
 }
 
-const RETRY_MS = 500;
-
 /**
  * Consumes one owned partition's ingest stream through consumer group `group`, one batch in
- * flight. It claims the group's pending entries on start and whenever a read may have left some
- * behind (docs/architecture.md, "Consumer groups and pending entries").
+ * flight; the process's GroupReader reads it with the worker's other partitions. It claims the
+ * group's pending entries on start and whenever a read may have left some behind
+ * (docs/architecture.md, "Consumer groups and pending entries").
  */
-export class PartitionConsumer implements PartitionWork {
-  private readonly loop: ConsumerLoop;
-  private done: Promise<void> = Promise.resolve();
+export class PartitionConsumer implements PartitionWork, ReaderMember {
+  private stopped = false;
+  private leaving: Promise<void> | undefined;
 
-  constructor(private readonly opts: PartitionConsumerOptions) {
-    this.loop = new ConsumerLoop(opts.redis);
+  constructor(private readonly opts: PartitionConsumerOptions) {}
+
+  get partition(): number {
+    return this.opts.partition;
+  }
+
+  get stream(): string {
+    return this.opts.stream;
   }
 
   start(): void {
-    this.done = this.loop.run(() => this.run());
+    this.opts.reader.join(this);
   }
 
-  /** Stops after the batch in flight (a blocked read is abandoned; its entries stay pending). */
+  /** Stops after the batch in flight (entries of a read in flight stay pending). */
   stop(): Promise<void> {
-    this.loop.stop();
-    return this.done;
+    this.stopped = true;
+    this.leaving ??= this.opts.reader.leave(this);
+    return this.leaving;
   }
 
-  private async run(): Promise<void> {
-    const { redis, stream, group, log, partition } = this.opts;
-    while (!this.loop.stopping) {
-      try {
-        await ensureGroup(redis, stream, group);
-        await this.opts.handler.open(partition);
-        await this.claimPending();
-        while (!this.loop.stopping) await this.readAndApply();
-      } catch (err) {
-        if (this.loop.stopping) break;
-        log.warn('partition consumer error', { partition, err });
-        await this.loop.pause(RETRY_MS);
-      }
+  async prepare(): Promise<boolean> {
+    const { redis, stream, group, partition } = this.opts;
+    return this.guard(async () => {
+      await ensureGroup(redis, stream, group);
+      await this.opts.handler.open(partition);
+      await this.claimPending();
+    });
+  }
+
+  take(entries: StreamEntry[]): Promise<boolean> {
+    return this.guard(async () => {
+      const left = await this.applyInOrder(entries);
+      if (left !== false && left > 0) await this.claimPending();
+    });
+  }
+
+  private async guard(work: () => Promise<void>): Promise<boolean> {
+    try {
+      await work();
+      return true;
+    } catch (err) {
+      if (!this.stopped) this.opts.log.warn('partition consumer error', { partition: this.opts.partition, err });
+      return false;
     }
   }
 
@@ -78,22 +93,7 @@ export class PartitionConsumer implements PartitionWork {
       cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
       const entries = toEntries(reply[1]);
       if (entries.length > 0 && (await this.applyInOrder(entries)) === false) return;
-    } while (cursor !== '0-0' && !this.loop.stopping);
-  }
-
-  private async readAndApply(): Promise<void> {
-    const { stream, group, consumer, batchSize, blockMs } = this.opts;
-    const reply = (await this.loop.read(blockMs, (blocking) =>
-      blocking.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', stream, '>'),
-    )) as [string, unknown][] | null;
-    const entries = toEntries(reply?.[0]?.[1]);
-    if (entries.length === 0) return;
-    const left = await this.applyInOrder(entries);
-    if (left !== false && left > 0) await this.claimPending();
-    // Each read and apply has a fixed cost; waiting a little when the stream ran dry lets the
-    // next batch hold what arrives meanwhile, so batches grow with load.
-    const linger = this.opts.lingerMs ?? 0;
-    if (linger > 0 && entries.length < batchSize) await this.loop.pause(linger);
+    } while (cursor !== '0-0' && !this.stopped);
   }
 
   /**
@@ -108,8 +108,8 @@ export class PartitionConsumer implements PartitionWork {
     for (;;) {
       const outcome = await handler.apply(partition, entries);
       if (outcome.kind === 'lost') {
-        this.loop.stop();
-        this.opts.onLost();
+        if (!this.stopped) this.opts.onLost();
+        this.stopped = true;
         return false;
       }
       if (outcome.kind === 'applied') {

@@ -3,6 +3,7 @@ import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
+import { GroupReader } from '../../engine/runner/group-reader.ts';
 import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
 import type { PartitionHandler, StreamEntry } from '../../engine/runner/types.ts';
 import { APPLY_GROUP } from '../../engine/topology.ts';
@@ -40,12 +41,12 @@ async function setup(t: Test) {
   const consumer = (handler: PartitionHandler, onLost: () => void = () => {}, redis: RedisClient = h.redis) =>
     new PartitionConsumer({
       redis,
+      reader: new GroupReader({ redis, group: APPLY_GROUP, consumer: WORKER, batchSize: 10, lingerMs: 0, blockMs: 200, log }),
       stream,
       partition,
       group: APPLY_GROUP,
       consumer: WORKER,
       batchSize: 10,
-      blockMs: 200,
       handler,
       log,
       metrics: new Metrics(),
