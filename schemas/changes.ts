@@ -26,16 +26,21 @@ export const ReceiptChange = Type.Object({
   ts: Type.Integer(),
 });
 
+/** A hash as HGETALL returns it: field, value, field, value, ... */
+const FlatHash = Type.Array(Type.String());
+
 /**
  * The user was created or its tags, subscriptions or consent changed: the recorder writes the
- * user's current state to the ClickHouse `users` mirror, versioned by this change's own stream ID
- * (all changes of a user are in one stream, so later changes have higher IDs). Written by the
- * apply script once per user and batch, and by the synchronous consent writer.
+ * user's state to the ClickHouse `users` mirror, versioned by this change's own stream ID (all
+ * changes of a user are in one stream, so later changes have higher IDs). Written by the apply
+ * script once per user and batch, with the user's four hashes as the batch left them (`state`),
+ * and by the synchronous consent writer, without: the recorder then reads the user from Redis.
  */
 export const UserChange = Type.Object({
   kind: Type.Literal('user'),
   project: Type.String(),
   external_id: Type.String(),
+  state: Type.Optional(Type.Object({ user: FlatHash, tags: FlatHash, subs: FlatHash, consent: FlatHash })),
 });
 
 export const Change = Type.Union([EventChange, ReceiptChange, UserChange]);

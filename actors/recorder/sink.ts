@@ -4,7 +4,8 @@ import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { decodeEntry, type RawStreamEntry } from '../../engine/runner/types.ts';
-import { readUser } from '../../engine/state/read-user.ts';
+import { readUser, userView, type UserHashes } from '../../engine/state/read-user.ts';
+import type { UserChange } from '../../schemas/changes.ts';
 import type { Topology } from '../../engine/topology.ts';
 import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
 
@@ -59,27 +60,29 @@ export class RecorderSink {
   }
 
   /**
-   * Events and receipts become rows as they are. A `user` change becomes the user's current
-   * state read from Redis, once per user and batch, versioned by the user's last change in it.
+   * Events and receipts become rows as they are. A `user` change becomes one row per user and
+   * batch, versioned by the user's last change in it: the state that change holds, or, from a
+   * change without one (a consent write), the user's current state read from Redis.
    */
   private async recordChanges(raw: RawStreamEntry[], token: string): Promise<void> {
     const entries = raw.map(decodeEntry);
     const events: Record<string, unknown>[] = [];
     const receipts: Record<string, unknown>[] = [];
-    const users = new Map<string, { project: string; externalId: string; streamId: string }>();
+    const users = new Map<string, { change: UserChange; streamId: string }>();
     let invalid = 0;
     for (const entry of entries) {
       const change = parseChange(entry);
       if (change === null) invalid++;
       else if (change.kind === 'event') events.push(eventRow(change));
       else if (change.kind === 'receipt') receipts.push(receiptRow(change));
-      else users.set(`${change.project}\0${change.external_id}`, { project: change.project, externalId: change.external_id, streamId: entry.id });
+      else users.set(`${change.project}\0${change.external_id}`, { change, streamId: entry.id });
     }
     this.reportInvalid('changes', invalid, token);
     const states = await Promise.all(
-      [...users.values()].map(async (u) => {
-        const user = await readUser(this.redis, this.topology, u.project, u.externalId);
-        return user === null ? null : userRow(u.project, user, u.streamId);
+      [...users.values()].map(async ({ change, streamId }) => {
+        const { project, external_id: externalId, state } = change;
+        const user = state ? userView(externalId, hashesOf(state)) : await readUser(this.redis, this.topology, project, externalId);
+        return user === null ? null : userRow(project, user, streamId);
       }),
     );
     await this.insert('events', events, token);
@@ -96,4 +99,15 @@ export class RecorderSink {
   private reportInvalid(stream: StreamKind, count: number, token: string): void {
     if (count > 0) this.log.warn('invalid stream entries skipped', { stream, count, batch: token });
   }
+}
+
+/** The hashes of a change's state, each a field, value, ... list as HGETALL returned it. */
+function hashesOf(state: NonNullable<UserChange['state']>): UserHashes {
+  const record = (flat: string[]): Record<string, string> => {
+    // No prototype: a tag may be named "__proto__".
+    const out = Object.create(null) as Record<string, string>;
+    for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i] as string] = flat[i + 1] as string;
+    return out;
+  };
+  return { user: record(state.user), tags: record(state.tags), subs: record(state.subs), consent: record(state.consent) };
 }

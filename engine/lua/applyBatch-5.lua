@@ -27,7 +27,8 @@
   at or past n applied in this partition (writer:{pN}:w, kept as long as idempotency keys): a
   copy of an append whose reply was lost, sent again or replayed from the spill journal.
   Every user the batch created or changed gets one `user` change after the batch's entries
-  (schemas/changes.ts UserChange), so the recorder refreshes its row in the ClickHouse mirror.
+  (schemas/changes.ts UserChange) holding the user's four hashes as the batch left them, so the
+  recorder refreshes its row in the ClickHouse mirror without reading the user back.
   changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
   Invalid entries (not JSON, wrong shape) are skipped and counted, never retried forever.
 
@@ -313,8 +314,20 @@ for _, i in ipairs(fresh) do
   end
 end
 
+-- HGETALL replies as JSON arrays (cjson would print an empty one as an object).
+local function flatHash(key)
+  local all = redis.call('HGETALL', key)
+  if #all == 0 then return '[]' end
+  return cjson.encode(all)
+end
+
 for _, user in ipairs(touched) do
-  change({ kind = 'user', project = user[1], external_id = user[2] })
+  local e = { project = user[1], external_id = user[2] }
+  redis.call('XADD', changesKey, '*', 'd', table.concat({
+    '{"kind":"user","project":', cjson.encode(e.project), ',"external_id":', cjson.encode(e.external_id),
+    ',"state":{"user":', flatHash(userKey('user', e)), ',"tags":', flatHash(userKey('tags', e)),
+    ',"subs":', flatHash(userKey('subs', e)), ',"consent":', flatHash(userKey('consent', e)), '}}',
+  }))
 end
 for w in pairs(writerMoved) do
   redis.call('SET', writerKey(w), int(writerSeq[w]), 'PX', idemTtl)

@@ -5,6 +5,14 @@ import type { Topology } from '../topology.ts';
 import { parseConsent } from './consent.ts';
 import { decodeTag } from './tag-codec.ts';
 
+/** The four hashes that hold one user's state, field to value. */
+export interface UserHashes {
+  user: Record<string, string>;
+  tags: Record<string, string>;
+  subs: Record<string, string>;
+  consent: Record<string, string>;
+}
+
 /**
  * The applied state of one user as `GET /api/users/{external_id}` shows it (schemas/users.ts), or
  * null when the user hash does not exist. Reads the four hashes of the user (one partition, so one
@@ -17,6 +25,12 @@ export async function readUser(redis: RedisClient, topology: Topology, project: 
     redis.hgetall(topology.subs(project, externalId)),
     redis.hgetall(topology.consent(project, externalId)),
   ]);
+  return userView(externalId, { user, tags, subs, consent });
+}
+
+/** A user's view from its hashes; null when the user hash is empty (no such user). */
+export function userView(externalId: string, hashes: UserHashes): UserView | null {
+  const { user, tags, subs, consent } = hashes;
   if (user['created_at'] === undefined) return null;
   const view: UserView = {
     external_id: externalId,

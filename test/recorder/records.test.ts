@@ -69,3 +69,27 @@ t.test('the recorder fills users, events, receipts and message_deliveries from t
   });
   t.ok(acked);
 });
+
+t.test("a user's row holds the state its change carries, without reading the user back", async (t) => {
+  const gw = await inProcessGateway(t);
+  await gw.run(applyRole);
+  const project = gw.project.project_id;
+  const changes = gw.topology.changes(gw.topology.partitionOf(project, 'bob'));
+  const posted = await call(`${gw.url}/api/sdk/users`, 'POST', gw.project.sdk_key, { external_id: 'bob', tags: { plan: 'silver', tier: '2' } });
+  t.equal(posted.status, 202);
+  const state = await eventually('the user change', async () => {
+    const entries = (await gw.redis.xrange(changes, '-', '+')) as [string, string[]][];
+    const change = entries.map(([, fields]) => JSON.parse(fields[1] ?? '{}') as Record<string, unknown>).find((c) => c['kind'] === 'user');
+    return change?.['state'] as Record<string, string[]> | undefined;
+  });
+  t.same(state['tags']?.slice().sort(), ['plan', 's2', 'ssilver', 'tier'], 'the change holds the tags hash as stored');
+  t.same(state['consent'], [], 'an empty hash is an empty list');
+  // Redis moves on before the recorder runs: the row must still be the state of the change.
+  await gw.redis.hset(gw.topology.tags(project, 'bob'), 'plan', 'later');
+  await gw.run(recorderRole);
+  const row = await eventually('bob in the users mirror', async () => {
+    const [found] = await rows<Record<string, unknown>>(gw.clickhouse, 'SELECT tags FROM users FINAL WHERE project = {p:String}', { p: project });
+    return found;
+  });
+  t.same(row, { tags: { plan: 'silver', tier: '2' } });
+});
