@@ -10,6 +10,7 @@ import { Properties } from './sdk.ts';
  */
 const base = { id: Type.String(), project: Type.String(), external_id: Type.String() };
 
+/** An event: its ingest entry's own JSON with kind and id put in front, so the entry's other fields (op, at, a writer's stamp) ride along. */
 export const EventChange = Type.Object({
   kind: Type.Literal('event'),
   ...base,

@@ -94,7 +94,8 @@ export function eventRow(c: Static<typeof EventChange>): Record<string, unknown>
     project: c.project,
     external_id: c.external_id,
     name: c.name,
-    properties: JSON.stringify(c.properties ?? {}),
+    // Keys in order, as one text whatever order the SDK sent them in (the values are flat).
+    properties: JSON.stringify(c.properties ?? {}, Object.keys(c.properties ?? {}).sort()),
     idempotency_key: c.idempotency_key ?? null,
     stream_id: c.id,
     at: c.ts,

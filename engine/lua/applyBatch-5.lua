@@ -261,10 +261,16 @@ local function change(record)
   redis.call('XADD', changesKey, '*', 'd', encode(record))
 end
 
-local function event(e, id)
+-- The change of an event is its entry's own JSON text with kind and id put in front (its other
+-- fields, op, at and the writer's stamp, ride along): encode() costs some 20 µs an event.
+local function event(e, id, json)
   if e.idempotency_key then
     local marker = prefix .. 'idem:' .. tag .. ':' .. e.project .. ':' .. e.idempotency_key
     if not redis.call('SET', marker, '1', 'NX', 'PX', idemTtl) then return end
+  end
+  if string.byte(json, 1) == 123 then
+    redis.call('XADD', changesKey, '*', 'd', '{"kind":"event","id":"' .. id .. '",' .. string.sub(json, 2))
+    return
   end
   change({
     kind = 'event', id = id, project = e.project, external_id = e.external_id, name = e.name,
@@ -273,10 +279,10 @@ local function event(e, id)
 end
 
 local function receipt(e, id)
-  change({
-    kind = 'receipt', id = id, project = e.project, external_id = e.external_id,
-    svc_message_id = e.svc_message_id, receipt = e.kind, ts = e.ts,
-  })
+  redis.call('XADD', changesKey, '*', 'd', table.concat({
+    '{"kind":"receipt","id":"', id, '","project":', cjson.encode(e.project), ',"external_id":', cjson.encode(e.external_id),
+    ',"svc_message_id":', cjson.encode(e.svc_message_id), ',"receipt":"', e.kind, '","ts":', number(e.ts), '}',
+  }))
 end
 
 -- Highest sequence applied per writer: as stored, then as this batch moves it.
@@ -307,7 +313,7 @@ for _, i in ipairs(fresh) do
       touchUser(e, op ~= 'event' and op ~= 'receipt')
       if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e) end
       if op == 'subscribe' then subscribe(e) end
-      if op == 'event' then event(e, ARGV[i]) end
+      if op == 'event' then event(e, ARGV[i], ARGV[i + 1]) end
       if op == 'receipt' then receipt(e, ARGV[i]) end
     end
     appliedCount = appliedCount + 1
