@@ -25,7 +25,6 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
@@ -33,13 +32,14 @@ import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { startChild, type Child } from './child.ts';
 import { isClickHouseThread, processesCpu, redisCpu, threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
-import { sleep, startEngine, waitApplied, waitFor } from './deployment.ts';
+import { startEngine, waitApplied, waitFor } from './deployment.ts';
 import { measureMax, type MaxRate, type System } from './max-rate.ts';
-import { paced, percentile, type PacedResult } from './paced.ts';
+import { paced, type PacedResult } from './paced.ts';
+import { LagProbes, type LagFigures } from './probes.ts';
 import { writeReport } from './report.ts';
 import { runBench } from './run.ts';
 import { wholeFlag } from './settings.ts';
-import { probeWrite, SdkMix, type Write } from './sdk-mix.ts';
+import { SdkMix } from './sdk-mix.ts';
 import type { Reference, SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
 
@@ -92,17 +92,11 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
 let work = '';
 
-interface LagStep {
+interface LagStep extends LagFigures {
   share: number;
   /** One write in this many was a probe. */
   sample_every: number;
   load: PacedResult;
-  samples: number;
-  visible: number;
-  not_visible: number;
-  p50_ms: number;
-  p99_ms: number;
-  max_ms: number;
   /**
    * Cores used over the load (warm-up included): the system's processes, of which their threads
    * not named `node` (the embedded ClickHouse's), Redis, this process (load and polls).
@@ -117,31 +111,16 @@ interface SystemResult {
 }
 
 async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Promise<LagStep> {
-  const polls = new Pool(sys.base, { connections: 16, pipelining: 1 });
-  const headers = { authorization: `Bearer ${sys.restKey}` };
-  const warmupCount = Math.round(rate * settings.warmup_seconds);
   const sampleEvery = Math.max(1, Math.round(rate / settings.probes_per_sec));
-  const isProbe = (i: number): boolean => i >= warmupCount && (i - warmupCount) % sampleEvery === 0;
-  const probeUser = (i: number): string => `lag-${Math.round(share * 100)}-${i}`;
-  const lags: number[] = [];
-  let notVisible = 0;
-  const watching: Promise<void>[] = [];
-  const watch = async (user: string, value: string, acceptedAt: number): Promise<void> => {
-    for (;;) {
-      const res = await polls.request({ method: 'GET', path: `/api/users/${encodeURIComponent(user)}`, headers });
-      const text = await res.body.text();
-      const at = performance.now();
-      if (res.statusCode === 200 && (JSON.parse(text) as { tags?: Record<string, unknown> }).tags?.['probe'] === value) {
-        lags.push(at - acceptedAt);
-        return;
-      }
-      if (at - acceptedAt > PROBE_TIMEOUT_MS) {
-        notVisible += 1;
-        return;
-      }
-      await sleep(settings.poll_ms);
-    }
-  };
+  const probes = new LagProbes({
+    base: sys.base,
+    restKey: sys.restKey,
+    from: Math.round(rate * settings.warmup_seconds),
+    every: sampleEvery,
+    prefix: `lag-${Math.round(share * 100)}-`,
+    pollMs: settings.poll_ms,
+    timeoutMs: PROBE_TIMEOUT_MS,
+  });
   log(`bench: ${sys.name}: ${Math.round(share * 100)}% = ${rate} writes/s for ${settings.warmup_seconds} s warm-up + ${settings.seconds} s, 1 in ${sampleEvery} probed`);
   const threads = (): Promise<ThreadCpu[]> => Promise.all(sys.pids.map((pid) => threadCpu(pid)));
   const cpu0 = { at: performance.now(), system: await processesCpu(sys.pids), threads: await threads(), redis: await redisCpu(cpuRedis), bench: process.cpuUsage() };
@@ -152,10 +131,7 @@ async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Pro
     seconds: settings.warmup_seconds + settings.seconds,
     connections: settings.connections,
     maxInFlight: 4096,
-    next: (i): Write => (isProbe(i) ? probeWrite(probeUser(i), `v${i}`) : mix.next()),
-    onAccepted: (i, _write, at) => {
-      if (isProbe(i)) watching.push(watch(probeUser(i), `v${i}`, at).catch(() => void (notVisible += 1)));
-    },
+    ...probes.hooks(() => mix.next()),
   });
   const wall = (performance.now() - cpu0.at) / 1000;
   const benchCpu = process.cpuUsage(cpu0.bench);
@@ -164,22 +140,8 @@ async function lagAt(sys: System, mix: SdkMix, rate: number, share: number): Pro
     .flatMap((after, i) => Object.entries(threadCpuBetween(cpu0.threads[i] ?? new Map(), after)))
     .reduce((sum, [name, seconds]) => sum + (isClickHouseThread(name) ? seconds : 0), 0);
   const cpuCores = { system: cores((await processesCpu(sys.pids)) - cpu0.system), system_clickhouse: cores(clickhouse), redis: cores((await redisCpu(cpuRedis)) - cpu0.redis), bench: cores((benchCpu.user + benchCpu.system) / 1e6) };
-  await Promise.all(watching);
-  await polls.close();
-  lags.sort((a, b) => a - b);
-  const step: LagStep = {
-    share,
-    sample_every: sampleEvery,
-    load,
-    samples: lags.length + notVisible,
-    visible: lags.length,
-    not_visible: notVisible,
-    p50_ms: round(percentile(lags, 0.5)),
-    p99_ms: round(percentile(lags, 0.99)),
-    max_ms: round(lags.at(-1) ?? 0),
-    cpu_cores: cpuCores,
-  };
-  log(`bench: ${sys.name}: ${load.accepted_per_sec} writes/s accepted; lag p50 ${step.p50_ms} ms, p99 ${step.p99_ms} ms, max ${step.max_ms} ms over ${step.visible} probes, ${notVisible} never visible`);
+  const step: LagStep = { share, sample_every: sampleEvery, load, ...(await probes.done()), cpu_cores: cpuCores };
+  log(`bench: ${sys.name}: ${load.accepted_per_sec} writes/s accepted; lag p50 ${step.p50_ms} ms, p99 ${step.p99_ms} ms, max ${step.max_ms} ms over ${step.visible} probes, ${step.not_visible} never visible`);
   await sys.settle();
   return step;
 }

@@ -2,7 +2,10 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import type { Write } from './sdk-mix.ts';
 
-/** An open-loop load at a constant rate: what was asked, and what the server answered. */
+/**
+ * An open-loop load at a constant rate: what was asked, and what the server answered, the
+ * warm-up's requests left out.
+ */
 export interface PacedResult {
   target_per_sec: number;
   seconds: number;
@@ -24,13 +27,20 @@ export interface PacedOptions {
   /** Requests per second, started on schedule whatever the answers do (open loop). */
   rate: number;
   seconds: number;
+  /**
+   * Seconds sent before `seconds` and not counted in the result: the first round(rate × warmup)
+   * requests (default 0).
+   */
+  warmup?: number;
+  /** Called once, as the first counted request is due. */
+  onWarm?(): void;
   /** Keep-alive HTTP/1.1 connections, one request in flight each; more requests queue. */
   connections: number;
   /** Requests in flight (queued included) past which a due request is skipped, not queued. */
   maxInFlight: number;
   /** The i-th request. */
   next(i: number): Write;
-  /** Called on each 2xx answer with the performance.now() it arrived at. */
+  /** Called on each 2xx answer (the warm-up's too) with the performance.now() it arrived at. */
   onAccepted?(i: number, write: Write, at: number): void;
 }
 
@@ -49,24 +59,27 @@ export async function paced(opts: PacedOptions): Promise<PacedResult> {
   let errors = 0;
   let inFlight = 0;
   let drained: (() => void) | null = null;
+  const counted = Math.round(opts.rate * (opts.warmup ?? 0));
   const fire = (i: number): void => {
     const write = opts.next(i);
+    const measured = i >= counted;
     const started = performance.now();
     inFlight += 1;
-    sent += 1;
+    if (measured) sent += 1;
     pool
       .request({ origin: opts.url, method: write.method, path: write.path, headers, body: write.body })
       .then(async (res) => {
         await res.body.dump();
         const at = performance.now();
+        const ok = res.statusCode >= 200 && res.statusCode < 300;
+        if (ok) opts.onAccepted?.(i, write, at);
+        if (!measured) return;
         latencies.push(at - started);
-        if (res.statusCode >= 200 && res.statusCode < 300) {
-          accepted += 1;
-          opts.onAccepted?.(i, write, at);
-        } else non2xx += 1;
+        if (ok) accepted += 1;
+        else non2xx += 1;
       })
       .catch(() => {
-        errors += 1;
+        if (measured) errors += 1;
       })
       .finally(() => {
         inFlight -= 1;
@@ -74,13 +87,14 @@ export async function paced(opts: PacedOptions): Promise<PacedResult> {
       });
   };
   const t0 = performance.now();
-  const total = Math.round(opts.rate * opts.seconds);
+  const total = counted + Math.round(opts.rate * opts.seconds);
   let i = 0;
   while (i < total) {
     const due = Math.min(total, Math.floor(((performance.now() - t0) * opts.rate) / 1000));
     for (; i < due; i++) {
-      if (inFlight >= opts.maxInFlight) skipped += 1;
-      else fire(i);
+      if (i === counted) opts.onWarm?.();
+      if (inFlight < opts.maxInFlight) fire(i);
+      else if (i >= counted) skipped += 1;
     }
     await new Promise((r) => setTimeout(r, 1));
   }
