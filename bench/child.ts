@@ -7,6 +7,8 @@ export interface Child {
   proc: ChildProcess;
   /** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
   stop(): Promise<void>;
+  /** The last 4 000 characters it wrote (stdout and stderr). */
+  output(): string;
 }
 
 /** The children a benchmark started, stopped together at its end or on its failure. */
@@ -71,7 +73,7 @@ export function startChild(
       if ((port > 0 || opts.listens === false) && ready) {
         clearTimeout(timer);
         proc.removeListener('exit', onExit);
-        resolve({ name, port, proc, stop });
+        resolve({ name, port, proc, stop, output: () => output });
       }
     };
     const onExit = (code: number | null): void => fail(`exited with ${code} before it was listening`);

@@ -87,6 +87,22 @@ export function threadCpuBetween(before: ThreadCpu, after: ThreadCpu): Record<st
  */
 export const isClickHouseThread = (name: string): boolean => name !== 'node' && !name.startsWith('v8:');
 
+/**
+ * CPU seconds of a node process embedding chDB between two samples of its threads, by kind: its
+ * main thread (the event loop, whose thread id is the pid), ClickHouse's threads, and node's
+ * others (V8's workers and garbage collector, the libuv pool, the profiler).
+ */
+export function engineThreadsBetween(pid: number, before: ThreadCpu, after: ThreadCpu): { main: number; clickhouse: number; helpers: number } {
+  const out = { main: 0, clickhouse: 0, helpers: 0 };
+  for (const [tid, { name, seconds }] of after) {
+    const used = seconds - (before.get(tid)?.seconds ?? 0);
+    if (tid === String(pid)) out.main += used;
+    else if (isClickHouseThread(name)) out.clickhouse += used;
+    else out.helpers += used;
+  }
+  return out;
+}
+
 /** A CpuShare whose `server` is the sum over several processes, with each one's cores by name. */
 export interface CpuShareOf extends CpuShare {
   processes: Record<string, number>;

@@ -4,11 +4,14 @@
  * with a project created and provider credentials registered through the `engine` command.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
+import { RECORDER_GROUP } from '../actors/recorder/limits.ts';
 import { APPLY_GROUP, type Topology } from '../engine/topology.ts';
 import { startChild, type Child } from './child.ts';
 
@@ -63,6 +66,8 @@ export interface EngineOptions {
   roles?: string[];
   /** More environment (PROVIDER_CA_FILE, PARTITIONS, ...). */
   env?: Record<string, string>;
+  /** Node flags after those of ENGINE_NODE_FLAGS (for example `--cpu-prof`). */
+  nodeFlags?: string[];
 }
 
 /**
@@ -73,7 +78,7 @@ export interface EngineOptions {
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
   const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', ...opts.env };
   const roles = opts.roles === undefined ? [] : ['--roles', opts.roles.join(',')];
-  const nodeFlags = (process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '');
+  const nodeFlags = [...(process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== ''), ...(opts.nodeFlags ?? [])];
   const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 });
   const cli = async (...args: string[]): Promise<string> =>
     (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: root })).stdout;
@@ -113,34 +118,94 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
   }
 }
 
-/** The samples of a Prometheus text answer without labels, by metric name. */
+/**
+ * The samples of a Prometheus text answer, by metric name, with its labels as written when it has
+ * any (`svc_recorded_rows_total{table="events"}`).
+ */
 export async function metrics(base: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*) ([0-9.eE+-]+)$/.exec(line);
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) ([0-9.eE+-]+)$/.exec(line);
     if (match?.[1] !== undefined) out.set(match[1], Number(match[2]));
   }
   return out;
 }
 
 /**
- * Ingest entries not yet applied, summed over partitions: each stream's `lag` of the apply group
- * (not yet read) plus its `pending` (read, not yet acknowledged); the whole stream before the
- * group exists.
+ * A consumer group's progress over some streams, summed (XINFO GROUPS): entries read by the group
+ * so far (`entries-read`), not yet read (`lag`), read but not yet acknowledged (`pending`). A
+ * stream without the group counts as wholly unread; one that does not exist counts nothing.
  */
-export async function unapplied(redis: Redis, topology: Topology): Promise<number> {
-  const counts = await Promise.all(
-    Array.from({ length: topology.partitions }, async (_, p) => {
-      const key = topology.ingest(p);
-      if ((await redis.exists(key)) === 0) return 0;
+export interface GroupProgress {
+  read: number;
+  lag: number;
+  pending: number;
+}
+
+export async function groupProgress(redis: Redis, keys: string[], group: string): Promise<GroupProgress> {
+  const each = await Promise.all(
+    keys.map(async (key): Promise<GroupProgress> => {
+      if ((await redis.exists(key)) === 0) return { read: 0, lag: 0, pending: 0 };
       const groups = (await redis.xinfo('GROUPS', key)) as unknown[][];
-      const group = groups.map(fieldsOf).find((g) => g.get('name') === APPLY_GROUP);
-      if (group === undefined) return redis.xlen(key);
-      return Number(group.get('lag') ?? 0) + Number(group.get('pending') ?? 0);
+      const found = groups.map(fieldsOf).find((g) => g.get('name') === group);
+      if (found === undefined) return { read: 0, lag: await redis.xlen(key), pending: 0 };
+      return { read: Number(found.get('entries-read') ?? 0), lag: Number(found.get('lag') ?? 0), pending: Number(found.get('pending') ?? 0) };
     }),
   );
-  return counts.reduce((a, b) => a + b, 0);
+  return each.reduce((sum, p) => ({ read: sum.read + p.read, lag: sum.lag + p.lag, pending: sum.pending + p.pending }), { read: 0, lag: 0, pending: 0 });
+}
+
+/** Ingest entries not yet applied, summed over partitions: the apply group's `lag` plus its `pending`. */
+export async function unapplied(redis: Redis, topology: Topology): Promise<number> {
+  const ingest = Array.from({ length: topology.partitions }, (_, p) => topology.ingest(p));
+  const progress = await groupProgress(redis, ingest, APPLY_GROUP);
+  return progress.lag + progress.pending;
+}
+
+/** Changes entries not yet recorded in ClickHouse, summed over partitions (lag plus pending). */
+export async function unrecorded(redis: Redis, topology: Topology): Promise<number> {
+  const progress = await groupProgress(redis, changesKeys(topology), RECORDER_GROUP);
+  return progress.lag + progress.pending;
+}
+
+/**
+ * Changes entries appended so far (read by the recorder or not) and recorded (read and
+ * acknowledged), summed over partitions, each the mean of `samples` samples `everyMs` apart, with
+ * the mean time of the samples: the recorder inserts in rounds (every half its linger), which
+ * makes `recorded` a saw-tooth that a second of samples evens out.
+ */
+export async function recorderProgress(redis: Redis, topology: Topology, samples = 5, everyMs = 200): Promise<{ at: number; appended: number; recorded: number }> {
+  const mean = { at: 0, appended: 0, recorded: 0 };
+  for (let i = 0; i < samples; i++) {
+    if (i > 0) await sleep(everyMs);
+    const p = await groupProgress(redis, changesKeys(topology), RECORDER_GROUP);
+    mean.at += performance.now() / samples;
+    mean.appended += (p.read + p.lag) / samples;
+    mean.recorded += (p.read - p.pending) / samples;
+  }
+  return mean;
+}
+
+const changesKeys = (topology: Topology): string[] => Array.from({ length: topology.partitions }, (_, p) => topology.changes(p));
+
+/** What `startEngine` runs: the commit, and the engine's sources changed since it and since the build. */
+export interface EngineBuild {
+  commit: string;
+  from: 'dist' | 'sources';
+  uncommitted: string[];
+  newer_than_build: string[];
+}
+
+export async function engineBuild(): Promise<EngineBuild> {
+  const run = async (cmd: string, args: string[]): Promise<string[]> => (await promisify(execFile)(cmd, args, { cwd: root })).stdout.split('\n').filter(Boolean);
+  const dirs = ['engine', 'actors', 'gateway', 'schemas', 'bin'];
+  const [commit = ''] = await run('git', ['rev-parse', '--short', 'HEAD']);
+  const uncommitted = await run('git', ['status', '--porcelain', '--', ...dirs]);
+  const built = join(root, 'dist/bin/main.js');
+  if (process.env['ENGINE_FROM_SOURCE'] === '1' || !existsSync(built)) return { commit, from: 'sources', uncommitted, newer_than_build: [] };
+  const newer = await run('find', [...dirs, '-newer', built, '-type', 'f', '(', '-name', '*.ts', '-o', '-name', '*.lua', '-o', '-name', '*.sql', ')']);
+  return { commit, from: 'dist', uncommitted, newer_than_build: newer };
 }
 
 /** Waits until every ingest entry is applied (`unapplied` is 0). */

@@ -55,11 +55,13 @@ function ratioText(ratio: number | null, goal: number): string {
   return `${Math.round(ratio * 100)}% (goal ${Math.round(goal * 100)}%: ${ratio >= goal ? 'met' : 'not met'})`;
 }
 
+/** The `<date>` of a report's file name, from its `started_at`: 2026-11-23T182348Z. */
+export const reportStamp = (startedAt: string): string => startedAt.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
+
 /** Writes bench/reports/<benchmark>-<date>.json; returns its path. */
 export async function writeReport(dir: string, report: { benchmark: string; started_at: string }): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const stamp = report.started_at.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
-  const file = `${dir}/${report.benchmark}-${stamp}.json`;
+  const file = `${dir}/${report.benchmark}-${reportStamp(report.started_at)}.json`;
   const text = `${JSON.stringify(report, null, 2)}\n`;
   await writeFile(file, text);
   return file;

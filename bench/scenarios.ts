@@ -37,6 +37,11 @@ export const scenarios: Scenario[] = [
     runs: [{ title: 'apply lag', script: 'apply-lag.ts', args: [], report: 'apply-lag', takesOut: false }],
   },
   {
+    name: 'write-cost',
+    about: 'CPU µs, Redis commands and apply lag per SDK write, accept to recorded in ClickHouse, at 3 000 and 10 000 writes/s',
+    runs: [{ title: 'write cost', script: 'write-cost.ts', args: [], report: 'write-cost', takesOut: false }],
+  },
+  {
     name: 'broadcast',
     about: 'a push broadcast to 200 000 and to 1 000 000 users, accept to last record in ClickHouse, against a bare node:http2 loop',
     runs: [

@@ -1,0 +1,334 @@
+/**
+ * Write-cost benchmark: what an SDK write costs the default deployment (one `engine start`
+ * process, every role, embedded ClickHouse in a temp DATA_DIR, PARTITIONS as configured, fresh
+ * KEY_PREFIX) from its accept to its record in ClickHouse, at constant rates.
+ *
+ * `node --import tsx bench/write-cost.ts [--rates 3000,10000] [--seconds 20] [--warmup 3]
+ *  [--probes-per-sec 50] [--profile]`
+ *
+ * Per rate: the SDK mix of bench/sdk-mix.ts over 100 000 users, open loop (bench/paced.ts), a
+ * warm-up, then a window of `--seconds` in which it reads the writes sent, accepted, applied and
+ * recorded (engine /metrics, XINFO GROUPS), the CPU of the engine (by thread), of Redis and of this
+ * process, Redis INFO commandstats, and the apply lag of about `--probes-per-sec` probes a second
+ * (bench/probes.ts); then how long after the load everything accepted took to be applied and
+ * recorded (at most 120 s). `--profile` runs the engine with --cpu-prof, keeps its profile as
+ * bench/reports/write-cost-<date>.cpuprofile and puts its top functions in the report. Writes
+ * bench/reports/write-cost-<date>.json.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { loadConfig } from '../engine/config.ts';
+import { createRedis } from '../engine/redis.ts';
+import { Topology } from '../engine/topology.ts';
+import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { Children } from './child.ts';
+import type { CommandCosts } from './commandstats.ts';
+import { costSample, costsBetween, type CostSample, type Costs } from './cost-window.ts';
+import { profileAtExit, summarizeProfile, type ProfileSummary } from './cpuprofile.ts';
+import { engineBuild, recorderProgress, sleep, startEngine, unapplied, unrecorded, type Engine } from './deployment.ts';
+import { paced, type PacedResult } from './paced.ts';
+import { LagProbes, type LagFigures } from './probes.ts';
+import { reportStamp, writeReport } from './report.ts';
+import { log, runBench } from './run.ts';
+import { wholeFlag } from './settings.ts';
+import { SdkMix } from './sdk-mix.ts';
+import type { SummaryRow } from './summary.ts';
+import { machine, printRows } from './table.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const reportsDir = join(root, 'bench/reports');
+const GOAL_RATE = 10_000;
+/** The share of GOAL_RATE that counts as sustaining it: the load generator's own jitter. */
+const GOAL_RATE_SHARE = 0.98;
+const GOAL_US_PER_WRITE = 100;
+const GOAL_LAG_P99_MS = 250;
+const USERS = 100_000;
+const DRAIN_MS = 120_000;
+const PROBE_TIMEOUT_MS = 30_000;
+
+const { values } = parseArgs({
+  options: {
+    rates: { type: 'string', default: '3000,10000' },
+    seconds: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '3' },
+    'probes-per-sec': { type: 'string', default: '50' },
+    profile: { type: 'boolean', default: false },
+  },
+});
+const settings = {
+  rates: values.rates.split(',').map((rate) => wholeFlag('rates', rate)),
+  seconds: wholeFlag('seconds', values.seconds),
+  warmup_seconds: wholeFlag('warmup', values.warmup),
+  probes_per_sec: wholeFlag('probes-per-sec', values['probes-per-sec']),
+  poll_ms: 5,
+  connections: 64,
+  users: USERS,
+  profile: values.profile,
+};
+
+const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const prefix = `benchcost${Date.now().toString(36)}:`;
+const topology = new Topology(prefix, Number(process.env['PARTITIONS'] ?? 64));
+const children = new Children();
+const infoRedis = createRedis(loadConfig({ REDIS_URL: redisUrl }));
+const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+let work = '';
+/** Set once the engine is meant to stop, so its exit is not reported as a crash. */
+let stopping = false;
+
+interface RateResult {
+  rate: number;
+  /** One write in this many was an apply-lag probe. */
+  sample_every: number;
+  /** The requests sent after the warm-up, as the load generator saw them (answers after the window included). */
+  load: PacedResult;
+  window_seconds: number;
+  /**
+   * Over the window: requests started, 2xx answers, ingest entries applied, rows inserted by
+   * table; changes entries appended and recorded, between the means of its first and last second.
+   */
+  per_sec: { sent: number; accepted: number; applied: number; recorded_rows: Record<string, number>; changes_appended: number; changes_recorded: number };
+  /** accepted/s × the share of it applied × the share of the changes recorded (each at most 1): the writes carried all the way. */
+  carried_per_sec: number;
+  backlog_at_end: { unapplied_entries: number; unrecorded_changes: number };
+  /** Seconds from the last answer until everything accepted was applied, and recorded; null: not within DRAIN_MS. */
+  done_after_load_s: { applied: number | null; recorded: number | null };
+  cpu_us_per_write: Costs['cpu_us_per_write'];
+  cpu_cores: Costs['cpu_cores'];
+  redis_commands: CommandCosts;
+  lag: LagFigures;
+}
+
+/** What the measured window saw: a cost sample at each end and the recorder's progress in between. */
+interface Window {
+  begin: CostSample;
+  end: CostSample;
+  backlog: RateResult['backlog_at_end'];
+  changes: { seconds: number; appended: number; recorded: number };
+}
+
+/** Samples the window from now: `seconds` long, the recorder's progress over its first and last second. */
+async function measureWindow(engine: Engine, seconds: number, close: () => void): Promise<Window> {
+  const ending = sleep(seconds * 1000);
+  const [begin, first] = await Promise.all([costSample(engine, infoRedis), recorderProgress(redis, topology)]);
+  await sleep(Math.max(0, (seconds - 1) * 1000 - (performance.now() - begin.at)));
+  const last = await recorderProgress(redis, topology);
+  await ending;
+  close();
+  const end = await costSample(engine, infoRedis);
+  const backlog = { unapplied_entries: await unapplied(redis, topology), unrecorded_changes: await unrecorded(redis, topology) };
+  const changes = { seconds: (last.at - first.at) / 1000, appended: last.appended - first.appended, recorded: last.recorded - first.recorded };
+  return { begin, end, backlog, changes };
+}
+
+/** Seconds from `from` until `check` gives 0, polled every 100 ms; null after DRAIN_MS. */
+async function secondsUntilZero(check: () => Promise<number>, from: number): Promise<number | null> {
+  while (performance.now() - from < DRAIN_MS) {
+    if ((await check()) === 0) return Math.round((performance.now() - from) / 10) / 100;
+    await sleep(100);
+  }
+  return null;
+}
+
+async function measureRate(engine: Engine, keys: { rest: string; sdk: string }, mix: SdkMix, rate: number): Promise<RateResult> {
+  const sampleEvery = Math.max(1, Math.round(rate / settings.probes_per_sec));
+  const probeOptions = { base: engine.base, restKey: keys.rest, every: sampleEvery, prefix: `probe-${rate}-`, pollMs: settings.poll_ms, timeoutMs: PROBE_TIMEOUT_MS };
+  const probes = new LagProbes({ ...probeOptions, from: Math.round(rate * settings.warmup_seconds) });
+  const hooks = probes.hooks(() => mix.next());
+  const counts = { open: false, sent: 0, accepted: 0 };
+  // The window opens as the warm-up ends, inside the load (paced's onWarm), and is awaited after it.
+  let warm = (): void => undefined;
+  const measured = new Promise<void>((resolve) => (warm = resolve)).then(() => measureWindow(engine, settings.seconds, () => (counts.open = false)));
+  measured.catch(() => undefined);
+  log(`bench: ${rate} writes/s: ${settings.warmup_seconds} s warm-up + ${settings.seconds} s measured, 1 in ${sampleEvery} probed`);
+  const load = await paced({
+    url: engine.base,
+    headers: { authorization: `Bearer ${keys.sdk}` },
+    rate,
+    warmup: settings.warmup_seconds,
+    seconds: settings.seconds,
+    connections: settings.connections,
+    maxInFlight: 4096,
+    onWarm: () => {
+      counts.open = true;
+      warm();
+    },
+    next: (i) => {
+      if (counts.open) counts.sent += 1;
+      return hooks.next(i);
+    },
+    onAccepted: (i, write, at) => {
+      if (counts.open) counts.accepted += 1;
+      hooks.onAccepted?.(i, write, at);
+    },
+  });
+  const stopped = performance.now();
+  const window = await measured;
+  const [lag, applied, recorded] = await Promise.all([probes.done(), secondsUntilZero(() => unapplied(redis, topology), stopped), secondsUntilZero(() => unrecorded(redis, topology), stopped)]);
+
+  const costs = costsBetween(engine.pid, window.begin, window.end, counts.accepted);
+  const perSec = (n: number, seconds = costs.seconds): number => Math.round(n / seconds);
+  const rows = [...window.end.metrics.keys()].flatMap((key) => {
+    const table = /^svc_recorded_rows_total\{table="([^"]+)"\}$/.exec(key)?.[1];
+    return table === undefined ? [] : [[table, perSec(costs.counter(key))] as const];
+  });
+  const appliedCount = costs.counter('svc_applied_entries_total');
+  const share = (n: number, of: number): number => (of > 0 ? Math.min(1, n / of) : 1);
+  const { changes } = window;
+  const result: RateResult = {
+    rate,
+    sample_every: sampleEvery,
+    load,
+    window_seconds: costs.seconds,
+    per_sec: {
+      sent: perSec(counts.sent),
+      accepted: perSec(counts.accepted),
+      applied: perSec(appliedCount),
+      recorded_rows: Object.fromEntries(rows),
+      changes_appended: perSec(changes.appended, changes.seconds),
+      changes_recorded: perSec(changes.recorded, changes.seconds),
+    },
+    carried_per_sec: Math.round(perSec(counts.accepted) * share(appliedCount, counts.accepted) * share(changes.recorded, changes.appended)),
+    backlog_at_end: window.backlog,
+    done_after_load_s: { applied, recorded },
+    cpu_us_per_write: costs.cpu_us_per_write,
+    cpu_cores: costs.cpu_cores,
+    redis_commands: costs.redis_commands,
+    lag,
+  };
+  log(
+    `bench: ${rate}/s: ${result.per_sec.accepted}/s accepted, ${result.per_sec.applied}/s applied, ${result.carried_per_sec}/s carried; ` +
+      `${result.cpu_us_per_write.engine_and_redis} µs/write engine + Redis; ${result.redis_commands.calls_per_write} Redis commands/write; ` +
+      `lag p99 ${lag.p99_ms} ms; applied ${applied ?? 'NOT'} s and recorded ${recorded ?? 'NOT'} s after the load`,
+  );
+  return result;
+}
+
+/** The summary rows of one rate; the goals sit on the rows of GOAL_RATE and of half of it. */
+function summarize(r: RateResult): SummaryRow[] {
+  const row = (measure: string, value: number, unit: string, better: SummaryRow['better'], goal: SummaryRow['goal']): SummaryRow => ({
+    scenario: 'write-cost',
+    measure: `${measure} at ${r.rate}/s`,
+    value,
+    unit,
+    better,
+    ceiling: null,
+    baseline: null,
+    goal,
+  });
+  const atGoal = r.rate === GOAL_RATE;
+  const carriedGoal = Math.round(GOAL_RATE * GOAL_RATE_SHARE);
+  return [
+    row('engine + Redis CPU per write', r.cpu_us_per_write.engine_and_redis, 'µs/write', 'lower', atGoal ? { text: `at most ${GOAL_US_PER_WRITE} µs`, met: r.cpu_us_per_write.engine_and_redis <= GOAL_US_PER_WRITE } : null),
+    row('writes accepted, applied and recorded', r.carried_per_sec, 'writes/s', 'higher', atGoal ? { text: `${GOAL_RATE}/s (at least ${carriedGoal})`, met: r.carried_per_sec >= carriedGoal } : null),
+    row('apply lag p99', r.lag.p99_ms, 'ms', 'lower', r.rate === GOAL_RATE / 2 ? { text: `under ${GOAL_LAG_P99_MS} ms, every probe visible`, met: r.lag.p99_ms < GOAL_LAG_P99_MS && r.lag.not_visible === 0 } : null),
+    row('Redis commands per write', r.redis_commands.calls_per_write, 'commands/write', 'lower', null),
+  ];
+}
+
+function print(results: RateResult[], profile: ProfileSummary | null): void {
+  const s = (v: number | null): string => (v === null ? 'not reached' : String(v));
+  printRows([
+    ['rate/s', 'sent/s', 'accepted/s', 'applied/s', 'recorded rows/s', 'carried/s', '202 p99 ms', 'left: entries/changes', 'done after s: applied/recorded', 'µs/write engine (main/CH/other)', 'Redis', 'engine+Redis', 'load gen', 'Redis cmds/write', 'lag p50/p99 ms'],
+    ...results.map((r) => [
+      String(r.rate),
+      String(r.per_sec.sent),
+      String(r.per_sec.accepted),
+      String(r.per_sec.applied),
+      Object.entries(r.per_sec.recorded_rows).map(([table, n]) => `${table} ${n}`).join(', '),
+      String(r.carried_per_sec),
+      String(r.load.p99_ms),
+      `${r.backlog_at_end.unapplied_entries}/${r.backlog_at_end.unrecorded_changes}`,
+      `${s(r.done_after_load_s.applied)}/${s(r.done_after_load_s.recorded)}`,
+      `${r.cpu_us_per_write.engine} (${r.cpu_us_per_write.engine_main}/${r.cpu_us_per_write.engine_clickhouse}/${r.cpu_us_per_write.engine_helpers})`,
+      String(r.cpu_us_per_write.redis),
+      String(r.cpu_us_per_write.engine_and_redis),
+      String(r.cpu_us_per_write.load_generator),
+      String(r.redis_commands.calls_per_write),
+      `${r.lag.p50_ms}/${r.lag.p99_ms}${r.lag.not_visible > 0 ? ` (${r.lag.not_visible} not visible)` : ''}`,
+    ]),
+  ]);
+  const last = results.at(-1);
+  const top = last?.redis_commands.commands.slice(0, 12) ?? [];
+  printRows([
+    ['Redis command', ...results.flatMap((r) => [`calls/write @${r.rate}`, `µs/write @${r.rate}`])],
+    ...top.map(({ command }) => [
+      command,
+      ...results.flatMap((r) => {
+        const c = r.redis_commands.commands.find((x) => x.command === command);
+        return [String(c?.calls_per_write ?? 0), String(c?.usec_per_write ?? 0)];
+      }),
+    ]),
+    ['all (µs: Redis CPU)', ...results.flatMap((r) => [String(r.redis_commands.calls_per_write), String(r.cpu_us_per_write.redis)])],
+  ]);
+  if (profile === null) return;
+  console.log(`engine main thread profile: ${profile.duration_ms} ms, idle ${profile.idle_pct}%, garbage collection ${profile.gc_pct}% of the busy time`);
+  printRows([['self % of busy', 'function', 'at'], ...profile.top.map((f) => [String(f.self_pct), f.name, f.at])]);
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const build = await engineBuild();
+  if (build.newer_than_build.length > 0) log(`bench: WARNING: dist/ is older than ${build.newer_than_build.length} source files (npm run build): ${build.newer_than_build.slice(0, 5).join(', ')}`);
+  work = await mkdtemp(join(tmpdir(), 'svc-bench-write-cost-'));
+  const profileDir = join(work, 'profile');
+  const engine = await startEngine({ prefix, dataDir: join(work, 'engine'), redisUrl, nodeFlags: settings.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] });
+  children.add(engine.child);
+  engine.child.proc.once('exit', (code, signal) => {
+    if (!stopping) log(`bench: the engine exited (${signal ?? code ?? ''}); its last output:\n${engine.child.output()}`);
+  });
+  const project = await engine.createProject('bench-write-cost');
+  log(`bench: engine pid ${engine.pid} on ${engine.base} (${build.from}, ${build.commit}${build.uncommitted.length > 0 ? ', uncommitted changes' : ''}), ${topology.partitions} partitions`);
+  const mix = new SdkMix(USERS, 'cost-');
+  const results: RateResult[] = [];
+  for (const rate of settings.rates) results.push(await measureRate(engine, { rest: project.rest_key, sdk: project.sdk_key }, mix, rate));
+  stopping = true;
+  let profile: ProfileSummary | null = null;
+  if (settings.profile) {
+    const kept = join(reportsDir, `write-cost-${reportStamp(startedAt.toISOString())}.cpuprofile`);
+    const missing = await profileAtExit(engine.child.proc, profileDir, kept, 60_000);
+    if (missing === null) profile = await summarizeProfile(kept, root);
+    log(missing === null ? `bench: profile written to ${kept}` : `bench: no profile: ${missing}`);
+  }
+  const summary = results.flatMap(summarize);
+  print(results, profile);
+  for (const row of summary) log(`${row.measure}: ${row.value} ${row.unit}${row.goal ? `; goal ${row.goal.text}: ${row.goal.met ? 'met' : 'NOT met'}` : ''}`);
+  const report = {
+    benchmark: 'write-cost',
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    machine: machine(),
+    settings: { ...settings, partitions: topology.partitions, drain_ms: DRAIN_MS, probe_timeout_ms: PROBE_TIMEOUT_MS },
+    engine: build,
+    results,
+    profile,
+    summary,
+    notes: [
+      'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) under the SDK mix of bench/sdk-mix.ts (of every 10 writes 4 events, 3 tag updates, 2 identifies, 1 token re-registration) over 100 000 users, sent open loop at each rate (bench/paced.ts, 64 keep-alive connections) after a warm-up; the window is `seconds` long and everything per second or per write is over it.',
+      'Per write means per 2xx answer received in the window. CPU from /proc (the engine; by thread: the main thread, ClickHouse\'s threads, node\'s other threads) and INFO cpu (Redis); the goal figure is engine + Redis, the load generator (this process: load, probes and their polls) apart. Work left over at the window\'s end (backlog_at_end, done_after_load_s) is not in the per-write figures.',
+      'applied: svc_applied_entries_total; recorded rows: svc_recorded_rows_total by table (a user\'s changes in one recorder batch are one row); changes appended and recorded: XINFO GROUPS of the changes streams, group recorder (entries-read + lag, entries-read - pending), each the average of five samples over the first and over the last second of the window, as the recorder inserts in rounds every half linger. carried/s = accepted/s x min(1, applied / accepted) x min(1, changes recorded / appended): the writes taken all the way while the load lasted.',
+      'Redis commands: INFO commandstats of the whole Redis server over the window, per write. Redis counts the commands a script calls too, under their own names, and their time also inside evalsha\'s; so calls_per_write is every command executed, not round trips. The probes\' GET /api/users polls (lag.polls) and this benchmark\'s XINFO GROUPS samples are counted in, and so would other clients of the same Redis server be.',
+      'Apply lag: about probes_per_sec writes a second are tag writes with a unique value to a user of their own; from the 202, GET /api/users/{id} is polled every poll_ms until it shows (bench/probes.ts). The lag includes up to poll_ms and one GET.',
+      'With --profile the engine runs under --cpu-prof (its main thread only, start-up and drains included), which costs it some CPU: compare CPU figures between runs of the same kind.',
+      `Machine: ${machine().cpus} cores shared by the engine, Redis and the load generator; other work on the host moves the figures (load_average in machine).`,
+    ],
+  };
+  const file = await writeReport(reportsDir, report);
+  log(`bench: report written to ${file}`);
+}
+
+async function cleanup(): Promise<void> {
+  stopping = true;
+  await children.stopAll();
+  infoRedis.disconnect();
+  redis.disconnect();
+  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
+  if (work !== '') await rm(work, { recursive: true, force: true });
+}
+
+await runBench(main, cleanup, log);
