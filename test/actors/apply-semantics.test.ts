@@ -232,3 +232,16 @@ t.test('applies publish user changes for created or changed users, and none for 
   const second = (await h.userChanges()).filter((u) => u.includes(':mirror-'));
   t.equal(second.length, first.length, 'an event of a known user changes nothing in the mirror');
 });
+
+t.test('the ingest stream is trimmed once it holds more than 512 entries, never below what is applied', async (t) => {
+  const user = 'trim-1';
+  const stream = h.topology.ingest(h.topology.partitionOf(project, user));
+  for (let round = 0; round < 4; round++) {
+    await h.append(...Array.from({ length: 300 }, (_, i) => setTags(user, T0 + round * 300 + i, { n: `n${round * 300 + i}` })));
+  }
+  await h.settled();
+  const length = await h.redis.xlen(stream);
+  t.ok(length < 1200, `trimmed: ${length} of 1200 entries left`);
+  t.ok(length > 0, 'the last applied entry stays');
+  t.same((await h.state(project, user)).tags, { n: 'n1199' }, 'every entry applied');
+});
