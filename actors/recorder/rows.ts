@@ -1,7 +1,9 @@
 import { Change, type EventChange, type ReceiptChange } from '../../schemas/changes.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { Static } from 'typebox';
-import type { UserView } from '../../schemas/users.ts';
+import { parseConsent } from '../../engine/state/consent.ts';
+import { parseSubscription, type UserHashes } from '../../engine/state/read-user.ts';
+import { decodeTag } from '../../engine/state/tag-codec.ts';
 import { compileFirst } from '../../engine/validator.ts';
 import { fieldOf, type RawStreamEntry, type StreamEntry } from '../../engine/runner/types.ts';
 
@@ -117,32 +119,48 @@ export function versionOf(streamId: string): string {
 }
 
 /**
- * A `users` mirror row (migration 0005) of a user's state: every tag as text in `tags`, number
- * tags also in `tag_numbers` (filters compare those as numbers), the types of the live
- * subscriptions, and the types opted out of.
+ * A `users` mirror row (migration 0005) of a user's state, from its four hashes as stored
+ * (engine/state/read-user.ts): every tag as text in `tags`, number tags also in `tag_numbers`
+ * (filters compare those as numbers), the types of the live subscriptions, and the types opted
+ * out of. Null when the user hash is empty (no such user). Built from the hashes directly, not
+ * through the API's user view: this runs for most SDK writes.
  */
-export function userRow(project: string, user: UserView, streamId: string): Record<string, unknown> {
+export function userRow(project: string, externalId: string, hashes: UserHashes, streamId: string): Record<string, unknown> | null {
+  const created = hashes.user['created_at'];
+  if (created === undefined) return null;
   // No prototype: a tag may be named "__proto__".
   const tags = Object.create(null) as Record<string, string>;
   const numbers = Object.create(null) as Record<string, number>;
-  for (const [key, value] of Object.entries(user.tags)) {
+  for (const [key, stored] of Object.entries(hashes.tags)) {
+    if (stored === '') continue;
+    const value = decodeTag(stored);
     tags[key] = String(value);
     if (typeof value === 'number') numbers[key] = value;
   }
-  const live = new Set(user.subscriptions.filter((s) => s.state === 'live').map((s) => s.type));
-  const optedOut = Object.entries(user.consent)
+  const live = new Set<string>();
+  for (const json of Object.values(hashes.subs)) {
+    const sub = parseSubscription(json);
+    if (sub?.state === 'live') live.add(sub.type);
+  }
+  const optedOut = Object.entries(parseConsent(hashes.consent))
     .filter(([, c]) => c.opted_out)
     .map(([type]) => type);
   return {
     project,
-    external_id: user.external_id,
+    external_id: externalId,
     tags,
     tag_numbers: numbers,
     subscription_types: [...live].sort(),
     opted_out: optedOut.sort(),
-    created_at: Date.parse(user.created_at),
-    updated_at: Date.parse(user.updated_at),
+    created_at: msOf(created),
+    updated_at: msOf(hashes.user['updated_at'] ?? created),
     version: versionOf(streamId),
     stream_id: streamId,
   };
+}
+
+/** A stored time (ms since the epoch, as decimal text) as a whole number of ms; 0 when unreadable. */
+function msOf(text: string): number {
+  const n = Number(text);
+  return Number.isFinite(n) ? Math.trunc(n) : 0;
 }

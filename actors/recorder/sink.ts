@@ -4,7 +4,7 @@ import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { decodeEntry, type RawStreamEntry } from '../../engine/runner/types.ts';
-import { readUser, userView, type UserHashes } from '../../engine/state/read-user.ts';
+import { readHashes, type UserHashes } from '../../engine/state/read-user.ts';
 import type { UserChange } from '../../schemas/changes.ts';
 import type { Topology } from '../../engine/topology.ts';
 import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
@@ -81,8 +81,8 @@ export class RecorderSink {
     const states = await Promise.all(
       [...users.values()].map(async ({ change, streamId }) => {
         const { project, external_id: externalId, state } = change;
-        const user = state ? userView(externalId, hashesOf(state)) : await readUser(this.redis, this.topology, project, externalId);
-        return user === null ? null : userRow(project, user, streamId);
+        const hashes = state ? hashesOf(state) : await readHashes(this.redis, this.topology, project, externalId);
+        return userRow(project, externalId, hashes, streamId);
       }),
     );
     await this.insert('events', events, token);

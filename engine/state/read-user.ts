@@ -19,17 +19,22 @@ export interface UserHashes {
  * Cluster slot); they are written by different callers, so the view is not a single snapshot.
  */
 export async function readUser(redis: RedisClient, topology: Topology, project: string, externalId: string): Promise<UserView | null> {
+  return userView(externalId, await readHashes(redis, topology, project, externalId));
+}
+
+/** The four hashes of one user, read at once (one partition, so one Cluster slot). */
+export async function readHashes(redis: RedisClient, topology: Topology, project: string, externalId: string): Promise<UserHashes> {
   const [user, tags, subs, consent] = await Promise.all([
     redis.hgetall(topology.user(project, externalId)),
     redis.hgetall(topology.tags(project, externalId)),
     redis.hgetall(topology.subs(project, externalId)),
     redis.hgetall(topology.consent(project, externalId)),
   ]);
-  return userView(externalId, { user, tags, subs, consent });
+  return { user, tags, subs, consent };
 }
 
 /** A user's view from its hashes; null when the user hash is empty (no such user). */
-export function userView(externalId: string, hashes: UserHashes): UserView | null {
+function userView(externalId: string, hashes: UserHashes): UserView | null {
   const { user, tags, subs, consent } = hashes;
   if (user['created_at'] === undefined) return null;
   const view: UserView = {
@@ -68,7 +73,8 @@ export function subscriptionView(s: StoredSubscription): SubscriptionView {
   };
 }
 
-function parseSubscription(json: string): StoredSubscription | null {
+/** A subscription as stored in a user's subs hash (JSON), or null when it is not one. */
+export function parseSubscription(json: string): StoredSubscription | null {
   try {
     const value = JSON.parse(json) as StoredSubscription;
     return typeof value === 'object' && value !== null && typeof value.token === 'string' ? value : null;
