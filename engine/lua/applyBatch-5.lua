@@ -350,7 +350,7 @@ end
 -- cost. So the stream keeps up to TRIM_ABOVE entries, and below that only the count is read.
 local pending
 if redis.call('XLEN', ingestKey) > TRIM_ABOVE then
-  _, pending = trimSafely(ingestKey, applied, group)
+  pending = select(2, trimSafely(ingestKey, applied, group))
 else
   pending = redis.call('XPENDING', ingestKey, group)[1]
 end
