@@ -93,8 +93,10 @@ if #fresh > 0 then
   end
 end
 
--- JSON out: cjson prints 14 significant digits, so numbers are printed here at the shortest
--- precision that reads back the same double (as JavaScript does); keys sorted for determinism.
+-- JSON out for what a caller sent (an event's properties): cjson prints 14 significant digits, so
+-- numbers are printed here at the shortest precision that reads back the same double (as
+-- JavaScript does); keys sorted for determinism. Stored subscriptions and outbox entries hold only
+-- text and ms times (13 digits), which cjson prints exactly, at a tenth of the cost.
 local function number(n)
   if n ~= n or n == math.huge or n == -math.huge then return 'null' end
   if n == math.floor(n) and math.abs(n) < 1e15 then return string.format('%.0f', n) end
@@ -230,9 +232,9 @@ local function subscribe(e)
   for _, f in ipairs(DEVICE_FIELDS) do
     if e[f] ~= nil then sub[f] = e[f] end
   end
-  redis.call('HSET', key, field, encode(sub))
+  redis.call('HSET', key, field, cjson.encode(sub))
   if redis.call('HLEN', key) > maxSubs then dropOldestSubs(key, field) end
-  redis.call('XADD', outboxKey, '*', 'd', encode({
+  redis.call('XADD', outboxKey, '*', 'd', cjson.encode({
     project = e.project, external_id = e.external_id, type = e.type, token = e.token, registered_at = e.at,
   }))
 end
@@ -254,7 +256,7 @@ local function retire(e)
   local sub = old and decodeSub(old)
   if sub and sub.state ~= 'retired' and registeredAt(sub) <= e.sent_at then
     sub.state, sub.updated_at = 'retired', e.at
-    redis.call('HSET', key, field, encode(sub))
+    redis.call('HSET', key, field, cjson.encode(sub))
     touchUser(e, true)
   end
 end
