@@ -44,15 +44,8 @@ export class ConsumerLoop {
     blocking.on('error', () => {
       // Failed reads surface as rejected commands, which the loop handles.
     });
-    if (!(blocking instanceof Cluster)) {
-      blocking.on('ready', () => {
-        this.blockingId = undefined;
-        blocking.client('ID').then(
-          (id) => (this.blockingId = Number(id)),
-          () => undefined,
-        );
-      });
-    }
+    // A reconnected connection has a new CLIENT ID: identify() asks again.
+    blocking.on('ready', () => (this.blockingId = undefined));
     this.blocking = blocking;
     try {
       await body();
@@ -77,6 +70,16 @@ export class ConsumerLoop {
       clearTimeout(silent);
       this.reading = false;
     }
+  }
+
+  /**
+   * Learns the blocking connection's CLIENT ID (once per connection; single node only), so that
+   * interrupt() can end a read of it. Call it before a read that interrupt() may have to end.
+   */
+  async identify(): Promise<void> {
+    const blocking = this.blocking;
+    if (this.blockingId !== undefined || blocking === undefined || blocking instanceof Cluster) return;
+    this.blockingId = Number(await blocking.client('ID'));
   }
 
   /**

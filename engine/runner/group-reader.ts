@@ -135,6 +135,10 @@ class ReaderLoop {
 
   private async round(): Promise<void> {
     await this.prepareDue();
+    if (this.interruptible) await this.loop.identify();
+    // Members that joined meanwhile are prepared first: no read was there for their join to cut short.
+    const now = Date.now();
+    if ([...this.unprepared.values()].some((at) => at <= now)) return;
     const streams = [...this.members.keys()].filter((stream) => !this.unprepared.has(stream));
     if (streams.length === 0) {
       await this.loop.pause(RETRY_MS);
