@@ -20,6 +20,26 @@ async function processCpu(pid: number): Promise<number | null> {
   }
 }
 
+/**
+ * CPU seconds of this process's children that exited and were waited for (/proc/self/stat cutime
+ * and cstime), which node does as each exits: how a child that is gone is measured (wrk).
+ */
+export async function exitedChildrenCpu(): Promise<number> {
+  const stat = await readFile('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+/**
+ * CPU seconds the host has been busy so far, over all its cores (/proc/stat: user, nice, system,
+ * irq, softirq and steal), whatever process spent them; 0 where there is no /proc.
+ */
+export async function hostBusyCpu(): Promise<number> {
+  const line = (await readFile('/proc/stat', 'utf8').catch(() => '')).split('\n')[0] ?? '';
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line.split(/\s+/).slice(1).map(Number);
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
 /** CPU seconds Redis has used so far (INFO cpu, user + system). */
 export async function redisCpu(redis: RedisClient): Promise<number> {
   const info = await redis.info('cpu');

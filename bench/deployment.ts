@@ -50,6 +50,7 @@ export interface Project {
 /** One engine process and the `engine` command line under the same environment. */
 export interface Engine {
   child: Child;
+  /** The gateway's URL; port 0 when the process runs no gateway. */
   base: string;
   pid: number;
   dataDir: string;
@@ -79,7 +80,9 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', ...opts.env };
   const roles = opts.roles === undefined ? [] : ['--roles', opts.roles.join(',')];
   const nodeFlags = [...(process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== ''), ...(opts.nodeFlags ?? [])];
-  const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 });
+  // A process without the gateway listens nowhere: it is started once it logged `started`.
+  const listens = opts.roles === undefined || opts.roles.includes('gateway');
+  const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000, listens });
   const cli = async (...args: string[]): Promise<string> =>
     (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: root })).stdout;
   return {
@@ -169,6 +172,12 @@ export async function unrecorded(redis: Redis, topology: Topology): Promise<numb
   return progress.lag + progress.pending;
 }
 
+/** What is left to do: ingest entries not yet applied, changes entries not yet recorded. */
+export async function backlog(redis: Redis, topology: Topology): Promise<{ unapplied_entries: number; unrecorded_changes: number }> {
+  const [entries, changes] = await Promise.all([unapplied(redis, topology), unrecorded(redis, topology)]);
+  return { unapplied_entries: entries, unrecorded_changes: changes };
+}
+
 /**
  * Changes entries appended so far (read by the recorder or not) and recorded (read and
  * acknowledged), summed over partitions, each the mean of `samples` samples `everyMs` apart, with
@@ -206,6 +215,21 @@ export async function engineBuild(): Promise<EngineBuild> {
   if (process.env['ENGINE_FROM_SOURCE'] === '1' || !existsSync(built)) return { commit, from: 'sources', uncommitted, newer_than_build: [] };
   const newer = await run('find', [...dirs, '-newer', built, '-type', 'f', '(', '-name', '*.ts', '-o', '-name', '*.lua', '-o', '-name', '*.sql', ')']);
   return { commit, from: 'dist', uncommitted, newer_than_build: newer };
+}
+
+/** Seconds from `from` (a performance.now()) until `check` gives 0, polled every 100 ms; null after `ms`. */
+export async function secondsUntilZero(check: () => Promise<number>, from: number, ms: number): Promise<number | null> {
+  while (performance.now() - from < ms) {
+    if ((await check()) === 0) return Math.round((performance.now() - from) / 10) / 100;
+    await sleep(100);
+  }
+  return null;
+}
+
+/** Seconds from `from` until everything accepted was applied, and recorded; null: not within `ms`. */
+export async function drainSeconds(redis: Redis, topology: Topology, from: number, ms: number): Promise<{ applied: number | null; recorded: number | null }> {
+  const [applied, recorded] = await Promise.all([secondsUntilZero(() => unapplied(redis, topology), from, ms), secondsUntilZero(() => unrecorded(redis, topology), from, ms)]);
+  return { applied, recorded };
 }
 
 /** Waits until every ingest entry is applied (`unapplied` is 0). */

@@ -15,6 +15,8 @@ export interface Write {
 export const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
 
 const KINDS = ['event', 'tags', 'event', 'identify', 'event', 'tags', 'subscribe', 'event', 'tags', 'identify'] as const;
+/** The least common multiple of the moduli next() takes of n besides the user's: 10, 3, 12 and 50. */
+const VALUES_PERIOD = 300;
 
 export class SdkMix {
   private n = 0;
@@ -24,6 +26,22 @@ export class SdkMix {
     readonly users: number,
     readonly prefix: string,
   ) {}
+
+  /** How many writes next() has given or skip() passed over: where a copy of the sequence goes on. */
+  get position(): number {
+    return this.n;
+  }
+
+  /** The length after which next() repeats itself. */
+  get period(): number {
+    const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+    return (this.users / gcd(this.users, VALUES_PERIOD)) * VALUES_PERIOD;
+  }
+
+  /** Passes over `count` writes that something else sent from a copy of the sequence (bench/wrk.ts). */
+  skip(count: number): void {
+    this.n += count;
+  }
 
   user(i: number): string {
     return `${this.prefix}${i}`;

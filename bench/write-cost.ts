@@ -4,7 +4,8 @@
  * KEY_PREFIX) from its accept to its record in ClickHouse, at constant rates.
  *
  * `node --import tsx bench/write-cost.ts [--rates 3000,10000] [--seconds 20] [--warmup 3]
- *  [--probes-per-sec 50] [--profile]`
+ *  [--probes-per-sec 50] [--profile] [--max one,split] [--pin] [--wrk-threads 1]
+ *  [--wrk-connections 64]`
  *
  * Per rate: the SDK mix of bench/sdk-mix.ts over 100 000 users, open loop (bench/paced.ts), a
  * warm-up, then a window of `--seconds` in which it reads the writes sent, accepted, applied and
@@ -12,8 +13,13 @@
  * process, Redis INFO commandstats, and the apply lag of about `--probes-per-sec` probes a second
  * (bench/probes.ts); then how long after the load everything accepted took to be applied and
  * recorded (at most 120 s). `--profile` runs the engine with --cpu-prof, keeps its profile as
- * bench/reports/write-cost-<date>.cpuprofile and puts its top functions in the report. Writes
- * bench/reports/write-cost-<date>.json.
+ * bench/reports/write-cost-<date>.cpuprofile and puts its top functions in the report.
+ *
+ * Then the closed-loop maximum with wrk (bench/write-cost-max.ts), `--max` naming the deployments:
+ * `one`, the same process; `split`, after it stopped, `--roles gateway` and `--roles
+ * apply,recorder` in two processes on the same KEY_PREFIX and DATA_DIR (`--pin`: one CPU each,
+ * with taskset). An empty `--rates` or `--max` skips that part; without wrk on PATH the maximum is
+ * skipped. Writes bench/reports/write-cost-<date>.json.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,7 +36,7 @@ import { Children } from './child.ts';
 import type { CommandCosts } from './commandstats.ts';
 import { costSample, costsBetween, type CostSample, type Costs } from './cost-window.ts';
 import { profileAtExit, summarizeProfile, type ProfileSummary } from './cpuprofile.ts';
-import { engineBuild, recorderProgress, sleep, startEngine, unapplied, unrecorded, type Engine } from './deployment.ts';
+import { backlog, drainSeconds, engineBuild, recorderProgress, sleep, startEngine, type Engine } from './deployment.ts';
 import { paced, type PacedResult } from './paced.ts';
 import { LagProbes, type LagFigures } from './probes.ts';
 import { reportStamp, writeReport } from './report.ts';
@@ -39,6 +45,8 @@ import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
+import { measureMax, printMax, startSplit, summarizeMax, type MaxContext, type MaxResult } from './write-cost-max.ts';
+import { wrkInstalled, writeWrkRequests } from './wrk.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const reportsDir = join(root, 'bench/reports');
@@ -58,10 +66,17 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     'probes-per-sec': { type: 'string', default: '50' },
     profile: { type: 'boolean', default: false },
+    max: { type: 'string', default: 'one,split' },
+    pin: { type: 'boolean', default: false },
+    'wrk-threads': { type: 'string', default: '1' },
+    'wrk-connections': { type: 'string', default: '64' },
   },
 });
+const listFlag = (raw: string): string[] => raw.split(',').filter((item) => item !== '');
+const max = listFlag(values.max);
+for (const name of max) if (name !== 'one' && name !== 'split') throw new Error(`--max takes one and split, got ${name}`);
 const settings = {
-  rates: values.rates.split(',').map((rate) => wholeFlag('rates', rate)),
+  rates: listFlag(values.rates).map((rate) => wholeFlag('rates', rate)),
   seconds: wholeFlag('seconds', values.seconds),
   warmup_seconds: wholeFlag('warmup', values.warmup),
   probes_per_sec: wholeFlag('probes-per-sec', values['probes-per-sec']),
@@ -69,6 +84,10 @@ const settings = {
   connections: 64,
   users: USERS,
   profile: values.profile,
+  max,
+  pin: values.pin,
+  wrk_threads: wholeFlag('wrk-threads', values['wrk-threads']),
+  wrk_connections: wholeFlag('wrk-connections', values['wrk-connections']),
 };
 
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -78,8 +97,17 @@ const children = new Children();
 const infoRedis = createRedis(loadConfig({ REDIS_URL: redisUrl }));
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
 let work = '';
-/** Set once the engine is meant to stop, so its exit is not reported as a crash. */
+/** Set once the engines are meant to stop, so their exit is not reported as a crash. */
 let stopping = false;
+/** Engines stopped on purpose before the end. */
+const stoppedOnPurpose = new WeakSet<Engine>();
+
+function watch(engine: Engine, name: string): void {
+  children.add(engine.child);
+  engine.child.proc.once('exit', (code, signal) => {
+    if (!stopping && !stoppedOnPurpose.has(engine)) log(`bench: the ${name} process exited (${signal ?? code ?? ''}); its last output:\n${engine.child.output()}`);
+  });
+}
 
 interface RateResult {
   rate: number;
@@ -121,18 +149,9 @@ async function measureWindow(engine: Engine, seconds: number, close: () => void)
   await ending;
   close();
   const end = await costSample(engine, infoRedis);
-  const backlog = { unapplied_entries: await unapplied(redis, topology), unrecorded_changes: await unrecorded(redis, topology) };
+  const left = await backlog(redis, topology);
   const changes = { seconds: (last.at - first.at) / 1000, appended: last.appended - first.appended, recorded: last.recorded - first.recorded };
-  return { begin, end, backlog, changes };
-}
-
-/** Seconds from `from` until `check` gives 0, polled every 100 ms; null after DRAIN_MS. */
-async function secondsUntilZero(check: () => Promise<number>, from: number): Promise<number | null> {
-  while (performance.now() - from < DRAIN_MS) {
-    if ((await check()) === 0) return Math.round((performance.now() - from) / 10) / 100;
-    await sleep(100);
-  }
-  return null;
+  return { begin, end, backlog: left, changes };
 }
 
 async function measureRate(engine: Engine, keys: { rest: string; sdk: string }, mix: SdkMix, rate: number): Promise<RateResult> {
@@ -169,7 +188,7 @@ async function measureRate(engine: Engine, keys: { rest: string; sdk: string }, 
   });
   const stopped = performance.now();
   const window = await measured;
-  const [lag, applied, recorded] = await Promise.all([probes.done(), secondsUntilZero(() => unapplied(redis, topology), stopped), secondsUntilZero(() => unrecorded(redis, topology), stopped)]);
+  const [lag, { applied, recorded }] = await Promise.all([probes.done(), drainSeconds(redis, topology, stopped, DRAIN_MS)]);
 
   const costs = costsBetween(engine.pid, window.begin, window.end, counts.accepted);
   const perSec = (n: number, seconds = costs.seconds): number => Math.round(n / seconds);
@@ -271,23 +290,49 @@ function print(results: RateResult[], profile: ProfileSummary | null): void {
   printRows([['self % of busy', 'function', 'at'], ...profile.top.map((f) => [String(f.self_pct), f.name, f.at])]);
 }
 
+/** The closed-loop measurements' context, with one period of the mix written for wrk. */
+async function maxContext(sdkKey: string, mix: SdkMix): Promise<MaxContext> {
+  const requests = join(work, 'wrk-requests.txt');
+  await writeWrkRequests(requests, mix);
+  return {
+    redis,
+    infoRedis,
+    topology,
+    sdkKey,
+    mix,
+    requests,
+    threads: settings.wrk_threads,
+    connections: settings.wrk_connections,
+    warmupSeconds: settings.warmup_seconds,
+    seconds: settings.seconds,
+    drainMs: DRAIN_MS,
+    log,
+  };
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
   const build = await engineBuild();
   if (build.newer_than_build.length > 0) log(`bench: WARNING: dist/ is older than ${build.newer_than_build.length} source files (npm run build): ${build.newer_than_build.slice(0, 5).join(', ')}`);
   work = await mkdtemp(join(tmpdir(), 'svc-bench-write-cost-'));
   const profileDir = join(work, 'profile');
-  const engine = await startEngine({ prefix, dataDir: join(work, 'engine'), redisUrl, nodeFlags: settings.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] });
-  children.add(engine.child);
-  engine.child.proc.once('exit', (code, signal) => {
-    if (!stopping) log(`bench: the engine exited (${signal ?? code ?? ''}); its last output:\n${engine.child.output()}`);
-  });
+  const dataDir = join(work, 'engine');
+  const engine = await startEngine({ prefix, dataDir, redisUrl, nodeFlags: settings.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] });
+  watch(engine, 'engine');
   const project = await engine.createProject('bench-write-cost');
   log(`bench: engine pid ${engine.pid} on ${engine.base} (${build.from}, ${build.commit}${build.uncommitted.length > 0 ? ', uncommitted changes' : ''}), ${topology.partitions} partitions`);
   const mix = new SdkMix(USERS, 'cost-');
   const results: RateResult[] = [];
   for (const rate of settings.rates) results.push(await measureRate(engine, { rest: project.rest_key, sdk: project.sdk_key }, mix, rate));
-  stopping = true;
+
+  const closedLoop: MaxResult[] = [];
+  const maxSkipped = settings.max.length === 0 ? '--max is empty' : wrkInstalled() ? null : 'wrk is not on PATH (scripts/bench.sh installs it with apt-get)';
+  if (maxSkipped !== null) log(`bench: no closed-loop maximum: ${maxSkipped}`);
+  const ctx = maxSkipped === null ? await maxContext(project.sdk_key, mix) : null;
+  if (ctx !== null && settings.max.includes('one')) {
+    closedLoop.push(await measureMax({ name: 'one process', base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus: null }] }, ctx));
+  }
+  stoppedOnPurpose.add(engine);
   let profile: ProfileSummary | null = null;
   if (settings.profile) {
     const kept = join(reportsDir, `write-cost-${reportStamp(startedAt.toISOString())}.cpuprofile`);
@@ -295,8 +340,18 @@ async function main(): Promise<void> {
     if (missing === null) profile = await summarizeProfile(kept, root);
     log(missing === null ? `bench: profile written to ${kept}` : `bench: no profile: ${missing}`);
   }
-  const summary = results.flatMap(summarize);
-  print(results, profile);
+  await engine.child.stop();
+  if (ctx !== null && settings.max.includes('split')) {
+    const split = await startSplit({ prefix, dataDir, redisUrl, pin: settings.pin });
+    split.engines.forEach((e, i) => watch(e, split.deployment.processes[i]?.name ?? 'split'));
+    log(`bench: split: ${split.deployment.processes.map((p) => `${p.name} pid ${p.pid}${p.cpus === null ? '' : ` on CPU ${p.cpus}`}`).join(', ')}`);
+    closedLoop.push(await measureMax(split.deployment, ctx));
+  }
+  stopping = true;
+
+  const summary = [...results.flatMap(summarize), ...summarizeMax(closedLoop, { rate: GOAL_RATE, share: GOAL_RATE_SHARE })];
+  if (results.length > 0) print(results, profile);
+  printMax(closedLoop);
   for (const row of summary) log(`${row.measure}: ${row.value} ${row.unit}${row.goal ? `; goal ${row.goal.text}: ${row.goal.met ? 'met' : 'NOT met'}` : ''}`);
   const report = {
     benchmark: 'write-cost',
@@ -306,6 +361,8 @@ async function main(): Promise<void> {
     settings: { ...settings, partitions: topology.partitions, drain_ms: DRAIN_MS, probe_timeout_ms: PROBE_TIMEOUT_MS },
     engine: build,
     results,
+    closed_loop: closedLoop,
+    closed_loop_skipped: maxSkipped,
     profile,
     summary,
     notes: [
@@ -314,7 +371,9 @@ async function main(): Promise<void> {
       'applied: svc_applied_entries_total; recorded rows: svc_recorded_rows_total by table (a user\'s changes in one recorder batch are one row); changes appended and recorded: XINFO GROUPS of the changes streams, group recorder (entries-read + lag, entries-read - pending), each the average of five samples over the first and over the last second of the window, as the recorder inserts in rounds every half linger. carried/s = accepted/s x min(1, applied / accepted) x min(1, changes recorded / appended): the writes taken all the way while the load lasted.',
       'Redis commands: INFO commandstats of the whole Redis server over the window, per write. Redis counts the commands a script calls too, under their own names, and their time also inside evalsha\'s; so calls_per_write is every command executed, not round trips. The probes\' GET /api/users polls (lag.polls) and this benchmark\'s XINFO GROUPS samples are counted in, and so would other clients of the same Redis server be.',
       'Apply lag: about probes_per_sec writes a second are tag writes with a unique value to a user of their own; from the 202, GET /api/users/{id} is polled every poll_ms until it shows (bench/probes.ts). The lag includes up to poll_ms and one GET.',
-      'With --profile the engine runs under --cpu-prof (its main thread only, start-up and drains included), which costs it some CPU: compare CPU figures between runs of the same kind.',
+      'Closed loop (closed_loop): wrk (C, LuaJIT; bench/wrk-mix.lua) sends the same mix, one period of SdkMix precomputed in each thread, over wrk_connections connections, as fast as answers come, for warmup_seconds (then its backlog is let drain) and for `seconds` measured. accepted: svc_accepted_writes_total of the gateway over the window; carried/s: those writes over the window plus the seconds until every one was applied and recorded, i.e. what reached ClickHouse per second of wall time; null when that took over drain_ms. CPU per write runs from the window\'s start until all was recorded (idle drain time and the XINFO GROUPS polls that time it included); wrk\'s is over its run, the second or so it spends building its requests before it left out; cores are over the window. wrk counts non_2xx as statuses above 399.',
+      'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --pin, taskset pins every thread of the gateway to CPU 0 and of apply + recorder to CPU 1; Redis, wrk and this process are not pinned.',
+      'With --profile the engine runs under --cpu-prof (its main thread only, start-up, drains and the one-process closed loop included), which costs it some CPU: compare CPU figures between runs of the same kind.',
       `Machine: ${machine().cpus} cores shared by the engine, Redis and the load generator; other work on the host moves the figures (load_average in machine).`,
     ],
   };
