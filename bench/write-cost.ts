@@ -5,7 +5,7 @@
  *
  * `node --import tsx bench/write-cost.ts [--rates 3000,10000] [--seconds 20] [--warmup 3]
  *  [--probes-per-sec 50] [--profile] [--max one,split] [--pin] [--wrk-threads 1]
- *  [--wrk-connections 64]`
+ *  [--wrk-connections 256]`
  *
  * Per rate: the SDK mix of bench/sdk-mix.ts over 100 000 users, open loop (bench/paced.ts), a
  * warm-up, then a window of `--seconds` in which it reads the writes sent, accepted, applied and
@@ -69,7 +69,7 @@ const { values } = parseArgs({
     max: { type: 'string', default: 'one,split' },
     pin: { type: 'boolean', default: false },
     'wrk-threads': { type: 'string', default: '1' },
-    'wrk-connections': { type: 'string', default: '64' },
+    'wrk-connections': { type: 'string', default: '256' },
   },
 });
 const listFlag = (raw: string): string[] => raw.split(',').filter((item) => item !== '');
