@@ -2,6 +2,7 @@ import { loadConfig } from '../../engine/config.ts';
 import { appendEntry } from '../../engine/ingest.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
+import { compareIds, groupBacklog } from '../helpers/streams.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { Change } from '../../schemas/changes.ts';
@@ -120,31 +121,11 @@ export class Harness {
 
   /** Entries of the partition's ingest stream not yet delivered to or acknowledged by the apply group. */
   async pending(partition: number): Promise<number> {
-    const stream = this.topology.ingest(partition);
-    if ((await this.redis.exists(stream)) === 0) return 0;
-    const info = asFields(await this.redis.xinfo('STREAM', stream));
-    const group = ((await this.redis.xinfo('GROUPS', stream)) as unknown[][]).map(asFields).find((g) => g.get('name') === 'apply');
-    if (!group) return Number(info.get('length'));
-    const undelivered = compareIds(String(group.get('last-delivered-id')), String(info.get('last-generated-id'))) < 0 ? 1 : 0;
-    return Number(group.get('pending')) + undelivered;
+    const { pending, unread } = await groupBacklog(this.redis, this.topology.ingest(partition), 'apply');
+    return pending + unread;
   }
 
   close(): void {
     this.redis.disconnect();
   }
-}
-
-/** Orders two stream IDs numerically. */
-export function compareIds(a: string, b: string): number {
-  const [am = 0n, as = 0n] = a.split('-').map(BigInt);
-  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
-  if (am !== bm) return am < bm ? -1 : 1;
-  return as === bs ? 0 : as < bs ? -1 : 1;
-}
-
-function asFields(reply: unknown): Map<string, unknown> {
-  const list = reply as unknown[];
-  const fields = new Map<string, unknown>();
-  for (let i = 0; i + 1 < list.length; i += 2) fields.set(String(list[i]), list[i + 1]);
-  return fields;
 }

@@ -8,10 +8,13 @@ import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
+import { groupBacklog } from '../helpers/streams.ts';
 import { outcome } from './outcomes.ts';
 import { recorderProcess } from './process.ts';
 
-const limits = { ...RecorderLimits, maxBatch: 1000, lingerMs: 200, retryMs: 50, maxBuffered: 4000 };
+// Rounds gather for 300 ms: a loaded host may start the partitions' first reads further apart than
+// the default 25 ms, and the tests that need several partitions in one round would see two.
+const limits = { ...RecorderLimits, maxBatch: 1000, lingerMs: 200, retryMs: 50, maxBuffered: 4000, gatherMs: 300 };
 const log = createLogger('error');
 
 type Sink = Pick<RecorderSink, 'record'>;
@@ -35,14 +38,8 @@ async function count(gw: InProcess): Promise<{ rows: number; ids: number }> {
 async function settled(gw: InProcess, partitions: number[]): Promise<void> {
   await eventually('everything recorded and acknowledged', async () => {
     for (const p of partitions) {
-      const stream = gw.topology.outcomes(p);
-      // Until a consumer made the group there is nothing to wait for but the group.
-      const summary = (await gw.redis.xpending(stream, 'recorder').catch(() => null)) as [number] | null;
-      if (summary === null) return undefined;
-      const [left] = summary;
-      const info = (await gw.redis.xinfo('GROUPS', stream)) as unknown[][];
-      const lag = Number(info[0]?.[info[0].indexOf('lag') + 1]);
-      if (left !== 0 || lag !== 0) return undefined;
+      const { pending, unread } = await groupBacklog(gw.redis, gw.topology.outcomes(p), 'recorder');
+      if (pending !== 0 || unread !== 0) return undefined;
     }
     return true;
   });

@@ -6,6 +6,7 @@ import { Topology } from '../../engine/topology.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { deployment } from '../helpers/engine.ts';
 import { eventually } from '../helpers/http.ts';
+import { groupBacklog } from '../helpers/streams.ts';
 import { outcome } from './outcomes.ts';
 
 const TOTAL = 60_000;
@@ -29,16 +30,9 @@ t.test('a recorder killed with SIGKILL again and again mid-batch, then restarted
     let total = 0;
     let unread = 0;
     for (let p = 0; p < topology.partitions; p++) {
-      const stream = topology.outcomes(p);
-      if ((await redis.exists(stream)) === 0) continue;
-      const groups = (await redis.xinfo('GROUPS', stream)) as unknown[][];
-      const group = groups.find((g) => g[g.indexOf('name') + 1] === 'recorder');
-      if (!group) {
-        unread += Number(await redis.xlen(stream));
-        continue;
-      }
-      total += Number(group[group.indexOf('pending') + 1]);
-      unread += Number(group[group.indexOf('lag') + 1]);
+      const backlog = await groupBacklog(redis, topology.outcomes(p), 'recorder');
+      total += backlog.pending;
+      unread += backlog.unread;
     }
     return { pending: total, unread };
   };
