@@ -144,6 +144,16 @@ export class Topology {
     return `${this.prefix}nrate:{n:${id}}`;
   }
 
+  /** Pub/sub channel of delivery records as the recorder inserts them (GET /api/deliveries/live). */
+  liveDeliveries(): string {
+    return `${this.prefix}live:deliveries`;
+  }
+
+  /** A project's notifications (sorted set of ids scored by created_at): GET /api/notifications. */
+  notificationList(project: string): string {
+    return `${this.prefix}nlist:${project}`;
+  }
+
   /** An idempotency key of POST /api/notifications: the notification it created, for 30 days. */
   notificationIdempotency(project: string, key: string): string {
     return `${this.prefix}nidem:${project}:${key}`;

@@ -84,6 +84,19 @@ export const NotificationView = Type.Object({
   counts: NotificationCounts,
 });
 
+/** GET /api/notifications: one page of a project's notifications, newest first. */
+export const NotificationPageLimits = { default: 20, maximum: 100 } as const;
+
+export const NotificationsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: NotificationPageLimits.maximum, description: `page size, default ${NotificationPageLimits.default}` })),
+    cursor: Type.Optional(Type.String({ format: 'uuid', description: 'next_cursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+export const NotificationsPage = Type.Object({ notifications: Type.Array(NotificationView), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
 /**
  * The notification as fan-out and dispatch read it (field `spec` of its record, JSON): the
  * request with defaults filled, and what the gateway resolved at accept.
@@ -121,6 +134,7 @@ export const DispatchJob = Type.Object({
 export type NotificationBody = Static<typeof NotificationBody>;
 export type NotificationCreated = Static<typeof NotificationCreated>;
 export type NotificationView = Static<typeof NotificationView>;
+export type NotificationsQuery = Static<typeof NotificationsQuery>;
 export type NotificationStatus = Static<typeof NotificationStatus>;
 export type NotificationCounts = Static<typeof NotificationCounts>;
 export type NotificationSpec = Static<typeof NotificationSpec>;

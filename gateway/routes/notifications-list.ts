@@ -1,0 +1,18 @@
+import { listNotifications } from '../../engine/notifications/list.ts';
+import { NotificationPageLimits, NotificationsPage, NotificationsQuery } from '../../schemas/notifications.ts';
+import { httpRoute } from '../route.ts';
+
+export const notificationsList = httpRoute({
+  method: 'get',
+  path: '/api/notifications',
+  auth: 'rest',
+  summary: "The project's notifications with their counts, newest first; follow next_cursor for the next page",
+  query: NotificationsQuery,
+  answers: { 200: NotificationsPage },
+  handler:
+    ({ deps }) =>
+    async ({ ex, caller, query }) => {
+      const page = await listNotifications(deps, caller.project, query.limit ?? NotificationPageLimits.default, query.cursor ?? null);
+      ex.send(200, JSON.stringify({ notifications: page.notifications, next_cursor: page.next }));
+    },
+});
