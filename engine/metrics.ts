@@ -41,6 +41,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Delivery records the live tail did not send to a connection that read too slowly (each told in a gap frame). */
+  readonly liveDropped = new Counter({
+    name: 'svc_live_records_dropped_total',
+    help: 'Live tail records dropped for connections that read too slowly',
+    registers: [this.registry],
+  });
+
   /** Rows the recorder inserted into ClickHouse, by table (a redelivered batch counts again). */
   readonly recordedRows = new Counter({
     name: 'svc_recorded_rows_total',

@@ -3,9 +3,8 @@ import { answerCheck } from './answers.ts';
 import type { GatewayDeps } from './context.ts';
 import { Exchange, pipeline, RouteAnswers } from './http.ts';
 import { requestCheck } from './request-check.ts';
-import { paramNames, successAnswers, uwsPattern, type HttpRoute, type Route, type Setup } from './route.ts';
+import { paramNames, successAnswers, uwsPattern, type HttpRoute, type Route, type Setup, type SocketChannel } from './route.ts';
 import { routes as table } from './routes/table.ts';
-import type { SdkSocketChannel } from './websocket.ts';
 
 /**
  * The gateway's uWS app, derived from a route table: each route registered with its checks, a
@@ -13,12 +12,12 @@ import type { SdkSocketChannel } from './websocket.ts';
  * method, 404 for everything else. uWS prefers a method handler over `any` on the same pattern, and
  * a more specific pattern over `/*`, so registration order does not matter.
  */
-export function buildApp(deps: GatewayDeps, routes: readonly Route[] = table): { app: TemplatedApp; channels: SdkSocketChannel[] } {
+export function buildApp(deps: GatewayDeps, routes: readonly Route[] = table): { app: TemplatedApp; channels: SocketChannel[] } {
   const app = uWS.App();
   const setup: Setup = { deps, routes };
   const answersOf = (route: Route): RouteAnswers =>
     new RouteAnswers(deps.metrics.requests, uwsPattern(route.path), deps.config.CHECK_ANSWERS ? answerCheck(route, deps.failures) : null);
-  const channels: SdkSocketChannel[] = [];
+  const channels: SocketChannel[] = [];
   for (const route of routes) {
     if (successAnswers(route).length === 0) throw new Error(`${route.method.toUpperCase()} ${route.path} declares no success answer`);
     const pattern = uwsPattern(route.path);

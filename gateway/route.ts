@@ -1,10 +1,10 @@
 import type { Static, TObject, TSchema } from 'typebox';
+import type { TemplatedApp } from 'uWebSockets.js';
 import { ErrorCodes, type ErrorCode } from '../schemas/errors.ts';
 import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import type { Exchange, RouteAnswers } from './http.ts';
 import type { Checked } from './validation.ts';
-import type { SdkSocketChannel } from './websocket.ts';
 
 /**
  * A route of the gateway is one declaration: method, path, auth, the schemas of what it takes and
@@ -24,10 +24,10 @@ export interface BodySpec<S extends TSchema, B> {
   check?: (value: unknown) => Checked<B>;
 }
 
-/** A success answer: its schema and, when not JSON, its media type. */
+/** A success answer: its schema and, when not JSON, its media type, or the list it may be any of (a file route). */
 export interface AnswerSpec {
   schema: TSchema;
-  contentType?: string;
+  contentType?: string | readonly string[];
 }
 
 export type SuccessStatus = 101 | 200 | 201 | 202 | 204;
@@ -83,12 +83,20 @@ export interface HttpRoute extends Declared {
   handler(setup: Setup): Handle<Auth, unknown, unknown, unknown>;
 }
 
-/** The WebSocket channel: an upgrade on GET, then frames (API.md section 3.2). */
+/** What a WebSocket route serves: it registers its own uWS handlers, and closes its sockets at shutdown. */
+export interface SocketChannel {
+  register(app: TemplatedApp, pattern: string): void;
+  closeAll(): void;
+}
+
+/** A WebSocket route: an upgrade on GET (its key and query checked there), then frames. */
 export interface SocketRoute extends Declared {
   kind: 'websocket';
   method: 'get';
-  auth: 'sdk';
-  channel(deps: GatewayDeps, answers: RouteAnswers): SdkSocketChannel;
+  auth: 'sdk' | 'rest';
+  /** The query string of the upgrade; the channel checks it (documented from here). */
+  query?: TObject;
+  channel(deps: GatewayDeps, answers: RouteAnswers): SocketChannel;
 }
 
 export type Route = HttpRoute | SocketRoute;
@@ -100,7 +108,8 @@ export function httpRoute<A extends Auth, P extends TObject = TObject, Q extends
   return { kind: 'http', ...decl } as HttpRoute;
 }
 
-export function socketRoute(decl: Omit<SocketRoute, 'kind' | 'method' | 'auth'>): SocketRoute {
+/** Declares a WebSocket route; its key is an SDK or REST key unless `auth` says REST only. */
+export function socketRoute(decl: Omit<SocketRoute, 'kind' | 'method' | 'auth'> & { auth?: SocketRoute['auth'] }): SocketRoute {
   return { kind: 'websocket', method: 'get', auth: 'sdk', ...decl };
 }
 
@@ -110,18 +119,19 @@ export function routeErrors(route: Route): ErrorCode[] {
   if (route.auth !== 'none') for (const c of ['missing_key', 'invalid_key', 'rate_limited', 'unavailable'] as const) codes.add(c);
   if (route.auth === 'rest') codes.add('wrong_key_type');
   if (route.kind === 'http' && route.body) for (const c of ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type'] as const) codes.add(c);
-  if (route.kind === 'http' && (route.params || route.query)) codes.add('validation_failed');
+  if ((route.kind === 'http' && route.params) || route.query) codes.add('validation_failed');
   // An empty path segment matches no route: `/api/sdk/users//tags` is not found.
   if (paramNames(route.path).length > 0) codes.add('not_found');
   for (const c of route.errors ?? []) codes.add(c);
   return Object.keys(ErrorCodes).filter((c): c is ErrorCode => codes.has(c as ErrorCode));
 }
 
-/** The success answers of a route, each with its schema and media type. */
-export function successAnswers(route: Route): [SuccessStatus, Required<AnswerSpec>][] {
+/** The success answers of a route, each with its schema and media types. */
+export function successAnswers(route: Route): [SuccessStatus, { schema: TSchema; contentTypes: readonly string[] }][] {
   return Object.entries(route.answers).map(([status, a]) => {
     const spec: AnswerSpec = 'schema' in a ? (a as AnswerSpec) : { schema: a };
-    return [Number(status) as SuccessStatus, { schema: spec.schema, contentType: spec.contentType ?? 'application/json' }];
+    const types = spec.contentType ?? 'application/json';
+    return [Number(status) as SuccessStatus, { schema: spec.schema, contentTypes: typeof types === 'string' ? [types] : types }];
   });
 }
 

@@ -1,13 +1,15 @@
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket, type us_socket_context_t } from 'uWebSockets.js';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
 import type { SdkOp } from '../schemas/sdk.ts';
-import { bearerKey, identityOk, type Caller } from './auth.ts';
+import { identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import { opEntry } from './entries.ts';
 import type { Outcome } from './failure.ts';
 import { Exchange, type RouteAnswers } from './http.ts';
 import { parseJson } from './json.ts';
+import type { SocketChannel } from './route.ts';
 import { OrderedTakes, rateLimitedItem, throttle } from './rate-limit.ts';
+import { upgradeKey } from './socket-key.ts';
 import { checkOp, type Checked } from './validation.ts';
 import { AnswerQueue, MAX_BACKPRESSURE, type Slot } from './ws-answers.ts';
 
@@ -52,7 +54,7 @@ interface Connection {
  * uWS itself fails the connection (1006, queued answers lost) on a frame over MAX_PAYLOAD and on a
  * text frame that is not UTF-8 (RFC 6455 section 8.1 requires it; it cannot be switched off).
  */
-export class SdkSocketChannel {
+export class SdkSocketChannel implements SocketChannel {
   private readonly sockets = new Set<WebSocket<Connection>>();
 
   constructor(
@@ -91,16 +93,8 @@ export class SdkSocketChannel {
     if (this.deps.tracker.draining) return ex.unavailable();
     const wsKey = req.getHeader('sec-websocket-key');
     const extensions = req.getHeader('sec-websocket-extensions');
-    const offered = req
-      .getHeader('sec-websocket-protocol')
-      .split(',')
-      .map((p) => p.trim())
-      .filter(Boolean);
-    const bearer = offered.find((p) => p.startsWith('bearer.'));
-    const key = bearerKey(req.getHeader('authorization')) ?? (bearer ? bearer.slice('bearer.'.length) || null : null);
+    const { key, protocol } = upgradeKey(req);
     if (key === null) return ex.fail('missing_key');
-    // Echo the protocol that carried the key; a client that offered others gets its first back.
-    const protocol = bearer ?? offered[0] ?? '';
     const decide = (caller: Caller | null): void => {
       if (caller === null) return ex.fail('invalid_key');
       // The upgrade is a call of its own: it takes a token (429 before the socket opens).

@@ -96,6 +96,18 @@ export const DeliveriesPage = Type.Object({ deliveries: Type.Array(MessageDelive
 export const DeliveryGroup = Type.Object({ key: Nullable(Type.String()), count: Type.Integer({ minimum: 1 }) });
 export const DeliveryStats = Type.Object({ groups: Type.Array(DeliveryGroup) });
 
+/** GET /api/deliveries/live: the filters of GET /api/deliveries, without paging. */
+export const LiveQuery = Type.Object(deliveryFilters, { additionalProperties: false });
+
+/**
+ * A frame of the live tail: new records as the recorder wrote them (`receipt` is null: receipts
+ * come later), or, when records were dropped because this connection read too slowly, how many.
+ */
+export const LiveFrame = Type.Union([
+  Type.Object({ deliveries: Type.Array(MessageDelivery) }),
+  Type.Object({ gap: Type.Object({ missed: Type.Integer({ minimum: 1 }) }) }),
+]);
+
 export const EventView = Type.Object({
   external_id: Type.String(),
   name: Type.String(),
@@ -109,6 +121,7 @@ export const EventsPage = Type.Object({ events: Type.Array(EventView), next_curs
 export type DeliveriesQuery = Static<typeof DeliveriesQuery>;
 export type DeliveryStatsQuery = Static<typeof DeliveryStatsQuery>;
 export type EventsQuery = Static<typeof EventsQuery>;
+export type LiveQuery = Static<typeof LiveQuery>;
 export type GroupBy = Static<typeof GroupBy>;
 export type ReceiptKind = Static<typeof ReceiptKind>;
 export type MessageDelivery = Static<typeof MessageDelivery>;

@@ -46,6 +46,7 @@ export class RecorderSink {
       try {
         await insertJsonLines(this.ch, OUTCOMES_TABLE, lines, token);
         this.metrics.recordedRows.labels('message_deliveries').inc(entries.length);
+        this.publish(lines);
         return;
       } catch (err) {
         refusal = err;
@@ -57,6 +58,15 @@ export class RecorderSink {
     if (checked.rows === 0) return;
     await insertJsonLines(this.ch, OUTCOMES_TABLE, checked.lines, token);
     this.metrics.recordedRows.labels('message_deliveries').inc(checked.rows);
+    this.publish(checked.lines);
+  }
+
+  /**
+   * The inserted lines (JSON, one record a line) go to the live tail's channel as they are: no
+   * parse here, and nobody waits for it. A round inserted again by a recovery is published again.
+   */
+  private publish(lines: Buffer): void {
+    this.redis.publish(this.topology.liveDeliveries(), lines).catch((err: unknown) => this.log.warn('live delivery records not published', { err }));
   }
 
   /**

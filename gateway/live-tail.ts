@@ -1,0 +1,222 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { TObject } from 'typebox';
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket, type us_socket_context_t } from 'uWebSockets.js';
+import type { OutcomeEntry } from '../schemas/outcomes.ts';
+import type { LiveQuery, MessageDelivery } from '../schemas/queries.ts';
+import type { Caller } from './auth.ts';
+import type { GatewayDeps } from './context.ts';
+import { Exchange, type RouteAnswers } from './http.ts';
+import { queryChecker } from './query-string.ts';
+import { throttle } from './rate-limit.ts';
+import type { SocketChannel } from './route.ts';
+import { upgradeKey } from './socket-key.ts';
+import type { Checked } from './validation.ts';
+
+/** Bytes a connection may leave unsent before its records are dropped (and counted for its gap frame). */
+const MAX_BUFFERED = 256 * 1024;
+/** Past this uWS itself drops a send: one frame of records over MAX_BUFFERED fits under it. */
+const MAX_BACKPRESSURE = 1024 * 1024;
+/** Records per frame, so one frame stays well under MAX_BACKPRESSURE. */
+const FRAME_RECORDS = 500;
+
+interface Viewer {
+  project: string;
+  matches: (record: Outcome) => boolean;
+  /** Records dropped since the last gap frame. */
+  missed: number;
+}
+
+/** A line the recorder published: an outcome entry (schemas/outcomes.ts) with its stream id. */
+type Outcome = OutcomeEntry & { stream_id: string };
+
+/**
+ * GET /api/deliveries/live (API.md section 5): every delivery record as the recorder inserts it
+ * (actors/recorder/sink.ts publishes each insert's lines on one Redis channel), narrowed by the
+ * filters of GET /api/deliveries. One subscriber connection per gateway process, open while a
+ * connection is. A connection that reads too slowly is never buffered for without bound: past
+ * MAX_BUFFERED unsent bytes its records are dropped and counted, and once it has drained it is
+ * sent `{"gap":{"missed":N}}` before the next records.
+ */
+export class LiveTailChannel implements SocketChannel {
+  private readonly sockets = new Set<WebSocket<Viewer>>();
+  private subscriber: { redis: Redis | Cluster; ready: Promise<unknown> } | null = null;
+  /** Upgrades checked and waiting for the subscription: they too keep the subscriber open. */
+  private upgrading = 0;
+  private readonly check: (raw: string) => Checked<LiveQuery>;
+
+  constructor(
+    private readonly deps: GatewayDeps,
+    private readonly metric: RouteAnswers,
+    query: TObject,
+  ) {
+    this.check = queryChecker<LiveQuery>(query);
+  }
+
+  register(app: TemplatedApp, path: string): void {
+    app.ws<Viewer>(path, {
+      // Clients send nothing here; a frame is ignored.
+      maxPayloadLength: 4096,
+      maxBackpressure: MAX_BACKPRESSURE,
+      closeOnBackpressureLimit: 0,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      compression: uWS.DISABLED,
+      upgrade: (res, req, context) => this.upgrade(res, req, context),
+      open: (ws) => {
+        this.sockets.add(ws);
+        // Normally subscribed before the upgrade; again here if the last connection closed meanwhile.
+        this.subscribe().catch(() => {
+          if (this.sockets.has(ws)) ws.end(1011, 'live tail unavailable');
+        });
+      },
+      drain: (ws) => this.drained(ws),
+      close: (ws) => {
+        this.sockets.delete(ws);
+        this.unsubscribeIfIdle();
+      },
+    });
+  }
+
+  closeAll(): void {
+    for (const ws of [...this.sockets]) ws.end(1001, 'server shutting down');
+    this.unsubscribe();
+  }
+
+  private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+    const ex = new Exchange(res, this.metric, this.deps.tracker);
+    if (this.deps.tracker.draining) return ex.unavailable();
+    const wsKey = req.getHeader('sec-websocket-key');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const { key, protocol } = upgradeKey(req);
+    const query = this.check(req.getQuery() ?? '');
+    if (key === null) return ex.fail('missing_key');
+    const decide = (caller: Caller | null): void => {
+      if (caller === null) return ex.fail('invalid_key');
+      if (caller.type !== 'rest') return ex.fail('wrong_key_type');
+      throttle(this.deps, ex, caller, () => {
+        if (!query.ok) return ex.fail('validation_failed', query.errors);
+        const viewer: Viewer = { project: caller.project, matches: matcher(query.value), missed: 0 };
+        // Subscribed before the 101: a record written after the answer reaches the connection.
+        this.upgrading++;
+        this.subscribe()
+          .then(
+            // uWS calls `open` within res.upgrade; a client that went away meanwhile never opens.
+            () => ex.upgrade((r) => r.upgrade(viewer, wsKey, protocol, extensions, context)),
+            (err: unknown) => ex.answer(this.deps.failures.outcome('live tail subscription', err)),
+          )
+          .finally(() => {
+            this.upgrading--;
+            this.unsubscribeIfIdle();
+          });
+      });
+    };
+    const cached = this.deps.callers.peek(key);
+    if (cached !== undefined) return decide(cached);
+    this.deps.callers.load(key).then(decide, (err: unknown) => ex.answer(this.deps.failures.outcome('key lookup', err)));
+  }
+
+  private subscribe(): Promise<unknown> {
+    if (this.subscriber !== null) return this.subscriber.ready;
+    const redis = this.deps.redis.duplicate();
+    redis.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.deliver(message));
+    const ready = redis.subscribe(this.deps.topology.liveDeliveries());
+    const subscriber = { redis, ready };
+    this.subscriber = subscriber;
+    ready.catch(() => {
+      if (this.subscriber === subscriber) this.unsubscribe();
+    });
+    return ready;
+  }
+
+  /** No connection open and none about to: nobody needs the records. */
+  private unsubscribeIfIdle(): void {
+    if (this.sockets.size === 0 && this.upgrading === 0) this.unsubscribe();
+  }
+
+  private unsubscribe(): void {
+    this.subscriber?.redis.disconnect();
+    this.subscriber = null;
+  }
+
+  /** One published insert: parsed once, then each connection gets the records of its project and filters. */
+  private deliver(message: Buffer): void {
+    if (this.sockets.size === 0) return;
+    const records: Outcome[] = [];
+    for (const line of message.toString('utf8').split('\n')) {
+      if (line === '') continue;
+      try {
+        records.push(JSON.parse(line) as Outcome);
+      } catch (err) {
+        this.deps.log.warn('live tail: a published line is not JSON', { err });
+      }
+    }
+    for (const ws of this.sockets) {
+      const viewer = ws.getUserData();
+      const mine = records.filter((r) => r.project === viewer.project && viewer.matches(r));
+      if (mine.length === 0) continue;
+      ws.cork(() => {
+        for (let i = 0; i < mine.length; i += FRAME_RECORDS) this.send(ws, mine.slice(i, i + FRAME_RECORDS).map(delivery));
+      });
+    }
+  }
+
+  private send(ws: WebSocket<Viewer>, deliveries: MessageDelivery[]): void {
+    const viewer = ws.getUserData();
+    if (ws.getBufferedAmount() > MAX_BUFFERED) return this.drop(viewer, deliveries.length);
+    if (viewer.missed > 0 && !this.sendGap(ws)) return this.drop(viewer, deliveries.length);
+    if (ws.send(JSON.stringify({ deliveries }), false) === 2) this.drop(viewer, deliveries.length);
+  }
+
+  private drained(ws: WebSocket<Viewer>): void {
+    if (ws.getUserData().missed > 0 && ws.getBufferedAmount() <= MAX_BUFFERED) this.sendGap(ws);
+  }
+
+  /** Tells the connection how many records it missed; false when even that could not be queued. */
+  private sendGap(ws: WebSocket<Viewer>): boolean {
+    const viewer = ws.getUserData();
+    if (ws.send(JSON.stringify({ gap: { missed: viewer.missed } }), false) === 2) return false;
+    viewer.missed = 0;
+    return true;
+  }
+
+  private drop(viewer: Viewer, count: number): void {
+    viewer.missed += count;
+    this.deps.metrics.liveDropped.inc(count);
+  }
+}
+
+/** The test of a connection's filters (the same as GET /api/deliveries, time bounds on `at`). */
+function matcher(q: LiveQuery): (r: Outcome) => boolean {
+  const since = q.since === undefined ? -Infinity : Date.parse(q.since);
+  const until = q.until === undefined ? Infinity : Date.parse(q.until);
+  return (r) =>
+    (q.status === undefined || r.status === q.status) &&
+    (q.channel === undefined || r.channel === q.channel) &&
+    (q.subscription_type === undefined || r.subscription_type === q.subscription_type) &&
+    (q.external_id === undefined || r.external_id === q.external_id) &&
+    (q.notification_id === undefined || r.notification_id === q.notification_id) &&
+    (q.error_code === undefined || r.error_code === q.error_code) &&
+    r.at >= since &&
+    r.at < until;
+}
+
+/** A MessageDelivery (API.md section 5) of a published record; receipts come later, so none yet. */
+function delivery(r: Outcome): MessageDelivery {
+  return {
+    id: r.id,
+    notification_id: r.notification_id,
+    external_id: r.external_id,
+    channel: r.channel,
+    subscription_type: r.subscription_type,
+    token_tail: r.token_tail,
+    attempt: r.attempt,
+    status: r.status,
+    error_code: r.error_code,
+    hint: r.hint,
+    provider_message_id: r.provider_message_id,
+    latency_ms: r.latency_ms,
+    at: new Date(r.at).toISOString(),
+    receipt: null,
+    retrying: r.retrying,
+  };
+}

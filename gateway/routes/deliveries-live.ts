@@ -1,0 +1,15 @@
+import { LiveFrame, LiveQuery } from '../../schemas/queries.ts';
+import { LiveTailChannel } from '../live-tail.ts';
+import { socketRoute } from '../route.ts';
+
+export const deliveriesLive = socketRoute({
+  path: '/api/deliveries/live',
+  auth: 'rest',
+  summary:
+    'WebSocket: every new delivery record as the recorder writes it, narrowed by the filters of GET /api/deliveries; key in Authorization or as subprotocol bearer.<key>. Frames: {deliveries: [...]}, or {gap: {missed: N}} when records were dropped because the connection read too slowly',
+  query: LiveQuery,
+  answers: { 101: LiveFrame },
+  // A plain GET without an upgrade is a validation_failed.
+  errors: ['validation_failed'],
+  channel: (deps, answers) => new LiveTailChannel(deps, answers, LiveQuery),
+});
