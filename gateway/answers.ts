@@ -2,13 +2,13 @@ import Type, { type TSchema } from 'typebox';
 import { compile } from '../engine/validator.ts';
 import { ErrorCodes, type ErrorCode } from '../schemas/errors.ts';
 import type { Failures } from './failure.ts';
-import type { AnswerCheck } from './http.ts';
+import { JSON_TYPE, type AnswerCheck } from './http.ts';
 import { routeErrors, successAnswers, type Route } from './route.ts';
 
-/** One answer a route may give: its status, media type, schema, and for errors the codes it may carry. */
+/** One answer a route may give: its status, media types, schema, and for errors the codes it may carry. */
 export interface DeclaredAnswer {
   status: number;
-  contentType: string;
+  contentTypes: readonly string[];
   schema: TSchema;
   codes: ErrorCode[];
 }
@@ -36,8 +36,8 @@ export function declaredAnswers(route: Route): DeclaredAnswer[] {
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   return [
-    ...successAnswers(route).map(([status, a]) => ({ status, contentType: a.contentType, schema: a.schema, codes: [] })),
-    ...[...byStatus].map(([status, codes]) => ({ status, contentType: 'application/json', schema: errorBody(codes), codes })),
+    ...successAnswers(route).map(([status, a]) => ({ status, contentTypes: a.contentTypes, schema: a.schema, codes: [] })),
+    ...[...byStatus].map(([status, codes]) => ({ status, contentTypes: [JSON_TYPE], schema: errorBody(codes), codes })),
   ];
 }
 
@@ -48,24 +48,28 @@ export function declaredAnswers(route: Route): DeclaredAnswer[] {
  */
 export function answerCheck(route: Route, failures: Pick<Failures, 'outcome'>): AnswerCheck {
   const checks = new Map(
-    declaredAnswers(route).map((a) => [a.status, { contentType: a.contentType, validate: a.contentType === 'application/json' ? compile(a.schema) : null }]),
+    declaredAnswers(route).map((a) => [a.status, { types: a.contentTypes, validate: a.contentTypes.includes(JSON_TYPE) ? compile(a.schema) : null }]),
   );
   const what = `${route.method.toUpperCase()} ${route.path} answer`;
   return (status, contentType, body) => {
     const declared = checks.get(status);
     let problem: string | null = null;
     if (declared === undefined) problem = `status ${status} is not declared`;
-    else if (!contentType.startsWith(declared.contentType)) problem = `${contentType} is not the declared ${declared.contentType}`;
-    else if (declared.validate !== null && !declared.validate(parse(body))) {
+    else if (!declared.types.some((t) => contentType.startsWith(t))) problem = `${contentType} is not the declared ${declared.types.join(' or ')}`;
+    else if (declared.validate !== null && contentType.startsWith(JSON_TYPE) && !declared.validate(parse(body))) {
       problem = `body breaks its schema: ${JSON.stringify(declared.validate.errors?.slice(0, 3))}`;
     }
-    return problem === null ? null : failures.outcome(what, new Error(`${what}: ${problem}; body ${body.slice(0, 300)}`));
+    return problem === null ? null : failures.outcome(what, new Error(`${what}: ${problem}; body ${text(body.slice(0, 300))}`));
   };
 }
 
-function parse(body: string): unknown {
+function text(body: string | Uint8Array): string {
+  return typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+}
+
+function parse(body: string | Uint8Array): unknown {
   try {
-    return JSON.parse(body);
+    return JSON.parse(text(body));
   } catch {
     return Symbol('not JSON');
   }

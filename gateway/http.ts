@@ -36,7 +36,7 @@ export const JSON_TYPE = 'application/json';
 type Header = readonly [string, string];
 
 /** Checks an answer against its route's declared answers: null when it matches, else the answer to send instead. */
-export type AnswerCheck = (status: number, contentType: string, body: string) => Outcome | null;
+export type AnswerCheck = (status: number, contentType: string, body: string | Uint8Array) => Outcome | null;
 
 /** The answers of one route pattern: counted per status and, when `check` is set, checked against their schemas. */
 export class RouteAnswers {
@@ -79,14 +79,14 @@ export class Exchange {
     return !this.finished;
   }
 
-  send(status: number, body: string, contentType = JSON_TYPE, headers: readonly Header[] = []): void {
+  send(status: number, body: string | Uint8Array, contentType = JSON_TYPE, headers: readonly Header[] = []): void {
     if (this.finished) return;
     const wrong = this.metric.check?.(status, contentType, body);
     if (wrong) return this.write(ErrorCodes.internal.status, JSON.stringify({ errors: wrong.items }), JSON_TYPE, []);
     this.write(status, body, contentType, headers);
   }
 
-  private write(status: number, body: string, contentType: string, headers: readonly Header[]): void {
+  private write(status: number, body: string | Uint8Array, contentType: string, headers: readonly Header[]): void {
     this.finish();
     this.metric.inc(status);
     const res = this.res;

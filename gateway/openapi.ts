@@ -39,10 +39,10 @@ function operation(route: Route): Record<string, unknown> {
   const parameters: unknown[] = [];
   if (route.kind === 'http') {
     for (const name of paramNames(route.path)) parameters.push({ name, in: 'path', required: true, schema: route.params?.properties[name] ?? { type: 'string' } });
-    if (route.query) {
-      const required = new Set(route.query.required ?? []);
-      for (const [name, schema] of Object.entries(route.query.properties)) parameters.push({ name, in: 'query', required: required.has(name), schema });
-    }
+  }
+  if (route.query) {
+    const required = new Set(route.query.required ?? []);
+    for (const [name, schema] of Object.entries(route.query.properties)) parameters.push({ name, in: 'query', required: required.has(name), schema });
   }
   if (route.identityHeader) {
     parameters.push({
@@ -59,17 +59,28 @@ function operation(route: Route): Record<string, unknown> {
     responses[a.status] = {
       description: a.codes.length > 0 ? a.codes.join(' or ') : describe(a.status),
       ...(headers ? { headers } : {}),
-      content: { [a.contentType]: { schema: a.schema } },
+      content: Object.fromEntries(a.contentTypes.map((type) => [type, { schema: a.schema }])),
     };
   }
   const body = route.kind === 'http' ? route.body : undefined;
   return {
+    operationId: operationId(route),
     summary: route.summary,
-    ...(route.auth === 'none' ? { security: [] } : route.auth === 'rest' ? { security: [{ restKey: [] }] } : {}),
+    // On every operation, so a viewer's "Authorize" sends the key (as `Authorization: Bearer`) where it is needed.
+    security: route.auth === 'none' ? [] : route.auth === 'rest' ? [{ restKey: [] }] : [{ sdkOrRestKey: [] }],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: body.schema } } } } : {}),
     responses,
   };
+}
+
+/**
+ * `getSegmentsIdCount` for GET /api/segments/{id}/count: unique per method and path, and without
+ * `_`, which Swagger UI's deep links (`/api/docs#/default/<id>`) no longer take.
+ */
+export function operationId(route: Route): string {
+  const words = route.path.split(/[^A-Za-z0-9]+/).filter((w, i) => w !== '' && !(i === 1 && w === 'api'));
+  return route.method + words.map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
 }
 
 function describe(status: number): string {

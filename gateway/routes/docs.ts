@@ -1,15 +1,9 @@
-import Type from 'typebox';
-import { docsPage } from '../docs-page.ts';
-import { httpRoute } from '../route.ts';
+import { mediaType, staticFile } from '../static-files.ts';
+import { docsPage } from '../swagger-ui.ts';
 
-export const docs = httpRoute({
-  method: 'get',
+export const docs = staticFile({
   path: '/api/docs',
-  auth: 'none',
-  summary: 'This reference, interactive',
-  answers: { 200: { schema: Type.String(), contentType: 'text/html' } },
-  handler:
-    () =>
-    ({ ex }) =>
-      ex.send(200, docsPage, 'text/html; charset=utf-8'),
+  summary: 'This reference, interactive (Swagger UI): paste a key under Authorize, then try any call',
+  type: mediaType('.html'),
+  file: () => docsPage,
 });

@@ -110,7 +110,7 @@ function operations(doc: OpenApi): Op[] {
       const schemes = security.flatMap((s) => Object.keys(s));
       const auth = schemes.length === 0 ? 'none' : schemes.every((s) => /rest/i.test(s)) ? 'rest' : 'any';
       let body = op.requestBody?.content?.['application/json']?.schema ?? null;
-      // The WebSocket path is fuzzed with plain GETs; /metrics and /api/docs take nothing.
+      // The WebSocket path is fuzzed with plain GETs; /metrics and the pages and files take nothing.
       if (path === '/api/sdk/ws') body = null;
       ops.push({
         method: method.toUpperCase(),

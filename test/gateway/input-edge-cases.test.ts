@@ -63,7 +63,19 @@ t.test('the OpenAPI document and the docs page are served without a key', async 
   const page = await fetch(`${gw.url}/api/docs`);
   t.equal(page.status, 200);
   t.match(page.headers.get('content-type'), /text\/html/);
-  t.match(await page.text(), /\/api\/openapi\.json/);
+  t.equal(page.headers.get('cache-control'), 'no-cache');
+  const html = await page.text();
+  const assets = [...html.matchAll(/(?:href|src)="(\/api\/docs\/assets\/[^"]+)"/g)].map((m) => m[1] ?? '');
+  t.same(assets.map((a) => a.replace(/^.*\//, '').replace(/\.[0-9a-f]{10}\./, '.')), ['swagger-ui.css', 'swagger-ui-bundle.js', 'docs-init.js'], 'Swagger UI and its settings');
+  for (const asset of assets) {
+    const answer = await fetch(`${gw.url}${asset}`);
+    t.equal(answer.status, 200, asset);
+    t.equal(answer.headers.get('cache-control'), 'public, max-age=31536000, immutable', `${asset} is kept by browsers`);
+    const text = await answer.text();
+    if (asset.includes('docs-init')) t.match(text, /url: '\/api\/openapi\.json'[^]*validatorUrl: null/, 'over this document, validating nothing elsewhere');
+  }
+  const missing = await fetch(`${gw.url}${assets[0]?.replace(/[^/]+$/, '') ?? ''}swagger-ui.js.map`);
+  t.equal(missing.status, 404, 'a file not served is not found');
 });
 
 t.test('browsers may call the API cross-origin: OPTIONS preflight and Access-Control-Allow-Origin', async (t) => {

@@ -111,3 +111,10 @@ t.test('OPTIONS and Allow list every method a path declares', async (t) => {
   t.same([patch.status, patch.headers.get('allow')], [405, 'GET, DELETE']);
   t.equal((await call(`${gw.url}/api/nothing-here`, 'GET', null)).status, 404);
 });
+
+t.test('every operation has its own operationId, without `_` (Swagger UI deep links refuse it)', async (t) => {
+  const ids = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((op) => (op as { operationId?: string }).operationId ?? ''));
+  t.equal(new Set(ids).size, ids.length, 'unique');
+  t.same(ids.filter((id) => !/^[a-z]+[A-Za-z0-9]+$/.test(id)), []);
+  t.ok(ids.includes('getSegmentsNameCount'));
+});
