@@ -1,16 +1,21 @@
 # Developer entry points. `make run` starts everything locally; `make test` is what CI runs.
-.PHONY: run test lint typecheck tap bench
+.PHONY: run test lint typecheck browser tap bench
 
 run:
 	bash scripts/run.sh
 
-test: lint typecheck tap
+test: lint typecheck browser tap
 
 lint:
 	npx eslint .
 
 typecheck:
 	npx tsc --noEmit -p tsconfig.json
+	npx tsc --noEmit -p gateway/dashboard/client/tsconfig.json
+
+# The browser tests drive Debian's chromium; installed here when it is missing.
+browser:
+	bash -c '. scripts/lib.sh && ensure_commands chromium:chromium'
 
 tap:
 	npx tap

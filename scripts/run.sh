@@ -46,7 +46,11 @@ Demo project (identity verification off; saved in $demo_file)
   REST key         $rest_key
   identity secret  $identity_secret
 
-Try it once the engine below has started at $base: paste the variables, then any command.
+Once the engine below has started:
+  dashboard        $base/dashboard   (paste the REST key)
+  API reference    $base/api/docs
+
+Try it: paste the variables, then any command.
 
 EOT
 # The provider simulators (test/simulators) stand in for APNs, FCM, Web Push, Twilio and SendGrid,

@@ -1,6 +1,9 @@
 import type { Route } from '../route.ts';
+import { dashboard, dashboardAssets } from './dashboard.ts';
+import { deliveriesLive } from './deliveries-live.ts';
 import { deliveriesStats } from './deliveries-stats.ts';
 import { deliveries } from './deliveries.ts';
+import { docsAssets } from './docs-assets.ts';
 import { docs } from './docs.ts';
 import { events } from './events.ts';
 import { healthz } from './healthz.ts';
@@ -8,6 +11,7 @@ import { metrics } from './metrics.ts';
 import { notificationsCancel } from './notifications-cancel.ts';
 import { notificationsCreate } from './notifications-create.ts';
 import { notificationsGet } from './notifications-get.ts';
+import { notificationsList } from './notifications-list.ts';
 import { openapi } from './openapi.ts';
 import { readyz } from './readyz.ts';
 import { sdkBatch } from './sdk-batch.ts';
@@ -40,6 +44,7 @@ export const routes: readonly Route[] = [
   usersGet,
   deliveries,
   deliveriesStats,
+  deliveriesLive,
   events,
   segmentsCreate,
   segmentsList,
@@ -47,11 +52,15 @@ export const routes: readonly Route[] = [
   segmentDelete,
   segmentCount,
   notificationsCreate,
+  notificationsList,
   notificationsGet,
   notificationsCancel,
   healthz,
   readyz,
   metrics,
   docs,
+  docsAssets,
   openapi,
+  dashboard,
+  dashboardAssets,
 ];

@@ -1,0 +1,69 @@
+import { render } from 'preact';
+import { useState } from 'preact/hooks';
+import { storedKey, storeKey } from './api.ts';
+import { DeliveriesView } from './deliveries.tsx';
+import { KeyGate } from './key-gate.tsx';
+import { LiveView } from './live.tsx';
+import { NotificationDetail } from './notification.tsx';
+import { NotificationsView } from './notifications.tsx';
+import { go, href, usePlace, type Place } from './route.ts';
+import { UserDetail } from './user.tsx';
+import './style.css';
+
+function View({ place }: { place: Place }) {
+  switch (place.view) {
+    case 'user':
+      return <UserDetail id={place.id ?? ''} />;
+    case 'notification':
+      return <NotificationDetail id={place.id ?? ''} />;
+    case 'notifications':
+      return <NotificationsView place={place} />;
+    case 'live':
+      return <LiveView place={place} />;
+    default:
+      return <DeliveriesView place={place} />;
+  }
+}
+
+function App() {
+  const [key, setKey] = useState(storedKey);
+  const place = usePlace();
+  if (key === null) return <KeyGate onKey={setKey} />;
+  const tab = (view: Place['view'], label: string, path: string[]) => (
+    <a href={href(path)} class={place.view === view ? 'on' : ''}>
+      {label}
+    </a>
+  );
+  return (
+    <>
+      <header>
+        <b>Deliveries dashboard</b>
+        <nav>
+          {tab('deliveries', 'Deliveries', ['deliveries'])}
+          {tab('notifications', 'Notifications', ['notifications'])}
+          {tab('live', 'Live tail', ['live'])}
+        </nav>
+        <form
+          class="find"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const id = new FormData(e.currentTarget).get('user');
+            if (typeof id === 'string' && id.trim() !== '') go(href(['users', id.trim()]));
+          }}
+        >
+          <input name="user" placeholder="Find a user by external_id" />
+        </form>
+        <a href="/api/docs">API reference</a>
+        <button type="button" class="quiet" onClick={() => (storeKey(null), setKey(null))}>
+          Forget key
+        </button>
+      </header>
+      <main>
+        <View place={place} />
+      </main>
+    </>
+  );
+}
+
+const root = document.getElementById('app');
+if (root !== null) render(<App />, root);

@@ -1,0 +1,74 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Test } from 'tap';
+
+/** Debian's chromium (`.ci/run` and `make test` install it when missing). */
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+/** Screenshots land here, one folder per test file (git-ignored). */
+const OUTPUT = fileURLToPath(new URL('../../test-output/browser/', import.meta.url));
+
+export interface BrowserPage {
+  page: Page;
+  /** Every URL the page requested, in order (documents, scripts, styles, fetches, WebSockets). */
+  requests: string[];
+  /** Uncaught page errors and console errors but failed loads, for assertions and failure messages. */
+  errors: string[];
+  /** Saves a full-page screenshot as <test-output>/browser/<file>/<name>.png and returns its path. */
+  screenshot(name: string): Promise<string>;
+  /** The requested URLs whose origin is not `origin`. */
+  foreign(origin: string): string[];
+}
+
+let shared: Promise<Browser> | null = null;
+
+/** One headless Chromium per test file, closed when the file's tests end. */
+function browser(t: Test): Promise<Browser> {
+  if (shared === null) {
+    shared = chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const launched = shared;
+    t.teardown(async () => {
+      shared = null;
+      await (await launched).close();
+    });
+  }
+  return shared;
+}
+
+/**
+ * A fresh browser context and page for one test (its own session storage), with every request it
+ * makes recorded. `file` names the screenshot folder (the test file's base name).
+ */
+export async function openPage(t: Test, file: string): Promise<BrowserPage> {
+  const context = await (await browser(t)).newContext({ viewport: { width: 1360, height: 900 } });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  const requests: string[] = [];
+  const errors: string[] = [];
+  page.on('request', (r) => void requests.push(r.url()));
+  page.on('websocket', (ws) => void requests.push(ws.url()));
+  page.on('pageerror', (e) => void errors.push(e.message));
+  // A refused call (a wrong key: 401) is logged by the browser as a console error; it is no page error.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text());
+  });
+  const dir = join(OUTPUT, file);
+  mkdirSync(dir, { recursive: true });
+  return {
+    page,
+    requests,
+    errors,
+    screenshot: async (name) => {
+      const path = join(dir, `${name}.png`);
+      await page.screenshot({ path, fullPage: true });
+      return path;
+    },
+    foreign: (origin) =>
+      requests.filter((u) => {
+        const url = new URL(u);
+        if (url.protocol === 'data:' || url.protocol === 'blob:') return false;
+        return `${url.protocol.replace('ws', 'http')}//${url.host}` !== origin;
+      }),
+  };
+}
