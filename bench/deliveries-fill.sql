@@ -1,6 +1,7 @@
 -- Inserts rows {from:UInt64} .. {from}+{count}-1 of {rows:UInt64} synthetic delivery attempts into
 -- message_deliveries, generated inside ClickHouse (INSERT ... SELECT FROM numbers()) for
--- bench/deliveries-query.ts, which fills the table a slice at a time to show its progress.
+-- bench/deliveries-table.ts (for bench/deliveries-query.ts and bench/dashboard.ts), which fills the
+-- table a slice at a time to show its progress.
 -- Parameters:
 --   {rows:UInt64}            how many rows the whole table gets
 --   {from:UInt64}            the first row of this slice

@@ -21,7 +21,7 @@
  * Does not measure: HTTP, auth and JSON answers (the gateway's share, small next to the query),
  * concurrent queries, the recorder inserting meanwhile, a ClickHouse server (CLICKHOUSE_URL).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,17 +29,14 @@ import { createClickHouse, type ClickHouse } from '../engine/clickhouse/client.t
 import { deliveryStats, listDeliveries } from '../engine/clickhouse/deliveries.ts';
 import { migrate } from '../engine/clickhouse/migrations.ts';
 import type { DeliveryFilter, DeliveryPosition } from '../schemas/queries.ts';
+import { count, DAY, fill, settle } from './deliveries-table.ts';
 import { writeReport } from './report.ts';
 import type { SummaryRow } from './summary.ts';
 import { positive } from './settings.ts';
 
 const GOAL_P95_MS = 50;
-const DAY = 86_400_000;
 const BIG = 'bench-big';
-/** Rows per INSERT of the fill, so it can say how far it got. */
-const FILL_SLICE = 2_000_000;
 const reports = fileURLToPath(new URL('./reports', import.meta.url));
-const fillSql = readFileSync(new URL('./deliveries-fill.sql', import.meta.url), 'utf8');
 
 const settings = { rows: positive('ROWS', 20_000_000), runs: positive('RUNS', 30), warmup: positive('WARMUP', 5) };
 
@@ -53,48 +50,6 @@ interface Result {
   /** p95 over the baseline's p95. */
   vs_baseline: number | null;
   goal_met: boolean | null;
-}
-
-async function count(ch: ClickHouse, query: string, params: Record<string, unknown> = {}): Promise<number> {
-  const result = await ch.query({ query, query_params: params, format: 'JSONEachRow' });
-  const [row] = await result.json<{ n: string | number }>();
-  return Number(row?.n ?? 0);
-}
-
-/** Fills the table unless it already holds `rows` rows; returns the fill time (null when reused). */
-async function fill(ch: ClickHouse, start: number): Promise<number | null> {
-  if ((await count(ch, 'SELECT count() AS n FROM message_deliveries')) === settings.rows) return null;
-  await ch.command({ query: 'TRUNCATE TABLE message_deliveries' });
-  const t0 = performance.now();
-  const params = { rows: settings.rows, big: BIG, small: 'bench-small', start_ms: start, span_ms: 30 * DAY, users: 1_000_000, notifications: 20_000 };
-  for (let from = 0; from < settings.rows; from += FILL_SLICE) {
-    await ch.command({ query: fillSql, query_params: { ...params, from, count: Math.min(FILL_SLICE, settings.rows - from) } });
-    const done = Math.min(settings.rows, from + FILL_SLICE);
-    console.log(`  filled ${done}/${settings.rows} rows (${Math.round(done / ((performance.now() - t0) / 1000))} rows/s)`);
-  }
-  console.log('  merging (OPTIMIZE TABLE message_deliveries FINAL) ...');
-  await ch.command({ query: 'OPTIMIZE TABLE message_deliveries FINAL' });
-  return performance.now() - t0;
-}
-
-/**
- * Waits, at most 30 minutes, until no mutation of message_deliveries is running (migration 0006
- * materializes its projection in the background on a table filled before it), so the queries are
- * timed on the settled table; returns how long it waited.
- */
-async function settle(ch: ClickHouse): Promise<number> {
-  const t0 = performance.now();
-  const pending = "SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'message_deliveries' AND NOT is_done";
-  let said = t0;
-  for (let running = await count(ch, pending); running > 0; running = await count(ch, pending)) {
-    if (performance.now() - t0 > 30 * 60_000) throw new Error('message_deliveries mutations still running after 30 minutes');
-    if (performance.now() - said >= 10_000) {
-      said = performance.now();
-      console.log(`  waiting for ${running} mutation(s) of message_deliveries (projections), ${Math.round((said - t0) / 1000)} s so far`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
-  return performance.now() - t0;
 }
 
 /**
@@ -171,8 +126,8 @@ async function main(): Promise<void> {
     await migrate(ch);
     const start = Date.UTC(2026, 9, 23);
     console.log(`filling ${settings.rows} rows under ${dataDir} ...`);
-    const fillMs = await fill(ch, start);
-    const settleMs = await settle(ch);
+    const fillMs = await fill(ch, { rows: settings.rows, big: BIG, start }, console.log);
+    const settleMs = await settle(ch, console.log);
     const parts = await count(ch, "SELECT count() AS n FROM system.parts WHERE table = 'message_deliveries' AND active");
     const bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG });
     // A different user and notification on every run: the query condition cache (on by default)

@@ -66,6 +66,11 @@ export const scenarios: Scenario[] = [
     runs: [{ title: 'dashboard queries', script: 'deliveries-query.ts', args: [], report: 'deliveries-query', takesOut: false }],
   },
   {
+    name: 'dashboard',
+    about: 'the dashboard in headless Chromium over 20 000 000 delivery rows: first paint and each filter change, against the bare GET',
+    runs: [{ title: 'dashboard in Chromium', script: 'dashboard.ts', args: [], report: 'dashboard', takesOut: false }],
+  },
+  {
     name: 'soak',
     about: 'ten minutes of mixed load with a broadcast every minute: memory, stream lengths and spill journal growth',
     runs: [{ title: 'soak', script: 'soak.ts', args: [], report: 'soak', takesOut: false }],
