@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { TObject } from 'typebox';
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket, type us_socket_context_t } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
 import type { OutcomeEntry } from '../schemas/outcomes.ts';
 import type { LiveQuery, MessageDelivery } from '../schemas/queries.ts';
 import type { Caller } from './auth.ts';
@@ -11,11 +11,13 @@ import { throttle } from './rate-limit.ts';
 import type { SocketChannel } from './route.ts';
 import { upgradeKey } from './socket-key.ts';
 import type { Checked } from './validation.ts';
+import { SEND_HIGH_WATER, SOCKET_SETTINGS } from './ws-answers.ts';
 
-/** Bytes a connection may leave unsent before its records are dropped (and counted for its gap frame). */
-const MAX_BUFFERED = 256 * 1024;
-/** Past this uWS itself drops a send: one frame of records over MAX_BUFFERED fits under it. */
-const MAX_BACKPRESSURE = 1024 * 1024;
+/**
+ * Bytes a connection may leave unsent before its records are dropped (and counted for its gap
+ * frame); past MAX_BACKPRESSURE uWS itself would drop a send, and one frame over this fits under it.
+ */
+const MAX_BUFFERED = SEND_HIGH_WATER;
 /** Records per frame, so one frame stays well under MAX_BACKPRESSURE. */
 const FRAME_RECORDS = 500;
 
@@ -56,11 +58,7 @@ export class LiveTailChannel implements SocketChannel {
     app.ws<Viewer>(path, {
       // Clients send nothing here; a frame is ignored.
       maxPayloadLength: 4096,
-      maxBackpressure: MAX_BACKPRESSURE,
-      closeOnBackpressureLimit: 0,
-      idleTimeout: 120,
-      sendPingsAutomatically: true,
-      compression: uWS.DISABLED,
+      ...SOCKET_SETTINGS,
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => {
         this.sockets.add(ws);

@@ -1,4 +1,4 @@
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket, type us_socket_context_t } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
 import type { SdkOp } from '../schemas/sdk.ts';
 import { identityOk, type Caller } from './auth.ts';
@@ -11,7 +11,7 @@ import type { SocketChannel } from './route.ts';
 import { OrderedTakes, rateLimitedItem, throttle } from './rate-limit.ts';
 import { upgradeKey } from './socket-key.ts';
 import { checkOp, type Checked } from './validation.ts';
-import { AnswerQueue, MAX_BACKPRESSURE, type Slot } from './ws-answers.ts';
+import { AnswerQueue, SOCKET_SETTINGS, type Slot } from './ws-answers.ts';
 
 /** Largest operation frame (the SDK body limit); larger frames get payload_too_large. */
 const FRAME_LIMIT = 64 * 1024;
@@ -67,11 +67,7 @@ export class SdkSocketChannel implements SocketChannel {
   register(app: TemplatedApp, path: string): void {
     app.ws<Connection>(path, {
       maxPayloadLength: MAX_PAYLOAD,
-      maxBackpressure: MAX_BACKPRESSURE,
-      closeOnBackpressureLimit: 0,
-      idleTimeout: 120,
-      sendPingsAutomatically: true,
-      compression: uWS.DISABLED,
+      ...SOCKET_SETTINGS,
       upgrade: (res, req, context) => this.upgrade(res, req, context),
       open: (ws) => void this.sockets.add(ws),
       message: (ws, message, isBinary) => this.message(ws, message, isBinary),

@@ -1,3 +1,4 @@
+import uWS from 'uWebSockets.js';
 /** What the answer queue needs of a uWS WebSocket (STYLE.md 7: a plain object can stand in). */
 export interface AnswerSocket {
   /** uWS: 1 sent, 0 sent but buffered (backpressure), 2 dropped (over maxBackpressure). */
@@ -20,6 +21,18 @@ export interface Slot {
 export const SEND_HIGH_WATER = 256 * 1024;
 /** uWS maxBackpressure: past it send() drops the message (its default, 64 KiB, was silently hit). */
 export const MAX_BACKPRESSURE = 4 * SEND_HIGH_WATER;
+
+/**
+ * The uWS settings every WebSocket channel of the gateway shares: sends past MAX_BACKPRESSURE are
+ * the channel's to handle (never a close), idle sockets are pinged, and nothing is compressed.
+ */
+export const SOCKET_SETTINGS = {
+  maxBackpressure: MAX_BACKPRESSURE,
+  closeOnBackpressureLimit: 0,
+  idleTimeout: 120,
+  sendPingsAutomatically: true,
+  compression: uWS.DISABLED,
+} as const;
 const DROPPED = 2;
 
 /**

@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap';
-import WebSocket from 'ws';
 import { loadConfig } from '../../engine/config.ts';
 import { Keystore } from '../../engine/keystore.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { deliveriesOf, iosToken, register, stage, until, type Delivery } from '../helpers/broadcast.ts';
 import { call, eventually } from '../helpers/http.ts';
+import { openTail, type LiveTail } from '../helpers/live-tail.ts';
 
 /**
  * GET /api/deliveries/live through a whole engine: the records of a real broadcast reach the open
@@ -14,24 +14,11 @@ import { call, eventually } from '../helpers/http.ts';
  */
 
 type Row = Delivery & { id: string };
-type Frame = { deliveries: Row[] } | { gap: { missed: number } };
-
-interface Tail {
-  frames: Frame[];
-  records(): Row[];
-}
+type Tail = LiveTail<Row>;
 
 /** A tail with its key in Authorization, as a server-side client sends it. */
-async function tail(t: Test, base: string, key: string, query = ''): Promise<Tail> {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/api/deliveries/live${query}`, { headers: { authorization: `Bearer ${key}` } });
-  t.teardown(() => ws.terminate());
-  const frames: Frame[] = [];
-  ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString()) as Frame));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  return { frames, records: () => frames.flatMap((f) => ('deliveries' in f ? f.deliveries : [])) };
+function tail(t: Test, base: string, key: string, query = ''): Promise<Tail> {
+  return openTail<Row>(t, `${base.replace('http', 'ws')}/api/deliveries/live${query}`, key, 'header');
 }
 
 t.test('the records of a broadcast reach the tails open while it runs', async (t) => {

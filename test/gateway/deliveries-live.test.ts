@@ -5,6 +5,7 @@ import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
+import { openTail, type LiveTail } from '../helpers/live-tail.ts';
 import { outcome } from '../recorder/outcomes.ts';
 
 /**
@@ -18,33 +19,19 @@ interface Delivery {
   external_id: string;
   receipt: string | null;
 }
-type Frame = { deliveries: Delivery[] } | { gap: { missed: number } };
 
 let gw: InProcess;
 let other: CreatedProject;
 
-interface Tail {
-  ws: WebSocket;
-  frames: Frame[];
-  /** Every record received so far. */
-  records(): Delivery[];
-}
+type Tail = LiveTail<Delivery>;
 
 function wsUrl(query = ''): string {
   return `${gw.url.replace('http', 'ws')}/api/deliveries/live${query}`;
 }
 
 /** Opens a tail with the key as the subprotocol, as a browser does. */
-async function tail(t: Test, query = '', key = gw.project.rest_key): Promise<Tail> {
-  const ws = new WebSocket(wsUrl(query), [`bearer.${key}`]);
-  t.teardown(() => ws.terminate());
-  const frames: Frame[] = [];
-  ws.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString()) as Frame));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  return { ws, frames, records: () => frames.flatMap((f) => ('deliveries' in f ? f.deliveries : [])) };
+function tail(t: Test, query = '', key = gw.project.rest_key): Promise<Tail> {
+  return openTail<Delivery>(t, wsUrl(query), key, 'protocol');
 }
 
 /** The status of a refused upgrade, and its error code. */
