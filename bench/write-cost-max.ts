@@ -157,8 +157,8 @@ export interface SplitOptions {
   prefix: string;
   dataDir: string;
   redisUrl: string;
-  /** Pin the gateway to CPU 0 and apply + recorder to CPU 1 (taskset, every thread). */
-  pin: boolean;
+  /** Cores given to the engine processes (taskset, every thread), or null for none pinned: see coresOf. */
+  cores: number | null;
 }
 
 /**
@@ -173,30 +173,41 @@ export async function startSplit(opts: SplitOptions): Promise<{ engines: Engine[
     await worker.child.stop();
     throw err;
   });
-  const pin = async (engine: Engine, cpu: string): Promise<string | null> => {
-    if (!opts.pin) return null;
-    await promisify(execFile)('taskset', ['-a', '-p', '-c', cpu, String(engine.pid)]);
-    return cpu;
-  };
   try {
     const processes = [
-      { name: 'gateway', pid: gateway.pid, roles: 'gateway', cpus: await pin(gateway, '0') },
-      { name: 'apply+recorder', pid: worker.pid, roles: 'apply,recorder', cpus: await pin(worker, '1') },
+      { name: 'gateway', pid: gateway.pid, roles: 'gateway', cpus: await pinTo(gateway, opts.cores === null ? null : '0') },
+      { name: 'apply+recorder', pid: worker.pid, roles: 'apply,recorder', cpus: await pinTo(worker, opts.cores === null ? null : String(opts.cores - 1)) },
     ];
-    return { engines: [gateway, worker], deployment: { name: 'split', base: gateway.base, processes } };
+    return { engines: [gateway, worker], deployment: { name: deploymentName('split', opts.cores), base: gateway.base, processes } };
   } catch (err) {
     await Promise.all([gateway.child.stop(), worker.child.stop()]);
     throw err;
   }
 }
 
+/** A deployment's name with the cores it was given, when pinned. */
+export function deploymentName(name: string, cores: number | null): string {
+  return cores === null ? name : `${name}, ${cores} core${cores === 1 ? '' : 's'}`;
+}
+
+/**
+ * Pins every thread of an engine to `cpus` (a taskset list) and returns it; null leaves it free.
+ * With N cores given, one process takes CPUs 0..N-1; of a split, the gateway takes CPU 0 and
+ * apply + recorder CPU N-1, so one core holds both and two cores hold one each.
+ */
+export async function pinTo(engine: Engine, cpus: string | null): Promise<string | null> {
+  if (cpus === null) return null;
+  await promisify(execFile)('taskset', ['-a', '-p', '-c', cpus, String(engine.pid)]);
+  return cpus;
+}
+
 /** The summary rows: carried and accepted writes/s and CPU per write of each deployment; the split against one process. */
 export function summarizeMax(results: MaxResult[], goal: { rate: number; share: number }): SummaryRow[] {
-  const one = results.find((r) => r.deployment === 'one process');
+  const one = results.find((r) => r.deployment.startsWith('one process'));
   const atLeast = Math.round(goal.rate * goal.share);
   return results.flatMap((r) => {
     const baseline = (value: number | null | undefined): SummaryRow['baseline'] =>
-      r === one || one === undefined || value === null || value === undefined ? null : { name: 'one process', value };
+      r === one || one === undefined || value === null || value === undefined ? null : { name: one.deployment, value };
     const row = (measure: string, value: number, unit: string, better: SummaryRow['better'], ref: SummaryRow['baseline'], goalRow: SummaryRow['goal']): SummaryRow => ({
       scenario: 'write-cost',
       measure: `${measure}, closed loop, ${r.deployment}`,
@@ -238,7 +249,7 @@ export function printMax(results: MaxResult[]): void {
     ...results.map((r) => {
       const e = r.wrk.socket_errors;
       return [
-        `${r.deployment}${r.processes.some((p) => p.cpus !== null) ? ' (pinned)' : ''}`,
+        r.deployment,
         String(r.accepted_per_sec),
         s(r.carried_per_sec),
         `${r.backlog_at_end.unapplied_entries}/${r.backlog_at_end.unrecorded_changes}`,

@@ -4,7 +4,7 @@
  * KEY_PREFIX) from its accept to its record in ClickHouse, at constant rates.
  *
  * `node --import tsx bench/write-cost.ts [--rates 3000,10000] [--seconds 20] [--warmup 3]
- *  [--probes-per-sec 50] [--profile] [--max one,split] [--pin] [--wrk-threads 1]
+ *  [--probes-per-sec 50] [--profile] [--max one,split] [--cores 1|2] [--wrk-threads 1]
  *  [--wrk-connections 256]`
  *
  * Per rate: the SDK mix of bench/sdk-mix.ts over 100 000 users, open loop (bench/paced.ts), a
@@ -17,8 +17,9 @@
  *
  * Then the closed-loop maximum with wrk (bench/write-cost-max.ts), `--max` naming the deployments:
  * `one`, the same process; `split`, after it stopped, `--roles gateway` and `--roles
- * apply,recorder` in two processes on the same KEY_PREFIX and DATA_DIR (`--pin`: one CPU each,
- * with taskset). An empty `--rates` or `--max` skips that part; without wrk on PATH the maximum is
+ * apply,recorder` in two processes on the same KEY_PREFIX and DATA_DIR. `--cores N` gives the
+ * engine processes N cores with taskset: CPUs 0..N-1 to the one process; of the split, CPU 0 to
+ * the gateway and CPU N-1 to apply + recorder (one core for both, or one each). An empty `--rates` or `--max` skips that part; without wrk on PATH the maximum is
  * skipped. Writes bench/reports/write-cost-<date>.json.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -45,7 +46,7 @@ import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
-import { measureMax, printMax, startSplit, summarizeMax, type MaxContext, type MaxResult } from './write-cost-max.ts';
+import { deploymentName, measureMax, pinTo, printMax, startSplit, summarizeMax, type MaxContext, type MaxResult } from './write-cost-max.ts';
 import { wrkInstalled, writeWrkRequests } from './wrk.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -67,7 +68,7 @@ const { values } = parseArgs({
     'probes-per-sec': { type: 'string', default: '50' },
     profile: { type: 'boolean', default: false },
     max: { type: 'string', default: 'one,split' },
-    pin: { type: 'boolean', default: false },
+    cores: { type: 'string', default: '' },
     'wrk-threads': { type: 'string', default: '1' },
     'wrk-connections': { type: 'string', default: '256' },
   },
@@ -75,6 +76,7 @@ const { values } = parseArgs({
 const listFlag = (raw: string): string[] => raw.split(',').filter((item) => item !== '');
 const max = listFlag(values.max);
 for (const name of max) if (name !== 'one' && name !== 'split') throw new Error(`--max takes one and split, got ${name}`);
+if (values.cores !== '' && values.cores !== '1' && values.cores !== '2') throw new Error(`--cores takes 1 or 2, got ${values.cores}`);
 const settings = {
   rates: listFlag(values.rates).map((rate) => wholeFlag('rates', rate)),
   seconds: wholeFlag('seconds', values.seconds),
@@ -85,7 +87,7 @@ const settings = {
   users: USERS,
   profile: values.profile,
   max,
-  pin: values.pin,
+  cores: values.cores === '' ? null : wholeFlag('cores', values.cores),
   wrk_threads: wholeFlag('wrk-threads', values['wrk-threads']),
   wrk_connections: wholeFlag('wrk-connections', values['wrk-connections']),
 };
@@ -330,7 +332,8 @@ async function main(): Promise<void> {
   if (maxSkipped !== null) log(`bench: no closed-loop maximum: ${maxSkipped}`);
   const ctx = maxSkipped === null ? await maxContext(project.sdk_key, mix) : null;
   if (ctx !== null && settings.max.includes('one')) {
-    closedLoop.push(await measureMax({ name: 'one process', base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus: null }] }, ctx));
+    const cpus = await pinTo(engine, settings.cores === null ? null : `0-${settings.cores - 1}`);
+    closedLoop.push(await measureMax({ name: deploymentName('one process', settings.cores), base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus }] }, ctx));
   }
   stoppedOnPurpose.add(engine);
   let profile: ProfileSummary | null = null;
@@ -342,7 +345,7 @@ async function main(): Promise<void> {
   }
   await engine.child.stop();
   if (ctx !== null && settings.max.includes('split')) {
-    const split = await startSplit({ prefix, dataDir, redisUrl, pin: settings.pin });
+    const split = await startSplit({ prefix, dataDir, redisUrl, cores: settings.cores });
     split.engines.forEach((e, i) => watch(e, split.deployment.processes[i]?.name ?? 'split'));
     log(`bench: split: ${split.deployment.processes.map((p) => `${p.name} pid ${p.pid}${p.cpus === null ? '' : ` on CPU ${p.cpus}`}`).join(', ')}`);
     closedLoop.push(await measureMax(split.deployment, ctx));
@@ -372,7 +375,7 @@ async function main(): Promise<void> {
       'Redis commands: INFO commandstats of the whole Redis server over the window, per write. Redis counts the commands a script calls too, under their own names, and their time also inside evalsha\'s; so calls_per_write is every command executed, not round trips. The probes\' GET /api/users polls (lag.polls) and this benchmark\'s XINFO GROUPS samples are counted in, and so would other clients of the same Redis server be.',
       'Apply lag: about probes_per_sec writes a second are tag writes with a unique value to a user of their own; from the 202, GET /api/users/{id} is polled every poll_ms until it shows (bench/probes.ts). The lag includes up to poll_ms and one GET.',
       'Closed loop (closed_loop): wrk (C, LuaJIT; bench/wrk-mix.lua) sends the same mix, one period of SdkMix precomputed in each thread, over wrk_connections connections, as fast as answers come, for warmup_seconds (then its backlog is let drain) and for `seconds` measured. accepted: svc_accepted_writes_total of the gateway over the window; carried/s: those writes over the window plus the seconds until every one was applied and recorded, i.e. what reached ClickHouse per second of wall time; null when that took over drain_ms. CPU per write runs from the window\'s start until all was recorded (idle drain time and the XINFO GROUPS polls that time it included); wrk\'s is over its run, the second or so it spends building its requests before it left out; cores are over the window. wrk counts non_2xx as statuses above 399.',
-      'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --pin, taskset pins every thread of the gateway to CPU 0 and of apply + recorder to CPU 1; Redis, wrk and this process are not pinned.',
+      'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --cores N, taskset pins every thread of the one process to CPUs 0..N-1 and, of the split, the gateway to CPU 0 and apply + recorder to CPU N-1 (one core for both, or one each); Redis, wrk and this process are not pinned.',
       'With --profile the engine runs under --cpu-prof (its main thread only, start-up, drains and the one-process closed loop included), which costs it some CPU: compare CPU figures between runs of the same kind.',
       `Machine: ${machine().cpus} cores shared by the engine, Redis and the load generator; other work on the host moves the figures (load_average in machine).`,
     ],
