@@ -3,7 +3,7 @@
  * process, every role, embedded ClickHouse in a temp DATA_DIR, PARTITIONS as configured, fresh
  * KEY_PREFIX) from its accept to its record in ClickHouse, at constant rates.
  *
- * `node --import tsx bench/write-cost.ts [--rates 3000,10000] [--seconds 20] [--warmup 3]
+ * `node --import tsx bench/write-cost.ts [--rates 5000,10000] [--seconds 20] [--warmup 3]
  *  [--probes-per-sec 50] [--profile] [--max one,split] [--cores 1|2] [--wrk-threads 1]
  *  [--wrk-connections 256]`
  *
@@ -62,7 +62,7 @@ const PROBE_TIMEOUT_MS = 30_000;
 
 const { values } = parseArgs({
   options: {
-    rates: { type: 'string', default: '3000,10000' },
+    rates: { type: 'string', default: '5000,10000' },
     seconds: { type: 'string', default: '20' },
     warmup: { type: 'string', default: '3' },
     'probes-per-sec': { type: 'string', default: '50' },
