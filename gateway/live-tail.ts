@@ -24,8 +24,14 @@ const FRAME_RECORDS = 500;
 interface Viewer {
   project: string;
   matches: (record: Outcome) => boolean;
-  /** Records dropped since the last gap frame. */
-  missed: number;
+  /** Records dropped since the last gap frame: 0 for none, null for an unknown number. */
+  missed: number | null;
+}
+
+/** The subscriber connection, and the answer to its latest SUBSCRIBE (upgrades wait for it). */
+interface Subscriber {
+  redis: Redis | Cluster;
+  ready: Promise<unknown>;
 }
 
 /** A line the recorder published: an outcome entry (schemas/outcomes.ts) with its stream id. */
@@ -37,11 +43,13 @@ type Outcome = OutcomeEntry & { stream_id: string };
  * filters of GET /api/deliveries. One subscriber connection per gateway process, open while a
  * connection is. A connection that reads too slowly is never buffered for without bound: past
  * MAX_BUFFERED unsent bytes its records are dropped and counted, and once it has drained it is
- * sent `{"gap":{"missed":N}}` before the next records.
+ * sent `{"gap":{"missed":N}}` before the next records. When the subscriber's connection drops,
+ * what is published until it has resubscribed is lost for every connection: each is then sent
+ * `{"gap":{"missed":null}}`.
  */
 export class LiveTailChannel implements SocketChannel {
   private readonly sockets = new Set<WebSocket<Viewer>>();
-  private subscriber: { redis: Redis | Cluster; ready: Promise<unknown> } | null = null;
+  private subscriber: Subscriber | null = null;
   /** Upgrades checked and waiting for the subscription: they too keep the subscriber open. */
   private upgrading = 0;
   private readonly check: (raw: string) => Checked<LiveQuery>;
@@ -76,7 +84,11 @@ export class LiveTailChannel implements SocketChannel {
   }
 
   closeAll(): void {
-    for (const ws of [...this.sockets]) ws.end(1001, 'server shutting down');
+    this.closeAllWith(1001, 'server shutting down');
+  }
+
+  private closeAllWith(code: number, reason: string): void {
+    for (const ws of [...this.sockets]) ws.end(code, reason);
     this.unsubscribe();
   }
 
@@ -117,13 +129,45 @@ export class LiveTailChannel implements SocketChannel {
     if (this.subscriber !== null) return this.subscriber.ready;
     const redis = this.deps.redis.duplicate();
     redis.on('messageBuffer', (_channel: Buffer, message: Buffer) => this.deliver(message));
-    const ready = redis.subscribe(this.deps.topology.liveDeliveries());
-    const subscriber = { redis, ready };
+    const subscriber: Subscriber = { redis, ready: redis.subscribe(this.deps.topology.liveDeliveries()) };
     this.subscriber = subscriber;
-    ready.catch(() => {
-      if (this.subscriber === subscriber) this.unsubscribe();
+    subscriber.ready.then(
+      () => this.watchReconnects(subscriber),
+      () => {
+        if (this.subscriber === subscriber) this.unsubscribe();
+      },
+    );
+    return subscriber.ready;
+  }
+
+  /**
+   * ioredis reconnects and resubscribes by itself, but what was published in between is gone. At
+   * `ready` (emitted before any reply on the new connection is read) every open connection is
+   * marked as having missed an unknown number of records, so its gap notice precedes every record
+   * that follows. Upgrades wait for the answer to our own SUBSCRIBE, as for the first one.
+   */
+  private watchReconnects(subscriber: Subscriber): void {
+    let lost = false;
+    subscriber.redis.on('close', () => void (lost = true));
+    subscriber.redis.on('ready', () => {
+      if (!lost || this.subscriber !== subscriber) return;
+      lost = false;
+      for (const ws of this.sockets) ws.getUserData().missed = null;
+      subscriber.ready = subscriber.redis.subscribe(this.deps.topology.liveDeliveries());
+      subscriber.ready.then(
+        () => this.resubscribed(),
+        (err: unknown) => {
+          this.deps.log.warn('live tail: resubscription failed; its connections are closed', { err });
+          if (this.subscriber === subscriber) this.closeAllWith(1011, 'live tail unavailable');
+        },
+      );
     });
-    return ready;
+  }
+
+  /** Connections that got no record since the resubscription get their gap notice now. */
+  private resubscribed(): void {
+    this.deps.log.warn('live tail: resubscribed after a lost connection; records published meanwhile were missed', { connections: this.sockets.size });
+    for (const ws of this.sockets) ws.cork(() => this.drained(ws));
   }
 
   /** No connection open and none about to: nobody needs the records. */
@@ -161,15 +205,15 @@ export class LiveTailChannel implements SocketChannel {
   private send(ws: WebSocket<Viewer>, deliveries: MessageDelivery[]): void {
     const viewer = ws.getUserData();
     if (ws.getBufferedAmount() > MAX_BUFFERED) return this.drop(viewer, deliveries.length);
-    if (viewer.missed > 0 && !this.sendGap(ws)) return this.drop(viewer, deliveries.length);
+    if (viewer.missed !== 0 && !this.sendGap(ws)) return this.drop(viewer, deliveries.length);
     if (ws.send(JSON.stringify({ deliveries }), false) === 2) this.drop(viewer, deliveries.length);
   }
 
   private drained(ws: WebSocket<Viewer>): void {
-    if (ws.getUserData().missed > 0 && ws.getBufferedAmount() <= MAX_BUFFERED) this.sendGap(ws);
+    if (ws.getUserData().missed !== 0 && ws.getBufferedAmount() <= MAX_BUFFERED) this.sendGap(ws);
   }
 
-  /** Tells the connection how many records it missed; false when even that could not be queued. */
+  /** Tells the connection how many records it missed (null: unknown); false if that could not be queued. */
   private sendGap(ws: WebSocket<Viewer>): boolean {
     const viewer = ws.getUserData();
     if (ws.send(JSON.stringify({ gap: { missed: viewer.missed } }), false) === 2) return false;
@@ -178,7 +222,7 @@ export class LiveTailChannel implements SocketChannel {
   }
 
   private drop(viewer: Viewer, count: number): void {
-    viewer.missed += count;
+    if (viewer.missed !== null) viewer.missed += count;
     this.deps.metrics.liveDropped.inc(count);
   }
 }

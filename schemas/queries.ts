@@ -101,11 +101,19 @@ export const LiveQuery = Type.Object(deliveryFilters, { additionalProperties: fa
 
 /**
  * A frame of the live tail: new records as the recorder wrote them (`receipt` is null: receipts
- * come later), or, when records were dropped because this connection read too slowly, how many.
+ * come later), or a gap notice: records were missed before it, because this connection read too
+ * slowly (`missed` counts them) or because the gateway's subscription to Redis was restored after
+ * a disconnection (`missed` is null: nobody knows how many were published meanwhile).
  */
 export const LiveFrame = Type.Union([
   Type.Object({ deliveries: Type.Array(MessageDelivery) }),
-  Type.Object({ gap: Type.Object({ missed: Type.Integer({ minimum: 1 }) }) }),
+  Type.Object({
+    gap: Type.Object({
+      missed: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+        description: 'Records missed since the previous frame; null when unknown (the gateway resubscribed to Redis after losing its connection)',
+      }),
+    }),
+  }),
 ]);
 
 export const EventView = Type.Object({

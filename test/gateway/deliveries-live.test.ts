@@ -10,7 +10,8 @@ import { outcome } from '../recorder/outcomes.ts';
 
 /**
  * GET /api/deliveries/live: records reach the socket as the recorder inserts them, narrowed by
- * the filters, for the key's project only; a reader that stops reading is sent a gap notice.
+ * the filters, for the key's project only; a reader that stops reading, and every reader when the
+ * gateway's subscriber had to reconnect, is sent a gap notice.
  */
 
 interface Delivery {
@@ -153,11 +154,37 @@ t.test('a reader that stops reading gets a gap notice, never an unbounded buffer
   slow.ws.resume();
   await eventually('the gap notice', async () => (slow.frames.some((f) => 'gap' in f) ? true : undefined), 30_000);
   await new Promise((resolve) => setTimeout(resolve, 300));
-  const missed = slow.frames.reduce((n, f) => n + ('gap' in f ? f.gap.missed : 0), 0);
+  const missed = slow.frames.reduce((n, f) => n + ('gap' in f ? (f.gap.missed ?? NaN) : 0), 0);
   t.ok(missed > 0, `${missed} records dropped for the slow reader`);
   t.equal(slow.records().length + missed, total, 'every record either sent or counted in a gap notice');
   const metrics = (await call(`${gw.url}/metrics`, 'GET', null)).body as string;
   t.match(metrics, new RegExp(`svc_live_records_dropped_total ${missed}\\b`), 'and counted in the metrics');
   const ids = slow.records().map((d) => d.id);
   t.equal(new Set(ids).size, ids.length, 'nothing sent twice');
+});
+
+/** Ids of the clients of this Redis subscribed to a channel (CLIENT LIST TYPE pubsub). */
+async function channelSubscribers(): Promise<Set<string>> {
+  const list = (await gw.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
+  return new Set(list.split('\n').flatMap((line) => /^id=(\d+) .*\bsub=[1-9]/.exec(line)?.[1] ?? []));
+}
+
+t.test('when the subscriber loses its connection, every open tail gets a gap notice of unknown size', async (t) => {
+  await eventually('no subscriber left from before', async () => ((await subscribers()) === 0 ? true : undefined));
+  const others = await channelSubscribers();
+  const first = await tail(t, '?notification_id=resub');
+  const second = await tail(t, '?notification_id=resub&status=failed');
+  // Only the client that appeared with the tails: the Redis may serve other processes.
+  const ours = [...(await channelSubscribers())].filter((id) => !others.has(id));
+  t.equal(ours.length, 1, 'one new subscriber: the gateway');
+  await gw.redis.call('CLIENT', 'KILL', 'ID', ours[0] ?? '');
+  for (const live of [first, second]) await eventually('the gap notice', async () => (live.frames.length > 0 ? true : undefined), 10_000);
+  t.same(first.frames, [{ gap: { missed: null } }], 'the first tail: missed, count unknown');
+  t.same(second.frames, [{ gap: { missed: null } }], 'and the second');
+  t.equal(await subscribers(), 1, 'subscribed again');
+  const p = gw.project.project_id;
+  await append([outcome(p, 7000, { notification_id: 'resub' })]);
+  await eventually('the record after the gap', async () => (first.records().length === 1 ? true : undefined), 30_000);
+  t.same(first.frames.map((f) => Object.keys(f)[0]), ['gap', 'deliveries'], 'records flow again, after the notice');
+  t.equal(second.frames.length, 1, 'no second notice');
 });

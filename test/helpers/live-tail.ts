@@ -1,8 +1,8 @@
 import type { Test } from 'tap';
 import WebSocket from 'ws';
 
-/** A frame of GET /api/deliveries/live, with the test's own view of a record. */
-export type LiveFrame<R> = { deliveries: R[] } | { gap: { missed: number } };
+/** A frame of GET /api/deliveries/live, with the test's own view of a record (`missed` null: unknown). */
+export type LiveFrame<R> = { deliveries: R[] } | { gap: { missed: number | null } };
 
 export interface LiveTail<R> {
   ws: WebSocket;
