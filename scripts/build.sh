@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles the engine to JavaScript in dist/ (what bin/engine.js runs), or in the directory given
 # inside the checkout, and copies the files it reads at run time: Lua scripts, SQL migrations and
-# queries, the dashboard's client sources (bundled by the gateway when first served), and
+# queries, the dashboard's client sources (bundled by the gateway when it starts), and
 # package.json (the module type and version).
 set -euo pipefail
 cd "$(dirname "$0")/.."
