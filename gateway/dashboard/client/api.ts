@@ -15,6 +15,20 @@ export function storeKey(key: string | null): void {
   else sessionStorage.setItem(KEY, key);
 }
 
+const REFUSED = 'svc-dashboard-key-refused';
+
+/** Forgets the stored key the gateway refused (revoked, say), and tells onKeyRefused's listeners. */
+export function refuseKey(): void {
+  storeKey(null);
+  dispatchEvent(new Event(REFUSED));
+}
+
+/** Calls `listener` whenever the stored key is refused; returns what stops it. */
+export function onKeyRefused(listener: () => void): () => void {
+  addEventListener(REFUSED, listener);
+  return () => removeEventListener(REFUSED, listener);
+}
+
 /** An answer other than 2xx, with the first error of the body (API.md section 2). */
 export class ApiError extends Error {
   constructor(
@@ -36,15 +50,27 @@ export function queryString(params: Params): string {
   return s === '' ? '' : `?${s}`;
 }
 
-export async function api<T>(method: 'GET' | 'DELETE', path: string, params: Params = {}, key = storedKey()): Promise<T> {
+export interface CallOptions {
+  /** A key to try instead of the stored one (the key prompt's); its refusal forgets nothing. */
+  key?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * One call with the stored key (or `options.key`). A 401 to the stored key means it was revoked:
+ * it is forgotten and the page asks for one again.
+ */
+export async function api<T>(method: 'GET' | 'DELETE', path: string, params: Params = {}, options: CallOptions = {}): Promise<T> {
+  const key = options.key ?? storedKey();
   const headers: Record<string, string> = {};
   if (key !== null) headers['Authorization'] = `Bearer ${key}`;
   let res: Response;
   try {
-    res = await fetch(path + queryString(params), { method, headers });
+    res = await fetch(path + queryString(params), { method, headers, signal: options.signal ?? null });
   } catch {
     throw new ApiError(0, 'network', 'The gateway did not answer.');
   }
+  if (res.status === 401 && options.key === undefined && key !== null) refuseKey();
   const text = await res.text();
   let body: unknown = null;
   try {

@@ -13,38 +13,64 @@ interface Series {
 
 const COLORS = ['#2f7d4f', '#c0392b', '#8a8f98', '#2d5fa8', '#b7791f', '#6b46c1', '#0f766e'];
 const TOP_CODES = 5;
+/**
+ * Stats calls in flight at once. The browser opens six connections to the gateway, so the table's
+ * next query always finds one free; and each call may read the whole range (no projection serves
+ * a notification or a user), so more at once would only queue in ClickHouse ahead of it.
+ */
+const PARALLEL = 3;
+
+const DIMENSIONS = [
+  { dimension: 'status', title: 'By status, per hour' },
+  { dimension: 'channel', title: 'By channel, per hour' },
+  { dimension: 'error_code', title: `By error code (top ${TOP_CODES}), per hour` },
+] as const;
 
 type Stats = { groups: DeliveryGroup[] };
 
-async function hourly(filters: Filters, label: string): Promise<Series> {
-  const { groups } = await api<Stats>('GET', '/api/deliveries/stats', { ...filters, group_by: 'hour' });
+/** Runs a call when fewer than `n` run, else when one of them ends. */
+type Limit = <T>(call: () => Promise<T>) => Promise<T>;
+
+function limit(n: number): Limit {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (call) => {
+    if (running < n) running++;
+    // A call that ends hands its place over to the first waiting one.
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await call();
+    } finally {
+      const next = waiting.shift();
+      if (next === undefined) running--;
+      else next();
+    }
+  };
+}
+
+function stats(filters: Filters, groupBy: string, run: Limit, signal: AbortSignal): Promise<Stats> {
+  return run(() => api<Stats>('GET', '/api/deliveries/stats', { ...filters, group_by: groupBy }, { signal }));
+}
+
+async function hourly(filters: Filters, label: string, run: Limit, signal: AbortSignal): Promise<Series> {
+  const { groups } = await stats(filters, 'hour', run, signal);
   return { label, hours: new Map(groups.filter((g) => g.key !== null).map((g) => [Date.parse(g.key as string), g.count])) };
 }
 
-/** Thrown to stop loading charts whose filters the page has left. */
-class Stale extends Error {}
-
-/**
- * One series per value of `dimension` (those the filters leave open), each counted per hour. The
- * calls go one after another: each may read the whole range (no projection serves a notification
- * or a user), and run together they made the table's next query wait behind them.
- */
-async function seriesBy(filters: Filters, dimension: 'status' | 'channel' | 'error_code', live: () => boolean): Promise<Series[]> {
-  if (filters[dimension] !== undefined) return [await hourly(filters, filters[dimension])];
-  const { groups } = await api<Stats>('GET', '/api/deliveries/stats', { ...filters, group_by: dimension });
-  const out: Series[] = [];
-  for (const key of groups.flatMap((g) => (g.key === null ? [] : [g.key])).slice(0, TOP_CODES)) {
-    if (!live()) throw new Stale();
-    out.push(await hourly({ ...filters, [dimension]: key }, key));
-  }
-  return out;
+/** One series per value of `dimension` (those the filters leave open), each counted per hour. */
+async function seriesBy(filters: Filters, dimension: (typeof DIMENSIONS)[number]['dimension'], run: Limit, signal: AbortSignal): Promise<Series[]> {
+  const chosen = filters[dimension];
+  if (chosen !== undefined) return [await hourly(filters, chosen, run, signal)];
+  const { groups } = await stats(filters, dimension, run, signal);
+  const values = groups.flatMap((g) => (g.key === null ? [] : [g.key])).slice(0, TOP_CODES);
+  return Promise.all(values.map((value) => hourly({ ...filters, [dimension]: value }, value, run, signal)));
 }
 
-function Chart({ title, series }: { title: string; series: Series[] }) {
+function Chart({ title, series }: { title: string; series: Series[] | null }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
-    if (el === null || series.length === 0) return;
+    if (el === null || series === null || series.length === 0) return;
     const xs = [...new Set(series.flatMap((s) => [...s.hours.keys()]))].sort((a, b) => a - b);
     const data: uPlot.AlignedData = [xs.map((x) => x / 1000), ...series.map((s) => xs.map((x) => s.hours.get(x) ?? 0))];
     const plot = new uPlot(
@@ -65,47 +91,44 @@ function Chart({ title, series }: { title: string; series: Series[] }) {
   return (
     <figure class="chart">
       <figcaption>{title}</figcaption>
-      {series.length === 0 ? <p class="empty">No records.</p> : <div ref={box} />}
+      {series === null ? <p class="empty">Loading…</p> : series.length === 0 ? <p class="empty">No records.</p> : <div ref={box} />}
     </figure>
   );
 }
 
 /**
  * Counts over time by status, channel and error code (GET /api/deliveries/stats), for the same
- * filters as the table, loaded once the table is (`ready`), so its query goes first.
+ * filters as the table, loaded once the table is (`ready`), so its query goes first. The calls of
+ * all three run together, PARALLEL at a time, each chart drawn as soon as its own are answered;
+ * those of filters the page has left are aborted.
  */
 export function Charts({ filters, ready }: { filters: Filters; ready: boolean }) {
-  const [charts, setCharts] = useState<Series[][] | null>(null);
+  const [charts, setCharts] = useState<(Series[] | null)[]>(DIMENSIONS.map(() => null));
   const [error, setError] = useState<string | null>(null);
   const loaded = useRef<string | null>(null);
   const key = JSON.stringify(filters);
   useEffect(() => {
     if (!ready || loaded.current === key) return;
-    let live = true;
-    const isLive = (): boolean => live;
+    const abort = new AbortController();
+    const run = limit(PARALLEL);
     setError(null);
-    setCharts(null);
-    (async () => {
-      const all: Series[][] = [];
-      for (const dimension of ['status', 'channel', 'error_code'] as const) all.push(await seriesBy(filters, dimension, isLive));
-      return all;
-    })()
-      .then((c) => {
-        if (!live) return;
-        loaded.current = key;
-        setCharts(c);
-      })
-      .catch((err: unknown) => live && !(err instanceof Stale) && setError(explain(err)));
-    return () => void (live = false);
+    setCharts(DIMENSIONS.map(() => null));
+    const drawn = DIMENSIONS.map(async ({ dimension }, i) => {
+      const series = await seriesBy(filters, dimension, run, abort.signal);
+      if (!abort.signal.aborted) setCharts((all) => all.map((s, j) => (j === i ? series : s)));
+    });
+    Promise.all(drawn).then(
+      () => void (loaded.current = key),
+      (err: unknown) => abort.signal.aborted || setError(explain(err)),
+    );
+    return () => abort.abort();
   }, [key, ready]);
   if (error !== null) return <p class="error">Charts: {error}</p>;
-  if (charts === null) return <div class="charts loading">Loading charts…</div>;
-  const [byStatus = [], byChannel = [], byCode = []] = charts;
   return (
     <div class="charts">
-      <Chart title="By status, per hour" series={byStatus} />
-      <Chart title="By channel, per hour" series={byChannel} />
-      <Chart title={`By error code (top ${TOP_CODES}), per hour`} series={byCode} />
+      {DIMENSIONS.map(({ dimension, title }, i) => (
+        <Chart key={dimension} title={title} series={charts[i] ?? null} />
+      ))}
     </div>
   );
 }

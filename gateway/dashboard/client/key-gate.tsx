@@ -1,10 +1,13 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, explain, storeKey } from './api.ts';
 
-/** Asks for a REST key once per browser session and keeps it only if the gateway takes it. */
-export function KeyGate({ onKey }: { onKey: (key: string) => void }) {
+/**
+ * Asks for a REST key once per browser session and keeps it only if the gateway takes it.
+ * `notice` says why it asks again (the last key was refused).
+ */
+export function KeyGate({ onKey, notice }: { onKey: (key: string) => void; notice: string | null }) {
   const [key, setKey] = useState('');
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(notice);
   const [checking, setChecking] = useState(false);
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault();
@@ -13,7 +16,7 @@ export function KeyGate({ onKey }: { onKey: (key: string) => void }) {
     setChecking(true);
     setError(null);
     try {
-      await api('GET', '/api/deliveries', { limit: 1 }, candidate);
+      await api('GET', '/api/deliveries', { limit: 1 }, { key: candidate });
       storeKey(candidate);
       onKey(candidate);
     } catch (err) {

@@ -1,6 +1,6 @@
 import { render } from 'preact';
-import { useState } from 'preact/hooks';
-import { storedKey, storeKey } from './api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { onKeyRefused, storedKey, storeKey } from './api.ts';
 import { DeliveriesView } from './deliveries.tsx';
 import { KeyGate } from './key-gate.tsx';
 import { LiveView } from './live.tsx';
@@ -25,10 +25,27 @@ function View({ place }: { place: Place }) {
   }
 }
 
+const REFUSED = 'The gateway no longer accepts the key of this tab (revoked?). Enter a valid REST key.';
+
 function App() {
   const [key, setKey] = useState(storedKey);
+  const [notice, setNotice] = useState<string | null>(null);
   const place = usePlace();
-  if (key === null) return <KeyGate onKey={setKey} />;
+  useEffect(
+    () =>
+      onKeyRefused(() => {
+        setNotice(REFUSED);
+        setKey(null);
+      }),
+    [],
+  );
+  if (key === null) {
+    const open = (k: string): void => {
+      setNotice(null);
+      setKey(k);
+    };
+    return <KeyGate onKey={open} notice={notice} />;
+  }
   const tab = (view: Place['view'], label: string, path: string[]) => (
     <a href={href(path)} class={place.view === view ? 'on' : ''}>
       {label}

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { MessageDelivery } from '../../../schemas/queries.ts';
 import type { NotificationView } from '../../../schemas/notifications.ts';
-import { api, explain } from './api.ts';
+import { api, ApiError, explain } from './api.ts';
 import { DeliveryTable } from './delivery-table.tsx';
 import { count, time } from './format.ts';
 import { href } from './route.ts';
@@ -24,6 +24,7 @@ export function NotificationDetail({ id }: { id: string }) {
   const [tick, setTick] = useState(0);
   useEffect(() => {
     let live = true;
+    const again = (): void => void setTimeout(() => live && setTick((t) => t + 1), POLL_MS);
     const load = async (): Promise<void> => {
       try {
         const [view, page] = await Promise.all([
@@ -34,9 +35,12 @@ export function NotificationDetail({ id }: { id: string }) {
         setN(view);
         setRecent(page.deliveries);
         setError(null);
-        if (moving(view)) setTimeout(() => live && setTick((t) => t + 1), POLL_MS);
+        if (moving(view)) again();
       } catch (err) {
-        if (live) setError(explain(err));
+        if (!live) return;
+        setError(explain(err));
+        // A failed read (a slow dependency, a lost connection) is tried again; an unknown id is not.
+        if (!(err instanceof ApiError && err.status === 404)) again();
       }
     };
     void load();
