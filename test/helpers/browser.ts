@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -13,12 +13,16 @@ export interface BrowserPage {
   page: Page;
   /** Every URL the page requested, in order (documents, scripts, styles, fetches, WebSockets). */
   requests: string[];
+  /** Every address the page was at, fragment changes included. */
+  addresses: string[];
   /** Uncaught page errors and console errors but failed loads, for assertions and failure messages. */
   errors: string[];
   /** Saves a full-page screenshot as <test-output>/browser/<file>/<name>.png and returns its path. */
   screenshot(name: string): Promise<string>;
   /** The requested URLs whose origin is not `origin`. */
   foreign(origin: string): string[];
+  /** The requested URLs and addresses that contain `secret` (as it is or URL-encoded). */
+  leaked(secret: string): string[];
 }
 
 let shared: Promise<Browser> | null = null;
@@ -45,9 +49,11 @@ export async function openPage(t: Test, file: string): Promise<BrowserPage> {
   t.teardown(() => context.close());
   const page = await context.newPage();
   const requests: string[] = [];
+  const addresses: string[] = [];
   const errors: string[] = [];
   page.on('request', (r) => void requests.push(r.url()));
   page.on('websocket', (ws) => void requests.push(ws.url()));
+  page.on('framenavigated', (f) => void addresses.push(f.url()));
   page.on('pageerror', (e) => void errors.push(e.message));
   // A refused call (a wrong key: 401) is logged by the browser as a console error; it is no page error.
   page.on('console', (m) => {
@@ -58,6 +64,7 @@ export async function openPage(t: Test, file: string): Promise<BrowserPage> {
   return {
     page,
     requests,
+    addresses,
     errors,
     screenshot: async (name) => {
       const path = join(dir, `${name}.png`);
@@ -70,5 +77,17 @@ export async function openPage(t: Test, file: string): Promise<BrowserPage> {
         if (url.protocol === 'data:' || url.protocol === 'blob:') return false;
         return `${url.protocol.replace('ws', 'http')}//${url.host}` !== origin;
       }),
+    leaked: (secret) => [...requests, ...addresses].filter((u) => u.includes(secret) || u.includes(encodeURIComponent(secret))),
   };
+}
+
+/**
+ * What every browser test ends with: a screenshot named `name`, then the assertions that the page
+ * requested nothing outside `origin` and that no requested URL nor address carries a key.
+ */
+export async function finish(t: Test, p: BrowserPage, name: string, origin: string, keys: readonly string[]): Promise<void> {
+  t.ok(existsSync(await p.screenshot(name)), `screenshot ${name}`);
+  t.same(p.foreign(origin), [], 'no request left the gateway');
+  t.ok(p.requests.length > 0, `${p.requests.length} requests recorded`);
+  keys.forEach((key, i) => t.same(p.leaked(key), [], keys.length === 1 ? 'no URL carries the key' : `no URL carries key ${i + 1} of ${keys.length}`));
 }
