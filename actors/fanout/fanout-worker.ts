@@ -111,6 +111,7 @@ export class FanoutWorker {
       // would miss the users a crashed predecessor appended before it saved its progress.
       if (record.spec.external_ids === null) await redis.hset(key, 'recipients', (await readCounts(redis, topology, id)).jobs);
       await redis.hset(key, 'fanned', '1');
+      await this.forgetAppended(id);
     }
     log.info('fanned out', { notification: id, canceled });
     await this.finish(entry.id);
@@ -135,6 +136,17 @@ export class FanoutWorker {
         }),
       ),
     );
+  }
+
+  /**
+   * Once the record says `fanned`, a fan-out of it never runs again (a redelivered log entry
+   * finishes at once), so the sets of users appended per partition have served: they go now
+   * rather than with the notification's ttl, a set the size of the audience per broadcast. A crash
+   * before this leaves them to that ttl.
+   */
+  private async forgetAppended(id: string): Promise<void> {
+    const { redis, topology } = this.opts;
+    await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.unlink(topology.notificationFanned(p, id))));
   }
 
   private async finish(entryId: string): Promise<void> {

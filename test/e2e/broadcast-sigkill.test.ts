@@ -271,8 +271,13 @@ t.test('a fan-out resumed after a crash counts the recipients its predecessor ap
       users: [user],
     });
   }
+  const appendedSets = early.map((user) => topology.notificationFanned(topology.partitionOf(first.d.project.project_id, user), created.id));
+  const setsLeft = async (): Promise<number> => (await Promise.all(appendedSets.map((key) => redis.exists(key)))).reduce((a, b) => a + b, 0);
+  t.ok((await setsLeft()) > 0, 'the crashed fan-out left its sets of appended users');
   const s: Stage = { ...first, engine: await first.d.start(ALL_ROLES) };
   const view = await until(s, created.id, 'completed', 120_000);
   t.equal((await readCounts(redis, topology, created.id)).jobs, 400, 'one job per user of the audience');
   t.equal(view.recipients, 400, 'recipients counts the users appended before the crash too');
+  await eventually('the sets of appended users removed once fanned out', async () => ((await setsLeft()) === 0 ? true : undefined), 30_000);
+  t.pass('no set of appended users outlives the fan-out');
 });
