@@ -157,7 +157,7 @@ export interface SplitOptions {
   prefix: string;
   dataDir: string;
   redisUrl: string;
-  /** Cores given to the engine processes (taskset, every thread), or null for none pinned: see coresOf. */
+  /** Cores given to the engine processes (taskset, every thread), or null for none pinned: see pinTo. */
   cores: number | null;
 }
 

@@ -76,7 +76,8 @@ const { values } = parseArgs({
 const listFlag = (raw: string): string[] => raw.split(',').filter((item) => item !== '');
 const max = listFlag(values.max);
 for (const name of max) if (name !== 'one' && name !== 'split') throw new Error(`--max takes one and split, got ${name}`);
-if (values.cores !== '' && values.cores !== '1' && values.cores !== '2') throw new Error(`--cores takes 1 or 2, got ${values.cores}`);
+const cores = values.cores === '' ? null : wholeFlag('cores', values.cores);
+if (cores !== null && cores !== 1 && cores !== 2) throw new Error(`--cores takes 1 or 2, got ${cores}`);
 const settings = {
   rates: listFlag(values.rates).map((rate) => wholeFlag('rates', rate)),
   seconds: wholeFlag('seconds', values.seconds),
@@ -87,7 +88,7 @@ const settings = {
   users: USERS,
   profile: values.profile,
   max,
-  cores: values.cores === '' ? null : wholeFlag('cores', values.cores),
+  cores,
   wrk_threads: wholeFlag('wrk-threads', values['wrk-threads']),
   wrk_connections: wholeFlag('wrk-connections', values['wrk-connections']),
 };

@@ -124,19 +124,24 @@ export async function register(s: Stage, count: number, from = 0): Promise<void>
   }
 }
 
-/** Every delivery record of a notification, through the cursor. */
-export async function deliveriesOf(s: Stage, id: string): Promise<Delivery[]> {
-  const all: Delivery[] = [];
+/** Every delivery record of the project matching `query` (`&name=value...`), newest first, through the cursor. */
+export async function deliveriesWhere<T = Delivery>(s: Stage, query = ''): Promise<T[]> {
+  const all: T[] = [];
   let cursor: string | null = null;
   do {
-    const page = (await call(`${s.engine.url}/api/deliveries?notification_id=${id}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`, 'GET', s.rest)).body as {
-      deliveries: Delivery[];
+    const page = (await call(`${s.engine.url}/api/deliveries?limit=1000${query}${cursor ? `&cursor=${cursor}` : ''}`, 'GET', s.rest)).body as {
+      deliveries: T[];
       next_cursor: string | null;
     };
     all.push(...page.deliveries);
     cursor = page.next_cursor;
   } while (cursor !== null);
   return all;
+}
+
+/** Every delivery record of a notification, through the cursor. */
+export function deliveriesOf(s: Stage, id: string): Promise<Delivery[]> {
+  return deliveriesWhere(s, `&notification_id=${id}`);
 }
 
 /** Waits until the notification's status is `status` (completed by default); its view. */

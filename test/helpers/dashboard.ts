@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import type { Test } from 'tap';
 import { openPage, type BrowserPage } from './browser.ts';
-import type { Stage } from './broadcast.ts';
+import { deliveriesWhere, type Stage } from './broadcast.ts';
 import { call } from './http.ts';
 
 /**
@@ -27,19 +27,9 @@ export async function notify(s: Stage, body: Record<string, unknown>): Promise<s
   return (answer.body as { id: string }).id;
 }
 
-/** Every record of the project, newest first, through the API. */
-export async function allDeliveries(s: Stage, query = ''): Promise<Row[]> {
-  const rows: Row[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = (await call(`${s.engine.url}/api/deliveries?limit=1000${query}${cursor === null ? '' : `&cursor=${cursor}`}`, 'GET', s.rest)).body as {
-      deliveries: Row[];
-      next_cursor: string | null;
-    };
-    rows.push(...page.deliveries);
-    cursor = page.next_cursor;
-  } while (cursor !== null);
-  return rows;
+/** Every record of the project matching `query`, newest first, through the API. */
+export function allDeliveries(s: Stage, query = ''): Promise<Row[]> {
+  return deliveriesWhere<Row>(s, query);
 }
 
 /** Opens the dashboard at `fragment` in `p` (a new page by default) and signs in with `key`. */
