@@ -133,6 +133,12 @@ interface RateResult {
   cpu_cores: Costs['cpu_cores'];
   redis_commands: CommandCosts;
   lag: LagFigures;
+  /**
+   * The engine's event-loop delay over the window (its /metrics, prom-client's monitor at 10 ms
+   * resolution, reset by the scrape that opened the window): how long work of one role kept the
+   * others waiting. Null when the engine did not report it.
+   */
+  event_loop_delay_ms: { p99: number; max: number } | null;
 }
 
 /** What the measured window saw: a cost sample at each end and the recorder's progress in between. */
@@ -222,13 +228,21 @@ async function measureRate(engine: Engine, keys: { rest: string; sdk: string }, 
     cpu_cores: costs.cpu_cores,
     redis_commands: costs.redis_commands,
     lag,
+    event_loop_delay_ms: loopDelay(window.end.metrics),
   };
   log(
     `bench: ${rate}/s: ${result.per_sec.accepted}/s accepted, ${result.per_sec.applied}/s applied, ${result.carried_per_sec}/s carried; ` +
       `${result.cpu_us_per_write.engine_and_redis} µs/write engine + Redis; ${result.redis_commands.calls_per_write} Redis commands/write; ` +
-      `lag p99 ${lag.p99_ms} ms; applied ${applied ?? 'NOT'} s and recorded ${recorded ?? 'NOT'} s after the load`,
+      `lag p99 ${lag.p99_ms} ms; event-loop delay max ${result.event_loop_delay_ms?.max ?? 'n/a'} ms; applied ${applied ?? 'NOT'} s and recorded ${recorded ?? 'NOT'} s after the load`,
   );
   return result;
+}
+
+function loopDelay(metrics: Map<string, number>): RateResult['event_loop_delay_ms'] {
+  const p99 = metrics.get('nodejs_eventloop_lag_p99_seconds');
+  const max = metrics.get('nodejs_eventloop_lag_max_seconds');
+  if (p99 === undefined || max === undefined) return null;
+  return { p99: Math.round(p99 * 10_000) / 10, max: Math.round(max * 10_000) / 10 };
 }
 
 /** The summary rows of one rate; the goals sit on the rows of GOAL_RATE and of half of it. */
@@ -256,7 +270,7 @@ function summarize(r: RateResult): SummaryRow[] {
 function print(results: RateResult[], profile: ProfileSummary | null): void {
   const s = (v: number | null): string => (v === null ? 'not reached' : String(v));
   printRows([
-    ['rate/s', 'sent/s', 'accepted/s', 'applied/s', 'recorded rows/s', 'carried/s', '202 p99 ms', 'left: entries/changes', 'done after s: applied/recorded', 'µs/write engine (main/CH/other)', 'Redis', 'engine+Redis', 'load gen', 'Redis cmds/write', 'lag p50/p99 ms'],
+    ['rate/s', 'sent/s', 'accepted/s', 'applied/s', 'recorded rows/s', 'carried/s', '202 p99 ms', 'left: entries/changes', 'done after s: applied/recorded', 'µs/write engine (main/CH/other)', 'Redis', 'engine+Redis', 'load gen', 'Redis cmds/write', 'lag p50/p99 ms', 'loop delay p99/max ms'],
     ...results.map((r) => [
       String(r.rate),
       String(r.per_sec.sent),
@@ -273,6 +287,7 @@ function print(results: RateResult[], profile: ProfileSummary | null): void {
       String(r.cpu_us_per_write.load_generator),
       String(r.redis_commands.calls_per_write),
       `${r.lag.p50_ms}/${r.lag.p99_ms}${r.lag.not_visible > 0 ? ` (${r.lag.not_visible} not visible)` : ''}`,
+      r.event_loop_delay_ms === null ? 'n/a' : `${r.event_loop_delay_ms.p99}/${r.event_loop_delay_ms.max}`,
     ]),
   ]);
   const last = results.at(-1);

@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../engine/clickhouse/client.ts';
-import { insertJsonLines, insertRows } from '../../engine/clickhouse/insert.ts';
+import { insertJsonLines } from '../../engine/clickhouse/insert.ts';
 import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
@@ -7,6 +7,7 @@ import { decodeEntry, type RawStreamEntry } from '../../engine/runner/types.ts';
 import { readHashes, type UserHashes } from '../../engine/state/read-user.ts';
 import type { UserChange } from '../../schemas/changes.ts';
 import type { Topology } from '../../engine/topology.ts';
+import { inSlices } from './slices.ts';
 import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
 
 /** Where outcomes are inserted: a landing table whose view fills message_deliveries (migration 0007). */
@@ -72,38 +73,46 @@ export class RecorderSink {
   /**
    * Events and receipts become rows as they are. A `user` change becomes one row per user and
    * batch, versioned by the user's last change in it: the state that change holds, or, from a
-   * change without one (a consent write), the user's current state read from Redis.
+   * change without one (a consent write), the user's current state read from Redis. A round holds
+   * every partition's batch, thousands of entries: they are turned into JSON lines a slice at a
+   * time, and the event loop turns between slices, so the gateway and the apply rounds sharing it
+   * do not wait for a whole round.
    */
   private async recordChanges(raw: RawStreamEntry[], token: string): Promise<void> {
-    const entries = raw.map(decodeEntry);
-    const events: Record<string, unknown>[] = [];
-    const receipts: Record<string, unknown>[] = [];
+    const events: string[] = [];
+    const receipts: string[] = [];
     const users = new Map<string, { change: UserChange; streamId: string }>();
     let invalid = 0;
-    for (const entry of entries) {
+    await inSlices(raw, (item) => {
+      const entry = decodeEntry(item);
       const change = parseChange(entry);
       if (change === null) invalid++;
-      else if (change.kind === 'event') events.push(eventRow(change));
-      else if (change.kind === 'receipt') receipts.push(receiptRow(change));
+      else if (change.kind === 'event') events.push(JSON.stringify(eventRow(change)));
+      else if (change.kind === 'receipt') receipts.push(JSON.stringify(receiptRow(change)));
       else users.set(`${change.project}\0${change.external_id}`, { change, streamId: entry.id });
-    }
+    });
     this.reportInvalid('changes', invalid, token);
-    const states = await Promise.all(
-      [...users.values()].map(async ({ change, streamId }) => {
-        const { project, external_id: externalId, state } = change;
-        const hashes = state ? hashesOf(state) : await readHashes(this.redis, this.topology, project, externalId);
-        return userRow(project, externalId, hashes, streamId);
-      }),
+    const states: string[] = [];
+    const unread: { change: UserChange; streamId: string }[] = [];
+    await inSlices([...users.values()], (user) => {
+      const { project, external_id: externalId, state } = user.change;
+      const row = state === undefined ? undefined : userRow(project, externalId, hashesOf(state), user.streamId);
+      if (row === undefined) unread.push(user);
+      else if (row !== null) states.push(JSON.stringify(row));
+    });
+    const read = await Promise.all(
+      unread.map(async ({ change, streamId }) => userRow(change.project, change.external_id, await readHashes(this.redis, this.topology, change.project, change.external_id), streamId)),
     );
+    for (const row of read) if (row !== null) states.push(JSON.stringify(row));
     await this.insert('events', events, token);
     await this.insert('receipts', receipts, token);
-    await this.insert('users', states.filter((row) => row !== null), token);
+    await this.insert('users', states, token);
   }
 
-  private async insert(table: string, rows: Record<string, unknown>[], token: string): Promise<void> {
-    if (rows.length === 0) return;
-    await insertRows(this.ch, table, rows, token);
-    this.metrics.recordedRows.labels(table).inc(rows.length);
+  private async insert(table: string, lines: string[], token: string): Promise<void> {
+    if (lines.length === 0) return;
+    await insertJsonLines(this.ch, table, Buffer.from(lines.join('\n')), token);
+    this.metrics.recordedRows.labels(table).inc(lines.length);
   }
 
   private reportInvalid(stream: StreamKind, count: number, token: string): void {
