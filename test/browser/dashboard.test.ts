@@ -180,6 +180,7 @@ t.test('a refused live tail says why, and one the gateway closed says why and re
   await p.page.waitForSelector('[data-testid=live-reason]');
   t.equal(await p.page.textContent('[data-testid=live-state]'), 'closed');
   t.match(await p.page.textContent('[data-testid=live-reason]'), /^Refused: status: /, 'the reason the gateway gives for these filters');
+  t.equal(await p.page.inputValue('select[name=status]'), 'bogus', "the link's status is shown, not a blank choice");
   await p.screenshot('live-refused');
 
   await p.page.goto(`${s.engine.url}/dashboard#/live?channel=SMS`);

@@ -64,6 +64,8 @@ export function FilterBar({ filters, onChange, times = true }: { filters: Filter
               {LABELS[name]}
               <select name={name} value={value} onChange={(e) => set(name, e.currentTarget.value, true)}>
                 <option value="">any</option>
+                {/* A value no choice names (a link with status=bogus) is shown as it is: the gateway's refusal then reads right. */}
+                {value !== '' && !choices.includes(value) && <option value={value}>{value}</option>}
                 {choices.map((c) => (
                   <option key={c} value={c}>
                     {c}
