@@ -128,8 +128,18 @@ t.test('a user view shows the subscription the dispatch path retired, with tags,
 
   const p = await signedIn(t, s, `#/deliveries?status=failed`);
   await rowIds(p);
+  // The user's deliveries fail once as if ClickHouse were slow: the applied state shows all the same.
+  const slow = { status: 503, contentType: 'application/json', body: JSON.stringify({ errors: [{ code: 'unavailable', message: 'ClickHouse is slow' }] }) };
+  await p.page.route(/\/api\/deliveries\?(.*&)?external_id=u0(&|$)/, (route) => route.fulfill(slow), { times: 1 });
   await p.page.click('table.deliveries tbody tr td a[href="#/users/u0"]');
+  await p.page.waitForSelector('section > p.error:has-text("ClickHouse is slow")');
   await p.page.waitForSelector('table.subscriptions');
+  await p.page.waitForSelector('table.events');
+  t.ok(await p.page.isVisible('section > p.error:has-text("ClickHouse is slow")'), "the user's state and events show while the deliveries failed");
+  await p.screenshot('user-deliveries-failed');
+  await p.page.reload();
+  await p.page.waitForSelector('table.subscriptions');
+  await p.page.waitForSelector('table.deliveries');
   t.equal(await p.page.textContent('table.subscriptions tbody tr .badge'), 'retired', 'the dead token shows retired');
   t.match(await p.page.textContent('table.subscriptions'), 'IOS_PUSH');
   const tags = await p.page.$$eval('table.tags tr', (rows) => rows.map((r) => [r.querySelector('th')?.textContent, r.querySelector('td')?.textContent]));

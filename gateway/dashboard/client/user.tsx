@@ -6,42 +6,55 @@ import { DeliveryTable } from './delivery-table.tsx';
 import { time } from './format.ts';
 import { href } from './route.ts';
 
-interface Loaded {
-  user: UserView | null;
-  events: EventView[];
-  deliveries: MessageDelivery[];
-}
+/** One part of the view as it loads: null while loading, else its value or why it failed. */
+type Part<T> = { value: T } | { error: string } | null;
 
-/** One user: tags, subscriptions with their state, consent, recent events and deliveries. */
-export function UserDetail({ id }: { id: string }) {
-  const [data, setData] = useState<Loaded | null>(null);
-  const [error, setError] = useState<string | null>(null);
+/** Loads one part of the view afresh whenever `id` changes; a part that fails does not hide the others. */
+function usePart<T>(id: string, load: (id: string) => Promise<T>): Part<T> {
+  const [part, setPart] = useState<Part<T>>(null);
   useEffect(() => {
     let live = true;
-    setData(null);
-    setError(null);
-    const user = api<UserView>('GET', `/api/users/${encodeURIComponent(id)}`).catch((err: unknown) => {
-      if (err instanceof ApiError && err.status === 404) return null;
-      throw err;
-    });
-    Promise.all([
-      user,
-      api<{ events: EventView[] }>('GET', '/api/events', { external_id: id, limit: 20 }),
-      api<{ deliveries: MessageDelivery[] }>('GET', '/api/deliveries', { external_id: id, limit: 20 }),
-    ])
-      .then(([u, e, d]) => live && setData({ user: u, events: e.events, deliveries: d.deliveries }))
-      .catch((err: unknown) => live && setError(explain(err)));
+    setPart(null);
+    load(id)
+      .then((value) => live && setPart({ value }))
+      .catch((err: unknown) => live && setPart({ error: explain(err) }));
     return () => void (live = false);
   }, [id]);
-  if (error !== null) return <p class="error">{error}</p>;
-  if (data === null) return <p>Loading…</p>;
-  const { user } = data;
+  return part;
+}
+
+const loadUser = (id: string): Promise<UserView | null> =>
+  api<UserView>('GET', `/api/users/${encodeURIComponent(id)}`).catch((err: unknown) => {
+    if (err instanceof ApiError && err.status === 404) return null;
+    throw err;
+  });
+const loadEvents = async (id: string): Promise<EventView[]> => (await api<{ events: EventView[] }>('GET', '/api/events', { external_id: id, limit: 20 })).events;
+const loadDeliveries = async (id: string): Promise<MessageDelivery[]> =>
+  (await api<{ deliveries: MessageDelivery[] }>('GET', '/api/deliveries', { external_id: id, limit: 20 })).deliveries;
+
+/** A part still loading or that failed, in place of its content. */
+function Pending({ part }: { part: Part<unknown> }) {
+  return part === null ? <p>Loading…</p> : <p class="error">{'error' in part ? part.error : ''}</p>;
+}
+
+/**
+ * One user: tags, subscriptions with their state, consent (Redis, the applied state), recent
+ * events and deliveries (ClickHouse). Each loads on its own, so a slow or failing ClickHouse
+ * leaves the applied state in view.
+ */
+export function UserDetail({ id }: { id: string }) {
+  const userPart = usePart(id, loadUser);
+  const events = usePart(id, loadEvents);
+  const deliveries = usePart(id, loadDeliveries);
+  const user = userPart !== null && 'value' in userPart ? userPart.value : undefined;
   return (
     <section>
       <h1>
         User <code>{id}</code>
       </h1>
-      {user === null ? (
+      {user === undefined ? (
+        <Pending part={userPart} />
+      ) : user === null ? (
         <p class="empty">No applied state for this user (unknown, or not applied yet).</p>
       ) : (
         <>
@@ -112,7 +125,9 @@ export function UserDetail({ id }: { id: string }) {
         </>
       )}
       <h2>Recent events</h2>
-      {data.events.length === 0 ? (
+      {events === null || 'error' in events ? (
+        <Pending part={events} />
+      ) : events.value.length === 0 ? (
         <p class="empty">None recorded.</p>
       ) : (
         <table class="events">
@@ -124,7 +139,7 @@ export function UserDetail({ id }: { id: string }) {
             </tr>
           </thead>
           <tbody>
-            {data.events.map((e, i) => (
+            {events.value.map((e, i) => (
               <tr key={`${e.at}${i}`}>
                 <td>{time(e.at)}</td>
                 <td>{e.name}</td>
@@ -139,7 +154,7 @@ export function UserDetail({ id }: { id: string }) {
       <h2>
         Recent deliveries <a href={href(['deliveries'], { external_id: id })}>all, with filters →</a>
       </h2>
-      <DeliveryTable rows={data.deliveries} empty="No delivery recorded." />
+      {deliveries === null || 'error' in deliveries ? <Pending part={deliveries} /> : <DeliveryTable rows={deliveries.value} empty="No delivery recorded." />}
     </section>
   );
 }
