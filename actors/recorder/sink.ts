@@ -94,16 +94,18 @@ export class RecorderSink {
     this.reportInvalid('changes', invalid, token);
     const states: string[] = [];
     const unread: { change: UserChange; streamId: string }[] = [];
+    const addRow = (row: ReturnType<typeof userRow>): void => {
+      if (row !== null) states.push(JSON.stringify(row));
+    };
     await inSlices([...users.values()], (user) => {
       const { project, external_id: externalId, state } = user.change;
-      const row = state === undefined ? undefined : userRow(project, externalId, hashesOf(state), user.streamId);
-      if (row === undefined) unread.push(user);
-      else if (row !== null) states.push(JSON.stringify(row));
+      if (state === undefined) unread.push(user);
+      else addRow(userRow(project, externalId, hashesOf(state), user.streamId));
     });
     const read = await Promise.all(
       unread.map(async ({ change, streamId }) => userRow(change.project, change.external_id, await readHashes(this.redis, this.topology, change.project, change.external_id), streamId)),
     );
-    for (const row of read) if (row !== null) states.push(JSON.stringify(row));
+    read.forEach(addRow);
     await this.insert('events', events, token);
     await this.insert('receipts', receipts, token);
     await this.insert('users', states, token);
