@@ -40,6 +40,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { loadConfig } from '../engine/config.ts';
+import { Notifications } from '../engine/notifications/lifecycle.ts';
+import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import { cleanupPrefix } from '../test/helpers/redis.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
@@ -457,7 +460,9 @@ async function main(): Promise<void> {
   /** When fan-out had appended every job (the record's `fanned`), read from Redis. */
   let fannedAt: number | null = null;
   let appended = 0;
-  const topology = new Topology(prefix, 1);
+  const config = loadConfig({ REDIS_URL: redisUrl, KEY_PREFIX: prefix, PARTITIONS: process.env['PARTITIONS'] ?? '64' });
+  const scripted = createRedis(config);
+  const lifecycle = new Notifications(scripted, new Topology(prefix, config.PARTITIONS));
   const open = new Set(notifications.map((n) => n.id));
   const counts = new Map<string, { sent: number; failed: number; skipped: number }>();
   let lastChange = Date.now();
@@ -476,9 +481,9 @@ async function main(): Promise<void> {
     skipped = [...counts.values()].reduce((n, c) => n + c.skipped, 0);
     if (open.size === 0 && dispatchedAt === null) dispatchedAt = Date.now();
     if (fannedAt === null) {
-      const records = await Promise.all(notifications.map((n) => redis.hmget(topology.notification(n.id), 'fanned', 'appended')));
-      appended = records.reduce((sum, [, a]) => sum + Number(a ?? 0), 0);
-      if (records.every(([fanned]) => fanned === '1')) fannedAt = Date.now();
+      const records = await Promise.all(notifications.map(async (n) => ({ record: await lifecycle.read(n.id), counts: await lifecycle.counts(n.id) })));
+      appended = records.reduce((sum, r) => sum + r.counts.jobs, 0);
+      if (records.every((r) => r.record?.fanned === true)) fannedAt = Date.now();
     }
     const stats = await call(`${base}/api/deliveries/stats?group_by=status&since=${encodeURIComponent(since)}`, 'GET', project.rest_key);
     if (stats.status === 200) {
@@ -504,6 +509,7 @@ async function main(): Promise<void> {
     await sleep(500);
   }
   clearInterval(sampler);
+  scripted.disconnect();
   const end = m1;
   const wall = (end.at - t0) / 1000;
   const peakRss = Math.max(baselineRss, ...rss.filter((s) => s.at <= end.at + 1000).map((s) => s.mb));

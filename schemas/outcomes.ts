@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { SubscriptionTypeSchema } from './sdk.ts';
+import { SubscriptionTypeSchema, type SubscriptionType } from './sdk.ts';
 
 /**
  * One entry of the delivery-outcomes stream (field `d`, JSON): the dispatch actor appends one per
@@ -47,4 +47,11 @@ export const OutcomeEntry = Type.Object(
 
 export type DeliveryStatus = Static<typeof DeliveryStatus>;
 export type Channel = Static<typeof Channel>;
+
+/** The subscription types a channel sends to (docs/api.md#notifications). */
+export const channelTypes: Readonly<Record<Channel, readonly SubscriptionType[]>> = {
+  PUSH: ['IOS_PUSH', 'ANDROID_PUSH', 'WEB_PUSH'],
+  SMS: ['SMS'],
+  EMAIL: ['EMAIL'],
+};
 export type OutcomeEntry = Static<typeof OutcomeEntry>;

@@ -1,9 +1,9 @@
 import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
-import { ConsumerLoop, ensureGroup, reportDeleted } from '../../engine/runner/consumer-loop.ts';
+import { ConsumerLoop } from '../../engine/runner/consumer-loop.ts';
 import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
-import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
+import type { StreamEntry } from '../../engine/runner/types.ts';
 
 export interface DispatchConsumerOptions {
   redis: RedisClient;
@@ -15,35 +15,51 @@ export interface DispatchConsumerOptions {
   /** Most jobs running at once in this partition: the in-flight window a crash may repeat. */
   window: number;
   blockMs: number;
-  /** Runs one job to its record; a rejection leaves the job pending, to be claimed again. */
-  run(entry: StreamEntry): Promise<void>;
+  /**
+   * Runs one job to its record (which acknowledges it); false when the job cannot run at all and
+   * is only to be acknowledged. A rejection leaves the job pending, to be claimed again.
+   */
+  run(entry: StreamEntry): Promise<boolean>;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
 }
 
-const RETRY_MS = 500;
-
 /**
  * Runs the jobs of one owned partition's dispatch stream with a sliding window: new jobs are read
- * as soon as a quarter of the window is free, so a slow send holds one slot, not a whole batch. Jobs left pending (a
- * crashed owner, a failed run, a lost read) are claimed on start and after every failure.
+ * as soon as a quarter of the window is free, so a slow send holds one slot, not a whole batch.
+ * Jobs left pending (a crashed owner, a failed run, a lost read) are claimed when the consumer
+ * recovers: on start, and after every failure (engine/runner/consumer-loop.ts).
  */
 export class DispatchConsumer implements PartitionWork {
   private readonly loop: ConsumerLoop;
   private readonly running = new Set<Promise<void>>();
   /** Stream IDs of the jobs running: a claim of pending jobs must not start them twice. */
   private readonly runningIds = new Set<string>();
-  /** Set when a job failed: its entry is pending, and is claimed again before reading on. */
-  private reclaim = false;
   private done: Promise<void> = Promise.resolve();
   private freed: (() => void) | undefined;
 
   constructor(private readonly opts: DispatchConsumerOptions) {
-    this.loop = new ConsumerLoop(opts.redis);
+    const { redis, group, consumer, log, metrics, stream } = opts;
+    this.loop = new ConsumerLoop({ redis, group, consumer, log, metrics, fields: { stream } });
   }
 
   start(): void {
-    this.done = this.loop.run(() => this.runLoop());
+    const { stream, blockMs } = this.opts;
+    this.done = this.loop.run({
+      recover: async () => {
+        await this.loop.ensureGroup(stream);
+        await this.slots();
+        await this.loop.claim(stream, { count: () => this.free() }, async (entries) => {
+          for (const entry of entries) if (!this.runningIds.has(entry.id)) this.launch(entry);
+          await this.slots();
+        });
+      },
+      turn: async () => {
+        await this.slots();
+        if (this.loop.stopping) return;
+        for (const entry of (await this.loop.read([stream], this.free(), blockMs)).get(stream) ?? []) this.launch(entry);
+      },
+    });
   }
 
   /** Stops reading, then waits for the jobs in flight. */
@@ -54,57 +70,17 @@ export class DispatchConsumer implements PartitionWork {
     await Promise.all(this.running);
   }
 
-  private async runLoop(): Promise<void> {
-    const { redis, stream, group, log } = this.opts;
-    while (!this.loop.stopping) {
-      try {
-        await ensureGroup(redis, stream, group);
-        await this.claimPending();
-        while (!this.loop.stopping) {
-          if (this.reclaim) {
-            this.reclaim = false;
-            await this.claimPending();
-          }
-          await this.readMore();
-        }
-      } catch (err) {
-        if (this.loop.stopping) break;
-        log.warn('dispatch consumer error', { stream, err });
-        await this.loop.pause(RETRY_MS);
-      }
-    }
-  }
-
-  /** Starts every job pending in the group (any consumer's), a window at a time. */
-  private async claimPending(): Promise<void> {
-    const { redis, stream, group, consumer } = this.opts;
-    let cursor = '0-0';
-    do {
-      await this.slots();
-      const reply = await redis.xautoclaim(stream, group, consumer, 0, cursor, 'COUNT', this.free());
-      reportDeleted(reply, { stream, group }, this.opts.log, this.opts.metrics);
-      cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
-      for (const entry of toEntries(reply[1])) if (!this.runningIds.has(entry.id)) this.launch(entry);
-    } while (cursor !== '0-0' && !this.loop.stopping);
-  }
-
-  private async readMore(): Promise<void> {
-    const { stream, group, consumer, blockMs } = this.opts;
-    await this.slots();
-    if (this.loop.stopping) return;
-    const reply = (await this.loop.read(blockMs, (blocking) =>
-      blocking.xreadgroup('GROUP', group, consumer, 'COUNT', this.free(), 'BLOCK', blockMs, 'STREAMS', stream, '>'),
-    )) as [string, unknown][] | null;
-    for (const entry of toEntries(reply?.[0]?.[1])) this.launch(entry);
-  }
-
   private launch(entry: StreamEntry): void {
+    const { stream, log } = this.opts;
     const job: Promise<void> = this.opts
       .run(entry)
+      .then(async (ran) => {
+        if (!ran) await this.loop.settle(stream, [entry.id]);
+      })
       .catch((err: unknown) => {
         // Pending still: claimed again before the next read, or by the partition's next owner.
-        this.opts.log.warn('dispatch job failed; it stays pending', { stream: this.opts.stream, entry: entry.id, err });
-        this.reclaim = true;
+        log.warn('dispatch job failed; it stays pending', { stream, entry: entry.id, err });
+        this.loop.recoverSoon();
       })
       .finally(() => {
         this.running.delete(job);

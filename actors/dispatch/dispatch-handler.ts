@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Logger } from '../../engine/log.ts';
+import { settlementOf, type Notifications } from '../../engine/notifications/lifecycle.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
 import { scripts } from '../../engine/scripts.ts';
@@ -9,7 +10,7 @@ import { DISPATCH_GROUP, type Topology } from '../../engine/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
-import type { OutcomeEntry } from '../../schemas/outcomes.ts';
+import { channelTypes, type OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
@@ -32,17 +33,12 @@ export const MAX_ATTEMPTS = 5;
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 5 * 60_000;
 
-/** The subscription types of each channel, as loadRecipient-2.lua takes them. */
-const channelTypes: Record<NotificationSpec['channel'], string> = {
-  PUSH: 'IOS_PUSH ANDROID_PUSH WEB_PUSH',
-  SMS: 'SMS',
-  EMAIL: 'EMAIL',
-};
 const NO_FIELDS: readonly string[] = [];
 
 export interface DispatchDeps {
   redis: RedisClient;
   topology: Topology;
+  notifications: Pick<Notifications, 'isCanceled' | 'cancelMark' | 'countsKey' | 'throttleBucket'>;
   specs: Specs;
   clients: ProjectClients;
   log: Logger;
@@ -77,22 +73,24 @@ export class DispatchHandler {
 
   constructor(private readonly deps: DispatchDeps) {}
 
-  /** Runs one job to its record; rejects (the job stays pending) only when Redis fails. */
-  async run(partition: number, entry: StreamEntry): Promise<void> {
-    const { redis, topology, log } = this.deps;
+  /**
+   * Runs one job to its record; false, with nothing recorded, for a job that cannot run (unreadable,
+   * or of no known notification). Rejects (the job stays pending) only when Redis fails.
+   */
+  async run(partition: number, entry: StreamEntry): Promise<boolean> {
+    const { redis, topology, notifications, log } = this.deps;
     const job = parseJob(fieldOf(entry, 'd'));
     const spec = job === null ? null : await this.deps.specs.get(job.n);
     if (job === null || spec === null) {
       log.warn('dispatch job dropped', { partition, entry: entry.id, reason: job === null ? 'unreadable' : 'unknown notification' });
-      await redis.xack(topology.dispatch(partition), DISPATCH_GROUP, entry.id);
-      await redis.xdel(topology.dispatch(partition), entry.id);
-      return;
+      return false;
     }
     const result = await this.attempt(job, spec);
+    const settlement = settlementOf(result.outcomes, result.retry === null);
     await scripts.recordAttempts(redis, {
       keys: {
         dispatch: topology.dispatch(partition),
-        counts: topology.notificationCounts(partition, job.n),
+        counts: notifications.countsKey(partition, job.n),
         outcomes: topology.outcomes(partition),
         retries: topology.retries(partition),
         ingest: topology.ingest(partition),
@@ -100,8 +98,9 @@ export class DispatchHandler {
       args: {
         group: DISPATCH_GROUP,
         entryId: entry.id,
+        counters: settlement.counters,
+        lastAtField: settlement.lastAtField,
         now: Date.now(),
-        done: result.retry === null ? 1 : 0,
         retry: result.retry === null ? '' : JSON.stringify(result.retry.job),
         retryAt: result.retry?.at ?? 0,
         outcomeCount: result.outcomes.length,
@@ -109,6 +108,7 @@ export class DispatchHandler {
       outcomes: result.outcomes.map((o) => JSON.stringify(o)),
       retire: result.retire.map((r) => JSON.stringify(r)),
     });
+    return true;
   }
 
   /** Loads the user, checks cancel, throttle and consent, sends to each subscription. */
@@ -116,13 +116,13 @@ export class DispatchHandler {
     const { redis, topology } = this.deps;
     if (spec.throttle_rate_per_minute > 0) {
       // A canceled notification takes no throttle token: its remaining jobs are skipped at once.
-      const wait = (await this.canceled(job)) ? 0 : await this.throttle(spec);
+      const wait = (await this.deps.notifications.isCanceled(job.n)) ? 0 : await this.throttle(spec);
       if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
     }
-    const keys = userKeys(topology, job);
+    const keys = userKeys(topology, this.deps.notifications, job);
     const { language, subs: stored } = await scripts.loadRecipient(redis, {
       keys: { subs: keys.subs, tags: keys.tags },
-      args: { types: channelTypes[spec.channel], limited: job.subs === undefined ? 0 : 1 },
+      args: { types: channelTypes[spec.channel].join(' '), limited: job.subs === undefined ? 0 : 1 },
       only: job.subs ?? NO_FIELDS,
     });
     const now = Date.now();
@@ -163,11 +163,6 @@ export class DispatchHandler {
     return result;
   }
 
-  /** Whether the record says canceled; the marks checkSend reads are written before it. */
-  private async canceled(job: DispatchJob): Promise<boolean> {
-    return (await this.deps.redis.hget(this.deps.topology.notification(job.n), 'canceled_at')) !== null;
-  }
-
   /** Why a send to `sub` must not start now: the notification was canceled or the user opted out. */
   private async blocked(keys: UserKeys, sub: StoredSubscription): Promise<'canceled' | 'opted_out' | null> {
     const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, consent: keys.consent }, args: { type: sub.type } });
@@ -180,7 +175,7 @@ export class DispatchHandler {
     if (spec.throttle_rate_per_minute <= 0) return 0;
     const perSecond = spec.throttle_rate_per_minute / 60;
     const { waitMs } = await scripts.takeToken(this.deps.redis, {
-      keys: { bucket: this.deps.topology.notificationRate(spec.id) },
+      keys: { bucket: this.deps.notifications.throttleBucket(spec.id) },
       args: { perSecond, burst: Math.max(1, Math.floor(perSecond)) },
     });
     return waitMs;
@@ -249,9 +244,9 @@ function liveSubscriptions(stored: readonly string[]): StoredSubscription[] {
 }
 
 /** The keys of the job's user; the cancel mark is read in the user's partition, one slot with their consent. */
-function userKeys(topology: Topology, job: DispatchJob): UserKeys {
+function userKeys(topology: Topology, notifications: Pick<Notifications, 'cancelMark'>, job: DispatchJob): UserKeys {
   const user = topology.userKeys(job.project, job.external_id);
-  return { subs: user.subs, tags: user.tags, consent: user.consent, canceled: topology.notificationCanceled(user.partition, job.n) };
+  return { subs: user.subs, tags: user.tags, consent: user.consent, canceled: notifications.cancelMark(user.partition, job.n) };
 }
 
 function parseSubscription(json: string): StoredSubscription | null {

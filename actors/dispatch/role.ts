@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { Notifications } from '../../engine/notifications/lifecycle.ts';
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
 import { runPartitionRole, type PartitionWork } from '../../engine/runner/partition-runner.ts';
@@ -33,7 +34,8 @@ export const dispatchRole: RoleFactory = async (ctx) => {
   apnsTokens.share(new RedisTokenStore(redis, topology));
   const ca = config.PROVIDER_CA_FILE === undefined ? undefined : readFileSync(config.PROVIDER_CA_FILE);
   const clients = new ProjectClients(redis, topology, ca === undefined ? {} : { ca });
-  const handler = new DispatchHandler({ redis, topology, specs: new Specs(redis, topology), clients, log });
+  const notifications = new Notifications(redis, topology);
+  const handler = new DispatchHandler({ redis, topology, notifications, specs: new Specs(notifications), clients, log });
   const role = runPartitionRole('dispatch', ctx, redis, {
     leaseKey: (p) => topology.dispatchLease(p),
     workersKey: topology.dispatchWorkers(),

@@ -1,6 +1,4 @@
-import { readNotification } from '../../engine/notifications/record.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { Notifications } from '../../engine/notifications/lifecycle.ts';
 import type { NotificationSpec } from '../../schemas/notifications.ts';
 
 /** Most notifications whose spec a dispatch process keeps. */
@@ -14,17 +12,15 @@ export class Specs {
   private readonly cache = new Map<string, NotificationSpec | null>();
   private readonly loading = new Map<string, Promise<NotificationSpec | null>>();
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly topology: Topology,
-  ) {}
+  constructor(private readonly notifications: Pick<Notifications, 'read'>) {}
 
   get(id: string): Promise<NotificationSpec | null> {
     const cached = this.cache.get(id);
     if (cached !== undefined) return Promise.resolve(cached);
     let loading = this.loading.get(id);
     if (!loading) {
-      loading = readNotification(this.redis, this.topology, id)
+      loading = this.notifications
+        .read(id)
         .then((record) => {
           const spec = record?.spec ?? null;
           if (this.cache.size >= MAX_SPECS) this.cache.delete(this.cache.keys().next().value ?? '');

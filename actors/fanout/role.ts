@@ -8,7 +8,7 @@ import { FanoutWorker } from './fanout-worker.ts';
  * The `fanout` role: turns each notification into dispatch jobs (actors/fanout/fanout-worker.ts).
  * Any number of processes may run it; they share the notifications log through one consumer group.
  */
-export const fanoutRole: RoleFactory = async ({ config, log, workerId, clickhouse }) => {
+export const fanoutRole: RoleFactory = async ({ config, log, metrics, workerId, clickhouse }) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const worker = new FanoutWorker({
@@ -18,6 +18,7 @@ export const fanoutRole: RoleFactory = async ({ config, log, workerId, clickhous
     consumer: workerId,
     leaseMs: config.LEASE_MS,
     log,
+    metrics,
   });
   worker.start();
   let closing: Promise<void> | undefined;

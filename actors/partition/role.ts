@@ -24,6 +24,7 @@ export const applyRole: RoleFactory = async (ctx) => {
     lingerMs: config.APPLY_LINGER_MS,
     blockMs: Math.min(1000, config.LEASE_MS),
     log,
+    metrics,
   });
   return runPartitionRole('apply', ctx, redis, {
     leaseKey: (p) => topology.lease(p),
@@ -34,12 +35,9 @@ export const applyRole: RoleFactory = async (ctx) => {
         reader,
         stream: topology.ingest(partition),
         partition,
-        group: APPLY_GROUP,
-        consumer: workerId,
         batchSize: config.APPLY_BATCH,
         handler: actor,
         log,
-        metrics,
         onLost,
       }),
   });

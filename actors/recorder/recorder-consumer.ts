@@ -2,8 +2,8 @@ import type { Logger } from '../../engine/log.ts';
 import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { LeaseView, PartitionWork } from '../../engine/runner/partition-runner.ts';
-import { ConsumerLoop, ensureGroup, reportDeleted } from '../../engine/runner/consumer-loop.ts';
-import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
+import { ConsumerLoop } from '../../engine/runner/consumer-loop.ts';
+import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
 import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
 import type { RecordRounds } from './rounds.ts';
@@ -48,18 +48,25 @@ export class RecorderConsumer implements PartitionWork {
   private readonly batches = new Map<StreamKind, Batch>();
   /** Entries of the batches that hold budget (EntryBudget): read while the streams had more. */
   private held = 0;
-  /** Set when the pending list may hold entries no batch holds: they are claimed before reading on. */
-  private resync = true;
   private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: RecorderConsumerOptions) {
     this.limits = opts.limits ?? RecorderLimits;
-    this.loop = new ConsumerLoop(opts.redis);
+    const { redis, consumer, log, metrics, partition } = opts;
+    this.loop = new ConsumerLoop({ redis, group: RECORDER_GROUP, consumer, log, metrics, fields: { partition }, retryMs: this.limits.retryMs });
   }
 
   start(): void {
-    this.done = this.loop.run(() => this.run());
+    this.done = this.loop
+      .run({
+        recover: () => this.recover(),
+        turn: async () => {
+          await this.readOnce();
+          await this.flushDue(Date.now());
+        },
+      })
+      .then(() => this.flushAll());
   }
 
   /** Inserts what is batched (a blocked read is abandoned), then stops. */
@@ -68,47 +75,24 @@ export class RecorderConsumer implements PartitionWork {
     return this.done;
   }
 
-  private async run(): Promise<void> {
-    const { log, partition } = this.opts;
-    while (!this.loop.stopping) {
-      try {
-        if (this.resync && this.opts.lease.remainingMs() <= 0) {
-          // Renewed at the runner's next round, or dropped: a lapsed owner neither claims nor recovers.
-          await this.loop.pause(this.limits.retryMs);
-          continue;
-        }
-        if (this.resync) {
-          this.batches.clear();
-          this.releaseBudget();
-          for (const kind of kinds) {
-            await this.opts.rounds.recover(partition, kind, this.opts.streams[kind]);
-            await this.claimPending(kind);
-          }
-          this.resync = false;
-        }
-        await this.readOnce();
-        await this.flushDue(Date.now());
-      } catch (err) {
-        if (this.loop.stopping) break;
-        log.warn('recorder consumer error', { partition, err });
-        await this.loop.pause(this.limits.retryMs);
-      }
+  /**
+   * Starts again from what Redis holds: the batches read are dropped, each stream's round in flight
+   * (if a crash or a failure left one) is recovered, and every entry pending in the group, whoever
+   * read it, is inserted, a batch at a time. A lapsed owner neither claims nor recovers: it waits for
+   * the runner to renew its lease, or to drop the partition.
+   */
+  private async recover(): Promise<void> {
+    const { partition, streams, rounds } = this.opts;
+    while (this.opts.lease.remainingMs() <= 0 && !this.loop.stopping) await this.loop.pause(this.limits.retryMs);
+    this.batches.clear();
+    this.releaseBudget();
+    for (const kind of kinds) {
+      await rounds.recover(partition, kind, streams[kind]);
+      await this.loop.ensureGroup(streams[kind]);
+      await this.loop.claimRaw(streams[kind], { count: () => this.limits.maxBatch }, async (entries) => {
+        if ((await this.flush(kind, entries)) === null) throw new Error('claimed entries were not recorded');
+      });
     }
-    await this.flushAll();
-  }
-
-  /** Inserts every entry pending in the group for this stream, whoever read it, one batch at a time. */
-  private async claimPending(kind: StreamKind): Promise<void> {
-    const { redis, streams, consumer, log, metrics } = this.opts;
-    await ensureGroup(redis, streams[kind], RECORDER_GROUP);
-    let cursor = '0-0';
-    do {
-      const reply = (await redis.xautoclaimBuffer(streams[kind], RECORDER_GROUP, consumer, 0, cursor, 'COUNT', this.limits.maxBatch)) as unknown[];
-      reportDeleted(reply, { stream: streams[kind], group: RECORDER_GROUP }, log, metrics);
-      cursor = Buffer.isBuffer(reply[0]) ? reply[0].toString('latin1') : '0-0';
-      const entries = toRawEntries(reply[1]);
-      if (entries.length > 0 && (await this.flush(kind, entries)) === null) throw new Error('claimed entries were not recorded');
-    } while (cursor !== '0-0' && !this.loop.stopping);
   }
 
   /**
@@ -156,25 +140,14 @@ export class RecorderConsumer implements PartitionWork {
     this.held = 0;
   }
 
-  /** One XREADGROUP of both streams (blocking up to `blockMs` when given); returns how many entries it added to the batches. */
+  /** One group read of both streams (blocking up to `blockMs` when given); returns how many entries it added to the batches. */
   private async read(count: number, blockMs?: number): Promise<number> {
-    const { streams, consumer } = this.opts;
-    const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
-    let reply: [Buffer, unknown][] | null;
-    try {
-      reply = (await this.loop.read(blockMs ?? 0, (blocking) =>
-        blocking.xreadgroupBuffer('GROUP', RECORDER_GROUP, consumer, 'COUNT', count, ...block, 'STREAMS', streams.changes, streams.outcomes, '>', '>'),
-      )) as [Buffer, unknown][] | null;
-    } catch (err) {
-      this.resync = true;
-      throw err;
-    }
+    const { streams } = this.opts;
+    const read = await this.loop.readRaw([streams.changes, streams.outcomes], count, blockMs);
     const arrived = Date.now();
     let received = 0;
-    for (const [stream, items] of reply ?? []) {
-      const name = stream.toString('utf8');
+    for (const [name, entries] of read) {
       const kind = kinds.find((k) => streams[k] === name);
-      const entries = toRawEntries(items);
       if (kind === undefined || entries.length === 0) continue;
       received += entries.length;
       const batch = this.batches.get(kind);
@@ -194,10 +167,10 @@ export class RecorderConsumer implements PartitionWork {
     this.releaseBudget();
     if (pending.some((p) => p === null)) {
       // Not inserted, or inserted but not settled: the batches go again through recovery.
-      this.resync = true;
+      this.loop.recoverSoon();
     } else if (pending.some((p) => (p ?? 0) > 0)) {
       this.opts.log.warn('recorder found entries pending that no batch holds; claiming them', { partition: this.opts.partition, pending: Math.max(...pending.map((p) => p ?? 0)) });
-      this.resync = true;
+      this.loop.recoverSoon();
     }
   }
 

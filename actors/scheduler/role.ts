@@ -1,6 +1,6 @@
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
-import { scripts } from '../../engine/scripts.ts';
+import { Notifications } from '../../engine/notifications/lifecycle.ts';
 import { Topology } from '../../engine/topology.ts';
 
 /** How often due notifications are looked for, ms: send_after holds to about this. */
@@ -11,20 +11,16 @@ const BATCH = 100;
 /**
  * The `scheduler` role: releases notifications whose send_after has come from the scheduled set
  * onto the notifications log, where fan-out takes them. Any number may run: each release is one
- * atomic script call (engine/lua/releaseDue-2.lua), so a notification is released once.
+ * atomic script call (engine/notifications/lifecycle.ts, release), so a notification is released once.
  */
 export const schedulerRole: RoleFactory = async ({ config, log }) => {
   const redis = createRedis(config);
-  const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+  const notifications = new Notifications(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS));
   let ticking: Promise<void> = Promise.resolve();
   const tick = async (): Promise<void> => {
     try {
       for (;;) {
-        const { moved } = await scripts.releaseDue(redis, {
-          keys: { waiting: topology.scheduled(), stream: topology.notifications() },
-          args: { now: Date.now(), max: BATCH },
-        });
-        if (moved < BATCH) return;
+        if ((await notifications.release(Date.now(), BATCH)) < BATCH) return;
       }
     } catch (err) {
       log.warn('scheduler tick failed', { err });

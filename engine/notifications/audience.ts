@@ -7,17 +7,9 @@ import type { Topology } from '../topology.ts';
 import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
-import type { Channel } from '../../schemas/outcomes.ts';
-import type { SubscriptionType } from '../../schemas/sdk.ts';
+import { channelTypes, type Channel } from '../../schemas/outcomes.ts';
 import { ALL_SEGMENT } from '../../schemas/segments.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
-
-/** The subscription types a channel sends to (API.md section 4). */
-export const channelTypes: Readonly<Record<Channel, readonly SubscriptionType[]>> = {
-  PUSH: ['IOS_PUSH', 'ANDROID_PUSH', 'WEB_PUSH'],
-  SMS: ['SMS'],
-  EMAIL: ['EMAIL'],
-};
 
 /** Targeted users split by whether they have a live subscription of the channel. */
 export interface UsersReach {

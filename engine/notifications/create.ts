@@ -8,7 +8,7 @@ import { CallerError } from '../../schemas/errors.ts';
 import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationSpec } from '../../schemas/notifications.ts';
 import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
-import { writeAccepted } from './write.ts';
+import { acceptedState, Notifications } from './lifecycle.ts';
 
 /** What creating, reading and cancelling notifications needs (the gateway's deps fit it). */
 export interface NotificationDeps {
@@ -63,7 +63,7 @@ export async function createNotification(deps: NotificationDeps, project: string
     created_at: now,
     send_after: sendAfter,
   };
-  const state = sendAfter !== null && sendAfter > now ? 'scheduled' : 'queued';
+  const state = acceptedState(spec, now);
   const answer: NotificationCreated = {
     id,
     svc_message_id: id,
@@ -82,7 +82,7 @@ export async function createNotification(deps: NotificationDeps, project: string
       return keys.repeat(project, key, winner, hash);
     }
   }
-  await writeAccepted(deps.redis, deps.topology, spec, state, targeting.recipients);
+  await new Notifications(deps.redis, deps.topology).accept(spec, targeting.recipients, now);
   if (key !== undefined && claim !== null) await keys.written(project, key, claim);
   return answer;
 }

@@ -3,7 +3,7 @@ import { CallerError, UnavailableError } from '../../schemas/errors.ts';
 import { NotificationLimits, type NotificationCreated, type NotificationSpec } from '../../schemas/notifications.ts';
 import type { RedisClient } from '../redis.ts';
 import type { Topology } from '../topology.ts';
-import { writeAccepted } from './write.ts';
+import { Notifications } from './lifecycle.ts';
 
 /**
  * idempotency_key of POST /api/notifications (API.md section 4): the first request claims the key
@@ -82,16 +82,14 @@ export class IdempotencyKeys {
       ]);
     }
     if (prior.written) return prior.answer;
-    const record = this.topology.notification(prior.id);
+    const notifications = new Notifications(this.redis, this.topology);
     for (const deadline = now() + WAIT_MS; ; ) {
-      if ((await this.redis.exists(record)) === 1) return prior.answer;
+      if (await notifications.exists(prior.id)) return prior.answer;
       if (now() >= deadline) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     if (now() - prior.at < REPAIR_AFTER_MS) throw new UnavailableError('a request with this idempotency_key is still being processed', 1);
-    const { spec } = prior;
-    const state = spec.send_after !== null && spec.send_after > now() ? 'scheduled' : 'queued';
-    await writeAccepted(this.redis, this.topology, spec, state, prior.answer.recipients);
+    await notifications.accept(prior.spec, prior.answer.recipients, now());
     await this.written(project, key, prior);
     return prior.answer;
   }

@@ -2,6 +2,7 @@ import { errorItem } from '../ajv-errors.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import type { NotificationView } from '../../schemas/notifications.ts';
 import type { NotificationDeps } from './create.ts';
+import { Notifications } from './lifecycle.ts';
 import { readView } from './view.ts';
 
 export interface NotificationsList {
@@ -12,20 +13,11 @@ export interface NotificationsList {
 
 /**
  * One page of `project`'s notifications, newest first (GET /api/notifications), after the one
- * named `after` (the previous page's last). The project's list (writeAccepted) orders by creation
- * time, then id; a page starts at the current rank of `after`, so notifications created while a
- * client pages are not met again and none is skipped. A cursor the list does not hold is a 400.
+ * named `after` (the previous page's last). A cursor the list does not hold is a 400.
  */
 export async function listNotifications(deps: NotificationDeps, project: string, limit: number, after: string | null): Promise<NotificationsList> {
-  const key = deps.topology.notificationList(project);
-  let start = 0;
-  if (after !== null) {
-    const rank = await deps.redis.zrevrank(key, after);
-    if (rank === null) throw new CallerError('validation_failed', [errorItem('/cursor', 'must be a next_cursor of GET /api/notifications, unchanged')]);
-    start = rank + 1;
-  }
-  // One id more than the page: it tells whether a next page exists.
-  const ids = await deps.redis.zrevrange(key, start, start + limit);
+  const ids = await new Notifications(deps.redis, deps.topology).page(project, after, limit);
+  if (ids === null) throw new CallerError('validation_failed', [errorItem('/cursor', 'must be a next_cursor of GET /api/notifications, unchanged')]);
   const page = ids.slice(0, limit);
   const views = await Promise.all(page.map((id) => readView(deps, project, id)));
   return {

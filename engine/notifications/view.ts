@@ -1,14 +1,10 @@
 import type { ClickHouse } from '../clickhouse/client.ts';
 import { QueryFile } from '../clickhouse/query-file.ts';
-import type { NotificationSpec, NotificationStatus, NotificationView } from '../../schemas/notifications.ts';
-import type { RedisClient } from '../redis.ts';
-import type { Topology } from '../topology.ts';
+import type { NotificationView } from '../../schemas/notifications.ts';
 import type { NotificationDeps } from './create.ts';
-import { readCounts, readNotification, type DispatchCounts, type NotificationRecord } from './record.ts';
+import { Notifications, statusOf, type DispatchCounts, type NotificationRecord } from './lifecycle.ts';
 
 const receiptsQuery = QueryFile.load('notification-receipts').text([]);
-/** How long a cancel mark outlives the notification's ttl, s: as long as its counters (actors/fanout). */
-const CANCEL_MARK_MARGIN_S = 7 * 24 * 3600;
 
 /** A notification with its dispatch counters, as one project sees it. */
 interface Found {
@@ -17,60 +13,33 @@ interface Found {
 }
 
 /**
- * The GET body of notification `id` (API.md section 4), or null when `project` has none of that id
- * (another project's is not found either). Receipt counts come from ClickHouse: when it cannot
- * answer, the error propagates (503 at the gateway).
+ * The GET body of notification `id` (docs/api.md#notifications), or null when `project` has none
+ * of that id (another project's is not found either). Receipt counts come from ClickHouse: when it
+ * cannot answer, the error propagates (503 at the gateway).
  */
 export async function readView(deps: NotificationDeps, project: string, id: string): Promise<NotificationView | null> {
-  const found = await find(deps, project, id);
+  const found = await find(new Notifications(deps.redis, deps.topology), project, id);
   return found === null ? null : view(deps, found);
 }
 
 /**
  * Cancels notification `id` and answers its GET body, or null when `project` has none of that id.
- * No new attempt starts after this: dispatch checks the cancel mark of the user's partition before
- * each send, and the scheduled entry is removed (the record first, so a scheduler racing the
- * removal releases a notification that is already canceled). The marks are written before
- * `canceled_at`, so a record with `canceled_at` has all of them; a repeated DELETE writes any
- * missing again (after a crash between the two, or a record canceled before marks existed). A
- * completed notification stays completed; cancelling again keeps the first time.
+ * No new attempt starts after this (engine/notifications/lifecycle.ts, cancel). A completed
+ * notification stays completed; cancelling again keeps the first time.
  */
 export async function cancelNotification(deps: NotificationDeps, project: string, id: string, now = Date.now()): Promise<NotificationView | null> {
-  const found = await find(deps, project, id);
+  const notifications = new Notifications(deps.redis, deps.topology);
+  const found = await find(notifications, project, id);
   if (found === null) return null;
-  if (status(found) === 'completed') return view(deps, found);
-  await markCanceled(deps.redis, deps.topology, found.record.spec, found.record.canceledAt ?? now);
-  if (found.record.canceledAt === null) {
-    const key = deps.topology.notification(id);
-    await deps.redis.hsetnx(key, 'canceled_at', String(now));
-    await deps.redis.hset(key, 'state', 'canceled');
-    await deps.redis.zrem(deps.topology.scheduled(), id);
-    const canceledAt = Number((await deps.redis.hget(key, 'canceled_at')) ?? now);
-    found.record = { ...found.record, state: 'canceled', canceledAt };
-  }
-  return view(deps, found);
+  if (statusOf(found.record, found.counts) === 'completed') return view(deps, found);
+  const canceledAt = await notifications.cancel(found.record, now);
+  return view(deps, { ...found, record: { ...found.record, canceledAt } });
 }
 
-/**
- * Writes the cancel mark of notification `spec`, canceled `at`, into every partition (see
- * cancelNotification). Idempotent: a mark already there keeps its time. A mark lives for the
- * notification's ttl and 7 days, as its counters do: no job of it waits longer.
- */
-export async function markCanceled(redis: RedisClient, topology: Topology, spec: Pick<NotificationSpec, 'id' | 'ttl'>, at: number): Promise<void> {
-  const keepMs = (spec.ttl + CANCEL_MARK_MARGIN_S) * 1000;
-  await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.set(topology.notificationCanceled(p, spec.id), String(at), 'PX', keepMs, 'NX')));
-}
-
-async function find(deps: NotificationDeps, project: string, id: string): Promise<Found | null> {
-  const [record, counts] = await Promise.all([readNotification(deps.redis, deps.topology, id), readCounts(deps.redis, deps.topology, id)]);
+async function find(notifications: Notifications, project: string, id: string): Promise<Found | null> {
+  const [record, counts] = await Promise.all([notifications.read(id), notifications.counts(id)]);
   if (record === null || record.spec.project !== project) return null;
   return { record, counts };
-}
-
-function status({ record, counts }: Found): NotificationStatus {
-  if (record.canceledAt !== null || record.state === 'canceled') return 'canceled';
-  if (record.fanned && counts.done >= counts.jobs) return 'completed';
-  return record.state;
 }
 
 async function view(deps: NotificationDeps, found: Found): Promise<NotificationView> {
@@ -78,7 +47,7 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
   const { spec } = record;
   const ch = await deps.clickhouse.get();
   const receipts = await receiptCounts(ch, spec.project, spec.id);
-  const s = status(found);
+  const s = statusOf(record, counts);
   // A notification whose audience was empty finishes without a job: it completed when it was due.
   const completedAt = s !== 'completed' ? null : counts.lastAt > 0 ? counts.lastAt : (spec.send_after ?? spec.created_at);
   return {

@@ -1,8 +1,12 @@
 import { Cluster } from 'ioredis';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
-import { ConsumerLoop } from './consumer-loop.ts';
-import { toEntries, type StreamEntry } from './types.ts';
+import { ConsumerLoop, RETRY_MS } from './consumer-loop.ts';
+import type { StreamEntry } from './types.ts';
+
+/** What a member may do with the group through the reader's loop: create it, claim its pending entries. */
+export type Claims = Pick<ConsumerLoop, 'claim' | 'ensureGroup'>;
 
 /** One owned partition's stream, read by a GroupReader on its behalf. */
 export interface ReaderMember {
@@ -12,9 +16,9 @@ export interface ReaderMember {
    * Gets the member ready to take batches: claims and processes its pending entries. Run when it
    * joins, after a failed read, and after a failure of its own. Never throws; false when it failed.
    */
-  prepare(): Promise<boolean>;
+  prepare(claims: Claims): Promise<boolean>;
   /** Processes a batch read for it. Never throws; false when it failed (it is prepared again). */
-  take(entries: StreamEntry[]): Promise<boolean>;
+  take(entries: StreamEntry[], claims: Claims): Promise<boolean>;
 }
 
 export interface GroupReaderOptions {
@@ -30,9 +34,8 @@ export interface GroupReaderOptions {
   /** Longest a read blocks, ms; bounds how long a newly owned partition may wait on a Cluster. */
   blockMs: number;
   log: Logger;
+  metrics: Pick<Metrics, 'lostEntries'>;
 }
-
-const RETRY_MS = 500;
 
 /**
  * Reads the streams of every partition a worker owns for one consumer group with one XREADGROUP
@@ -87,7 +90,8 @@ class ReaderLoop {
     private readonly interruptible: boolean,
     private readonly ended: () => void,
   ) {
-    this.loop = new ConsumerLoop(opts.redis);
+    const { redis, group, consumer, log, metrics } = opts;
+    this.loop = new ConsumerLoop({ redis, group, consumer, log, metrics });
   }
 
   /** True once the last member left: a member joining now needs a new loop. */
@@ -98,7 +102,15 @@ class ReaderLoop {
   join(member: ReaderMember): void {
     this.members.set(member.stream, member);
     this.unprepared.set(member.stream, 0);
-    this.done ??= this.loop.run(() => this.run());
+    this.done ??= this.loop
+      .run({
+        // A failed read's entries, if Redis ran it, are pending: every member claims them again.
+        recover: async () => {
+          for (const stream of this.members.keys()) this.unprepared.set(stream, 0);
+        },
+        turn: () => this.round(),
+      })
+      .finally(() => this.ended());
     if (this.interruptible) this.loop.interrupt();
   }
 
@@ -115,24 +127,6 @@ class ReaderLoop {
     }
   }
 
-  private async run(): Promise<void> {
-    try {
-      while (!this.loop.stopping && this.members.size > 0) {
-        try {
-          await this.round();
-        } catch (err) {
-          if (this.loop.stopping) break;
-          // Its entries, if Redis ran the read, are pending: every member claims them again.
-          this.opts.log.warn('partition read failed', { err });
-          for (const stream of this.members.keys()) this.unprepared.set(stream, 0);
-          await this.loop.pause(RETRY_MS);
-        }
-      }
-    } finally {
-      this.ended();
-    }
-  }
-
   private async round(): Promise<void> {
     await this.prepareDue();
     if (this.interruptible) await this.loop.identify();
@@ -144,20 +138,17 @@ class ReaderLoop {
       await this.loop.pause(RETRY_MS);
       return;
     }
-    const { group, consumer, batchSize, blockMs, lingerMs } = this.opts;
-    const reply = (await this.loop.read(blockMs, (blocking) =>
-      blocking.xreadgroup('GROUP', group, consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')),
-    )) as [string, unknown][] | null;
-    if (reply === null) return;
+    const { batchSize, blockMs, lingerMs } = this.opts;
+    const read = await this.loop.read(streams, batchSize, blockMs);
+    if (read.size === 0) return;
     let full = false;
     const work: Promise<boolean>[] = [];
-    for (const [stream, items] of reply) {
-      const entries = toEntries(items);
+    for (const [stream, entries] of read) {
       const member = this.members.get(stream);
       // A member that left while the read was in flight: its entries stay pending for the owner.
       if (member === undefined || entries.length === 0) continue;
       if (entries.length >= batchSize) full = true;
-      work.push(this.track(member, member.take(entries)));
+      work.push(this.track(member, member.take(entries, this.loop)));
     }
     await Promise.all(work);
     // Each read and apply has a fixed cost; waiting a little when the streams ran dry lets the
@@ -169,7 +160,7 @@ class ReaderLoop {
   private async prepareDue(): Promise<void> {
     const now = Date.now();
     const due = [...this.unprepared].filter(([, at]) => at <= now).map(([stream]) => this.members.get(stream));
-    await Promise.all(due.map((member) => (member ? this.track(member, member.prepare()) : true)));
+    await Promise.all(due.map((member) => (member ? this.track(member, member.prepare(this.loop)) : true)));
   }
 
   /** Notes a member's work, so it can leave after it; a failure has it prepared again later. */

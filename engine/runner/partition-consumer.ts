@@ -1,8 +1,6 @@
 import type { Logger } from '../log.ts';
-import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
-import { ensureGroup, reportDeleted } from './consumer-loop.ts';
-import type { GroupReader, ReaderMember } from './group-reader.ts';
+import type { Claims, GroupReader, ReaderMember } from './group-reader.ts';
 import type { PartitionWork } from './partition-runner.ts';
 import { toEntries, type PartitionHandler, type StreamEntry } from './types.ts';
 
@@ -14,20 +12,16 @@ export interface PartitionConsumerOptions {
   /** The partition's ingest stream. */
   stream: string;
   partition: number;
-  group: string;
-  /** Consumer name in the group: the worker id. */
-  consumer: string;
   /** Most entries claimed and applied at once (APPLY_BATCH). */
   batchSize: number;
   handler: PartitionHandler;
   log: Logger;
-  metrics: Pick<Metrics, 'lostEntries'>;
   /** Called once when an apply is fenced: another worker owns the partition now. */
   onLost(): void;
 }
 
 /**
- * Consumes one owned partition's ingest stream through consumer group `group`, one batch in
+ * Consumes one owned partition's ingest stream through the reader's consumer group, one batch in
  * flight; the process's GroupReader reads it with the worker's other partitions. It claims the
  * group's pending entries on start and whenever a read may have left some behind
  * (docs/architecture.md, "Consumer groups and pending entries").
@@ -57,19 +51,18 @@ export class PartitionConsumer implements PartitionWork, ReaderMember {
     return this.leaving;
   }
 
-  async prepare(): Promise<boolean> {
-    const { redis, stream, group, partition } = this.opts;
+  async prepare(claims: Claims): Promise<boolean> {
     return this.guard(async () => {
-      await ensureGroup(redis, stream, group);
-      await this.opts.handler.open(partition);
-      await this.claimPending();
+      await claims.ensureGroup(this.opts.stream);
+      await this.opts.handler.open(this.opts.partition);
+      await this.claimPending(claims);
     });
   }
 
-  take(entries: StreamEntry[]): Promise<boolean> {
+  take(entries: StreamEntry[], claims: Claims): Promise<boolean> {
     return this.guard(async () => {
       const left = await this.applyInOrder(entries);
-      if (left !== false && left > 0) await this.claimPending();
+      if (left !== false && left > 0) await this.claimPending(claims);
     });
   }
 
@@ -84,16 +77,8 @@ export class PartitionConsumer implements PartitionWork, ReaderMember {
   }
 
   /** Applies every entry pending in the group (any consumer's), in ID order, before reading on. */
-  private async claimPending(): Promise<void> {
-    const { redis, stream, group, consumer, batchSize } = this.opts;
-    let cursor = '0-0';
-    do {
-      const reply = await redis.xautoclaim(stream, group, consumer, 0, cursor, 'COUNT', batchSize);
-      reportDeleted(reply, { stream, group }, this.opts.log, this.opts.metrics);
-      cursor = typeof reply[0] === 'string' ? reply[0] : '0-0';
-      const entries = toEntries(reply[1]);
-      if (entries.length > 0 && (await this.applyInOrder(entries)) === false) return;
-    } while (cursor !== '0-0' && !this.stopped);
+  private claimPending(claims: Claims): Promise<void> {
+    return claims.claim(this.opts.stream, { count: () => this.opts.batchSize }, async (entries) => (await this.applyInOrder(entries)) !== false && !this.stopped);
   }
 
   /**

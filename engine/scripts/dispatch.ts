@@ -4,7 +4,7 @@ import { defineScript, fields, flag, int, str } from './contract.ts';
 export const appendJobs = defineScript({
   name: 'appendJobs',
   keys: ['dispatch', 'fanned', 'counts'],
-  args: ['notification', 'project', 'keepSeconds'],
+  args: ['notification', 'project', 'keepSeconds', 'jobsField'],
   variadic: { name: 'users', spread: (call: { users: readonly string[] }) => [...call.users] },
   reply: { parse: (raw) => ({ appended: int('appendJobs', raw) }) },
 });
@@ -13,7 +13,7 @@ export const appendJobs = defineScript({
 export const recordAttempts = defineScript({
   name: 'recordAttempts',
   keys: ['dispatch', 'counts', 'outcomes', 'retries', 'ingest'],
-  args: ['group', 'entryId', 'now', 'done', 'retry', 'retryAt', 'outcomeCount'],
+  args: ['group', 'entryId', 'counters', 'lastAtField', 'now', 'retry', 'retryAt', 'outcomeCount'],
   variadic: {
     name: 'items',
     spread: (call: { outcomes: readonly string[]; retire: readonly string[] }) => [...call.outcomes, ...call.retire],

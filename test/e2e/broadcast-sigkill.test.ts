@@ -1,9 +1,8 @@
 import t, { type Test } from 'tap';
 import { WINDOW } from '../../actors/dispatch/role.ts';
 import { loadConfig } from '../../engine/config.ts';
-import { readCounts } from '../../engine/notifications/record.ts';
+import { Notifications } from '../../engine/notifications/lifecycle.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
 import { ALL_ROLES, deliveriesOf, register, stage, stageWithoutEngine, until, type Delivery, type Stage } from '../helpers/broadcast.ts';
 import { call, eventually } from '../helpers/http.ts';
@@ -97,10 +96,11 @@ async function received(sims: Simulators): Promise<{ byToken: Map<string, number
 /** The key the simulators know a user's token by (a web push endpoint by its last path segment). */
 const simKey = (token: string): string => (token.startsWith('https://') ? (token.split('/').pop() ?? '') : token);
 
-function open(t: Test, s: Stage): { redis: RedisClient; topology: Topology } {
+function open(t: Test, s: Stage): { redis: RedisClient; topology: Topology; notifications: Notifications } {
   const redis = createRedis(loadConfig(s.d.env));
   t.teardown(() => redis.disconnect());
-  return { redis, topology: new Topology(s.d.env['KEY_PREFIX'] ?? '', Number(s.d.env['PARTITIONS'])) };
+  const topology = new Topology(s.d.env['KEY_PREFIX'] ?? '', Number(s.d.env['PARTITIONS']));
+  return { redis, topology, notifications: new Notifications(redis, topology) };
 }
 
 /**
@@ -108,11 +108,11 @@ function open(t: Test, s: Stage): { redis: RedisClient; topology: Topology } {
  * attempt), no record id twice, and exactly one `sent` record per recipient (a failed attempt the
  * engine retried leaves its own `failed` record, which is allowed).
  */
-async function checkRecords(t: Test, s: Stage, topology: Topology, redis: RedisClient, sent: Broadcast[]): Promise<Map<string, number>> {
+async function checkRecords(t: Test, s: Stage, notifications: Notifications, sent: Broadcast[]): Promise<Map<string, number>> {
   const attempts = new Map<string, number>();
   for (const n of sent) await until(s, n.id, 'completed', 240_000);
   for (const n of sent) {
-    const counts = await readCounts(redis, topology, n.id);
+    const counts = await notifications.counts(n.id);
     t.same({ jobs: counts.jobs, sent: counts.sent, failed: counts.failed, skipped: counts.skipped }, { jobs: n.recipients, sent: n.recipients, failed: 0, skipped: 0 }, `${n.id}: one job per recipient, each sent in the end`);
     await eventually(`${n.id} recorded`, async () => ((await deliveriesOf(s, n.id)).filter((r) => r.status === 'sent').length >= n.recipients ? true : undefined), 60_000);
     await sleep(1000);
@@ -158,7 +158,7 @@ t.test('a fan-out process SIGKILLed mid-broadcast and restarted appends every re
   const setting = await stageWithoutEngine(t);
   const front = await setting.d.start(FRONT);
   const s: Stage = { ...setting, engine: front };
-  const { redis, topology } = open(t, s);
+  const { notifications } = open(t, s);
   const users = 10_000;
   let started = Date.now();
   await register(s, users);
@@ -168,9 +168,8 @@ t.test('a fan-out process SIGKILLed mid-broadcast and restarted appends every re
   const fanout = await s.d.start(['fanout']);
   const [push, ...others] = audiences(users);
   const first = await post(s, ...(push as [string, string[]]));
-  const key = topology.notification(first.id);
   const deadline = Date.now() + 60_000;
-  while ((await redis.hget(key, 'cursor')) === null) {
+  while ((await notifications.read(first.id))?.cursor === '') {
     if (Date.now() > deadline) throw new Error('the fan-out never started');
   }
   await fanout.kill();
@@ -178,7 +177,7 @@ t.test('a fan-out process SIGKILLed mid-broadcast and restarted appends every re
   const sent = [first];
   for (const [channel, audience] of others) sent.push(await post(s, channel, audience));
   t.same(sent.map((n) => n.recipients), [6_000, 2_000, 2_000], 'every targeted user is a recipient');
-  const progress = await Promise.all(sent.map(async (n) => ({ fanned: (await redis.hget(topology.notification(n.id), 'fanned')) === '1', jobs: (await readCounts(redis, topology, n.id)).jobs })));
+  const progress = await Promise.all(sent.map(async (n) => ({ fanned: (await notifications.read(n.id))?.fanned ?? false, jobs: (await notifications.counts(n.id)).jobs })));
   t.comment(`at the kill: jobs appended ${JSON.stringify(progress)}`);
   t.notOk(progress[0]?.fanned, 'the kill landed before the first notification was fanned out');
   t.ok((progress[0]?.jobs ?? 0) > 0 && (progress[0]?.jobs ?? 0) < first.recipients, 'the kill landed mid-fan-out: some of its jobs appended, not all');
@@ -187,7 +186,7 @@ t.test('a fan-out process SIGKILLed mid-broadcast and restarted appends every re
   // polling above enough for the kill to land late.
   await Promise.all([s.d.start(['fanout']), s.d.start(['dispatch'])]);
   started = Date.now();
-  const attempts = await checkRecords(t, s, topology, redis, sent);
+  const attempts = await checkRecords(t, s, notifications, sent);
   t.comment(`completed and checked in ${Date.now() - started} ms after the restart`);
   const excess = excessSends(t, s, sent, await received(s.sims), attempts);
   t.equal(excess, 0, 'no send beyond the attempts recorded: each recipient got exactly one job (dispatch was not killed)');
@@ -198,7 +197,7 @@ t.test('a dispatch process SIGKILLed mid-broadcast and restarted: nobody skipped
   const front = await setting.d.start(FRONT);
   const s: Stage = { ...setting, engine: front };
   await s.d.start(['fanout']);
-  const { redis, topology } = open(t, s);
+  const { redis, topology, notifications } = open(t, s);
   const partitions = Number(s.d.env['PARTITIONS']);
   // A dispatch worker runs at most WINDOW jobs at once per partition it owns (a sliding window,
   // actors/dispatch/dispatch-consumer.ts); the only worker owns all of them.
@@ -228,7 +227,7 @@ t.test('a dispatch process SIGKILLed mid-broadcast and restarted: nobody skipped
   const pending = (await Promise.all(Array.from({ length: partitions }, (_, p) => redis.xpending(topology.dispatch(p), DISPATCH_GROUP)))).reduce((sum, reply) => sum + Number((reply as [number])[0]), 0);
   await sleep(delayMs + 200);
   const atKill = await received(s.sims);
-  const done = (await Promise.all(sent.map((n) => readCounts(redis, topology, n.id)))).reduce((sum, c) => sum + c.done, 0);
+  const done = (await Promise.all(sent.map((n) => notifications.counts(n.id)))).reduce((sum, c) => sum + c.done, 0);
   t.comment(`at the kill: ${pending} jobs read and not recorded, ${done} recorded, ${atKill.total} sends received by the simulators of ${total}`);
   t.ok(pending > 0, 'the kill landed with jobs in flight');
   t.ok(pending <= window, `no more jobs in flight than WINDOW × partitions (${window})`);
@@ -236,7 +235,7 @@ t.test('a dispatch process SIGKILLed mid-broadcast and restarted: nobody skipped
   t.ok(done < total, 'and before every job was recorded');
 
   await s.d.start(['dispatch']);
-  const attempts = await checkRecords(t, s, topology, redis, sent);
+  const attempts = await checkRecords(t, s, notifications, sent);
   const got = await received(s.sims);
   const duplicates = excessSends(t, s, sent, got, attempts);
   t.equal(got.refused, 0, 'no send refused');
@@ -248,11 +247,11 @@ t.test('a dispatch process SIGKILLed mid-broadcast and restarted: nobody skipped
 
 t.test('a fan-out resumed after a crash counts the recipients its predecessor appended', async (t) => {
   // The state a fan-out SIGKILLed mid-chunk leaves: some users of a filter audience appended
-  // (engine/lua/appendJobs-3.lua), its progress not saved. The audience needs ClickHouse, which
+  // (Notifications.appendJobs), its progress not saved. The audience needs ClickHouse, which
   // only one process can hold, so the accept runs in a process without the fanout role and the
   // resumed fan-out in the next one, with every role.
   const first = await stage(t, ALL_ROLES.filter((r) => r !== 'fanout'));
-  const { redis, topology } = open(t, first);
+  const { redis, topology, notifications } = open(t, first);
   await register(first, 3000);
   const filters = [{ field: 'tag', key: 'language', relation: 'exists' }];
   await call(`${first.engine.url}/api/segments`, 'POST', first.rest, { name: 'speakers', filters });
@@ -265,18 +264,14 @@ t.test('a fan-out resumed after a crash counts the recipients its predecessor ap
   const early = ['u4', 'u14', 'u19', 'u29'];
   for (const user of early) {
     const p = topology.partitionOf(first.d.project.project_id, user);
-    await scripts.appendJobs(redis, {
-      keys: { dispatch: topology.dispatch(p), fanned: topology.notificationFanned(p, created.id), counts: topology.notificationCounts(p, created.id) },
-      args: { notification: created.id, project: first.d.project.project_id, keepSeconds: 3600 },
-      users: [user],
-    });
+    await notifications.appendJobs({ id: created.id, project: first.d.project.project_id, ttl: 3600 }, p, [user]);
   }
   const appendedSets = early.map((user) => topology.notificationFanned(topology.partitionOf(first.d.project.project_id, user), created.id));
   const setsLeft = async (): Promise<number> => (await Promise.all(appendedSets.map((key) => redis.exists(key)))).reduce((a, b) => a + b, 0);
   t.ok((await setsLeft()) > 0, 'the crashed fan-out left its sets of appended users');
   const s: Stage = { ...first, engine: await first.d.start(ALL_ROLES) };
   const view = await until(s, created.id, 'completed', 120_000);
-  t.equal((await readCounts(redis, topology, created.id)).jobs, 400, 'one job per user of the audience');
+  t.equal((await notifications.counts(created.id)).jobs, 400, 'one job per user of the audience');
   t.equal(view.recipients, 400, 'recipients counts the users appended before the crash too');
   await eventually('the sets of appended users removed once fanned out', async () => ((await setsLeft()) === 0 ? true : undefined), 30_000);
   t.pass('no set of appended users outlives the fan-out');

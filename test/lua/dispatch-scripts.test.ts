@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
-import { markCanceled } from '../../engine/notifications/view.ts';
+import { Notifications, settlementOf, type NotificationRecord } from '../../engine/notifications/lifecycle.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { writeConsent } from '../../engine/state/consent.ts';
@@ -17,41 +17,77 @@ async function setup(t: Test, url = REDIS_URL) {
     redis.disconnect();
     await cleanupPrefix(prefix);
   });
-  return { redis, topology: new Topology(prefix, 8) };
+  const topology = new Topology(prefix, 8);
+  return { redis, topology, notifications: new Notifications(redis, topology) };
+}
+
+/** Accepts a notification `id` of project p, to dispatch or cancel. */
+async function accepted(notifications: Notifications, id: string): Promise<NotificationRecord> {
+  const spec = {
+    id,
+    project: 'p',
+    channel: 'PUSH' as const,
+    headings: null,
+    contents: { en: 'hi' },
+    data: { svc_message_id: id },
+    ttl: 60,
+    priority: 'high' as const,
+    collapse_id: null,
+    throttle_rate_per_minute: 0,
+    external_ids: ['u1'],
+    included_segments: null,
+    excluded_segments: [],
+    filters: null,
+    created_at: 1000,
+    send_after: null,
+  };
+  await notifications.accept(spec, 1, 1000);
+  const record = await notifications.read(id);
+  if (record === null) throw new Error('accepted notification not found');
+  return record;
 }
 
 t.test('appendJobs appends each user once per notification, however often a chunk is appended', async (t) => {
-  const { redis, topology } = await setup(t);
-  const keys = { dispatch: topology.dispatch(3), fanned: topology.notificationFanned(3, 'n1'), counts: topology.notificationCounts(3, 'n1') };
-  const args = { notification: 'n1', project: 'p', keepSeconds: 60 };
-  t.equal((await scripts.appendJobs(redis, { keys, args, users: ['a', 'b'] })).appended, 2);
-  t.equal((await scripts.appendJobs(redis, { keys, args, users: ['b', 'c'] })).appended, 1, 'a resumed chunk appends only the new user');
-  const jobs = (await redis.xrange(keys.dispatch, '-', '+')).map(([, f]) => JSON.parse(f[1] ?? '{}') as { external_id: string; attempt: number });
+  const { redis, topology, notifications } = await setup(t);
+  const spec = { id: 'n1', project: 'p', ttl: 60 };
+  t.equal(await notifications.appendJobs(spec, 3, ['a', 'b']), 2);
+  t.equal(await notifications.appendJobs(spec, 3, ['b', 'c']), 1, 'a resumed chunk appends only the new user');
+  const jobs = (await redis.xrange(topology.dispatch(3), '-', '+')).map(([, f]) => JSON.parse(f[1] ?? '{}') as { external_id: string; attempt: number });
   t.same(jobs.map((j) => [j.external_id, j.attempt]), [['a', 1], ['b', 1], ['c', 1]]);
-  t.equal(await redis.hget(keys.counts, 'jobs'), '3');
-  t.ok((await redis.ttl(keys.fanned)) > 0, 'the set expires');
+  t.same(await notifications.counts('n1'), { jobs: 3, done: 0, sent: 0, failed: 0, skipped: 0, lastAt: 0 });
+  t.ok((await redis.ttl(topology.notificationFanned(3, 'n1'))) > 0, 'the set expires');
 });
 
 t.test('recordAttempts records a job once: a call resent after a lost reply writes nothing again', async (t) => {
-  const { redis, topology } = await setup(t);
+  const { redis, topology, notifications } = await setup(t);
   const p = 2;
-  const keys = { dispatch: topology.dispatch(p), counts: topology.notificationCounts(p, 'n1'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
+  const keys = { dispatch: topology.dispatch(p), counts: notifications.countsKey(p, 'n1'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
   await redis.xgroup('CREATE', keys.dispatch, DISPATCH_GROUP, '0', 'MKSTREAM');
   const id = await redis.xadd(keys.dispatch, '*', 'd', '{}');
   await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
+  const outcomes = [
+    { status: 'sent' as const, retrying: false },
+    { status: 'failed' as const, retrying: true },
+  ];
   const call = {
     keys,
-    args: { group: DISPATCH_GROUP, entryId: id ?? '', now: 1000, done: 0, retry: '{"n":"n1","attempt":2}', retryAt: 5000, outcomeCount: 2 },
-    outcomes: [JSON.stringify({ status: 'sent', retrying: false }), JSON.stringify({ status: 'failed', retrying: true })],
+    args: { group: DISPATCH_GROUP, entryId: id ?? '', ...settlementOf(outcomes, false), now: 1000, retry: '{"n":"n1","attempt":2}', retryAt: 5000, outcomeCount: 2 },
+    outcomes: outcomes.map((o) => JSON.stringify(o)),
     retire: [JSON.stringify({ op: 'retire' })],
   };
   t.same(await scripts.recordAttempts(redis, call), { recorded: true });
   t.same(await scripts.recordAttempts(redis, call), { recorded: false }, 'the second call finds the job acknowledged');
   t.equal(await redis.xlen(keys.outcomes), 2, 'one outcome per attempt');
   t.equal(await redis.xlen(keys.ingest), 1, 'the retire entry goes to the partition log');
-  t.same(await redis.hgetall(keys.counts), { sent: '1' }, 'a failure that will be retried is not counted; the job is not done');
+  t.same(await notifications.counts('n1'), { jobs: 0, done: 0, sent: 1, failed: 0, skipped: 0, lastAt: 0 }, 'a failure that will be retried is not counted; the job is not done');
   t.same(await redis.zrange(keys.retries, 0, -1, 'WITHSCORES'), ['{"n":"n1","attempt":2}', '5000']);
   t.equal(await redis.xlen(keys.dispatch), 0, 'the job is deleted');
+  const retry = await redis.xadd(keys.dispatch, '*', 'd', '{}');
+  await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
+  const last = [{ status: 'failed' as const, retrying: false }, { status: 'skipped' as const, retrying: false }];
+  const settled = { ...settlementOf(last, true), now: 7000, retry: '', retryAt: 0, outcomeCount: 2 };
+  await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, entryId: retry ?? '', ...settled }, outcomes: last.map((o) => JSON.stringify(o)), retire: [] });
+  t.same(await notifications.counts('n1'), { jobs: 0, done: 1, sent: 1, failed: 1, skipped: 1, lastAt: 7000 }, 'the last attempt counts each outcome and the job as done, at its time');
 });
 
 t.test('releaseDue moves only due members, each once', async (t) => {
@@ -83,9 +119,9 @@ function recipientKeys(topology: Topology, user: string) {
   return { subs: keys.subs, tags: keys.tags };
 }
 
-function sendKeys(topology: Topology, user: string, notification: string) {
+function sendKeys(notifications: Notifications, topology: Topology, user: string, notification: string) {
   const keys = topology.userKeys('p', user);
-  return { canceled: topology.notificationCanceled(keys.partition, notification), consent: keys.consent };
+  return { canceled: notifications.cancelMark(keys.partition, notification), consent: keys.consent };
 }
 
 t.test('userKeys names the same keys as subs, tags and consent, with the user partition', async (t) => {
@@ -117,43 +153,45 @@ t.test("loadRecipient answers the user's language and the subscriptions of the c
 });
 
 t.test('checkSend answers the cancel mark of the user partition and the consent of the type', async (t) => {
-  const { redis, topology } = await setup(t);
-  const keys = sendKeys(topology, 'u1', 'n1');
+  const { redis, topology, notifications } = await setup(t);
+  const keys = sendKeys(notifications, topology, 'u1', 'n1');
   t.same(await scripts.checkSend(redis, { keys, args: { type: 'SMS' } }), { canceled: false, consent: null }, 'nothing in the way');
   const stored = await writeConsent(redis, topology, 'p', 'u1', 'SMS', true, 1234);
   t.same(await scripts.checkSend(redis, { keys, args: { type: 'SMS' } }), { canceled: false, consent: JSON.stringify(stored) }, 'the consent of the type');
   t.same(await scripts.checkSend(redis, { keys, args: { type: 'EMAIL' } }), { canceled: false, consent: null }, 'only of that type');
-  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 1000);
+  await notifications.cancel(await accepted(notifications, 'n1'), 1000);
   t.same(await scripts.checkSend(redis, { keys, args: { type: 'EMAIL' } }), { canceled: true, consent: null }, 'canceled');
-  t.same(await scripts.checkSend(redis, { keys: sendKeys(topology, 'u1', 'n2'), args: { type: 'EMAIL' } }), { canceled: false, consent: null }, 'another notification is not');
+  t.same(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, 'u1', 'n2'), args: { type: 'EMAIL' } }), { canceled: false, consent: null }, 'another notification is not');
 });
 
-t.test('markCanceled marks every partition once, keeps the first time, and the marks expire', async (t) => {
-  const { redis, topology } = await setup(t);
+t.test('cancel marks every partition once, keeps the first time, and the marks expire', async (t) => {
+  const { redis, topology, notifications } = await setup(t);
+  const record = await accepted(notifications, 'n1');
   // A crash after some marks: a repeated DELETE completes them and keeps the ones written.
-  await redis.set(topology.notificationCanceled(5, 'n1'), '1000', 'PX', 60_000);
-  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 2000);
-  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 3000);
-  const marks = await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.get(topology.notificationCanceled(p, 'n1'))));
+  await redis.set(notifications.cancelMark(5, 'n1'), '1000', 'PX', 60_000);
+  t.equal(await notifications.cancel(record, 2000), 2000);
+  t.equal(await notifications.cancel({ ...record, canceledAt: 2000 }, 3000), 2000, 'a repeat keeps the first time');
+  t.ok(await notifications.isCanceled('n1'));
+  const marks = await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.get(notifications.cancelMark(p, 'n1'))));
   t.same(marks, ['2000', '2000', '2000', '2000', '2000', '1000', '2000', '2000'], 'each partition has its mark; the first time of each is kept');
-  const ttl = await redis.pttl(topology.notificationCanceled(0, 'n1'));
+  const ttl = await redis.pttl(notifications.cancelMark(0, 'n1'));
   t.ok(ttl > 60_000 && ttl <= (60 + 7 * 24 * 3600) * 1000, `a mark outlives the ttl by the counters' margin (${ttl} ms)`);
 });
 
 t.test('on a Redis Cluster each dispatch script call stays in one slot, and cancel marks reach every partition', async (t) => {
   const cluster = await PrivateCluster.start();
   t.teardown(() => cluster.stop());
-  const { redis, topology } = await setup(t, cluster.url);
+  const { redis, topology, notifications } = await setup(t, cluster.url);
   const users = ['u1', 'u2', 'u3', 'u4', 'u5', 'u6'];
   t.ok(new Set(users.map((u) => topology.partitionOf('p', u))).size > 2, 'the users are spread over partitions');
   for (const user of users) {
     const subs = await seedUser(redis, topology, user);
     const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(topology, user), args: { types: 'SMS', limited: 0 }, only: [] });
     t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']] }, `loadRecipient of ${user}`);
-    t.same(await scripts.checkSend(redis, { keys: sendKeys(topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
+    t.same(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
   }
-  await markCanceled(redis, topology, { id: 'n1', ttl: 60 }, 1000);
+  await notifications.cancel(await accepted(notifications, 'n1'), 1000);
   for (const user of users) {
-    t.match(await scripts.checkSend(redis, { keys: sendKeys(topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: true }, `${user} sees the cancel`);
+    t.match(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: true }, `${user} sees the cancel`);
   }
 });

@@ -4,6 +4,7 @@ import { applyRole } from '../../actors/partition/role.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
 import { bodyHash, type Claim } from '../../engine/notifications/idempotency.ts';
+import { Notifications, type NotificationRecord } from '../../engine/notifications/lifecycle.ts';
 import { SegmentStore } from '../../engine/segments/store.ts';
 import type { NotificationCreated, NotificationSpec, NotificationView } from '../../schemas/notifications.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
@@ -64,9 +65,15 @@ async function created(body: unknown): Promise<NotificationCreated> {
   return answer.body as NotificationCreated;
 }
 
-async function stored(id: string): Promise<{ fields: Record<string, string>; spec: NotificationSpec }> {
-  const fields = await gw.redis.hgetall(gw.topology.notification(id));
-  return { fields, spec: JSON.parse(fields['spec'] ?? 'null') as NotificationSpec };
+function notifications(): Notifications {
+  return new Notifications(gw.redis, gw.topology);
+}
+
+/** The record of notification `id`, which must exist. */
+async function stored(id: string): Promise<NotificationRecord> {
+  const record = await notifications().read(id);
+  if (record === null) throw new Error(`no record of ${id}`);
+  return record;
 }
 
 /** The ids on the notifications stream, in order. */
@@ -85,8 +92,8 @@ t.test('by user ids: recipients are users with a live subscription of the channe
   t.match(body.id, /^[0-9a-f-]{36}$/);
   t.same(body, { id: body.id, svc_message_id: body.id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: ['mail', 'retired', 'nobody'] } });
 
-  const { fields, spec } = await stored(body.id);
-  t.same([fields['project'], fields['state'], fields['recipients']], [gw.project.project_id, 'queued', '1']);
+  const { spec, state, recipients } = await stored(body.id);
+  t.same([spec.project, state, recipients], [gw.project.project_id, 'queued', 1]);
   t.match(spec, {
     id: body.id,
     project: gw.project.project_id,
@@ -236,7 +243,7 @@ t.test('send_after in the future: scheduled, in the scheduled set, not on the st
   t.equal(body.status, 'scheduled');
   t.equal(Number(await gw.redis.zscore(gw.topology.scheduled(), body.id)), when.getTime());
   t.notOk((await logged()).includes(body.id));
-  t.equal((await stored(body.id)).fields['state'], 'scheduled');
+  t.equal((await stored(body.id)).state, 'scheduled');
 
   const view = await get(body.id);
   t.match(view.body, { status: 'scheduled', send_after: when.toISOString(), canceled: false });
@@ -268,12 +275,11 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
   });
 
   // What the fan-out and dispatch would write: sending, then every job done.
-  const record = gw.topology.notification(body.id);
-  await gw.redis.hset(record, 'state', 'sending');
+  await notifications().start(body.id);
   await gw.redis.hset(gw.topology.notificationCounts(0, body.id), { jobs: 2, done: 1, sent: 1, last_at: base });
   await gw.redis.hset(gw.topology.notificationCounts(3, body.id), { jobs: 1, done: 1, skipped: 1, last_at: base + 5 });
   t.match((await get(body.id)).body, { status: 'sending', completed_at: null, counts: { sent: 1, skipped: 1 } });
-  await gw.redis.hset(record, 'fanned', '1');
+  await notifications().finishFanout((await stored(body.id)).spec);
   t.match((await get(body.id)).body, { status: 'sending' }, 'fanned, one job still to do');
   await gw.redis.hset(gw.topology.notificationCounts(0, body.id), { done: 2, failed: 1 });
   const p = gw.project.project_id;
@@ -301,14 +307,13 @@ t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine
   t.equal(canceled.status, 200);
   t.match(canceled.body, { id: scheduled.id, status: 'canceled', canceled: true, completed_at: null });
   t.equal(await gw.redis.zscore(gw.topology.scheduled(), scheduled.id), null);
-  const { fields } = await stored(scheduled.id);
-  t.equal(fields['state'], 'canceled');
-  const at = Number(fields['canceled_at']);
-  t.ok(at >= before && at <= Date.now(), 'canceled_at for dispatch to check');
+  const at = (await stored(scheduled.id)).canceledAt ?? 0;
+  t.ok(at >= before && at <= Date.now(), 'the cancel time for dispatch to check');
+  t.ok(await notifications().isCanceled(scheduled.id));
 
   const twice = await cancel(scheduled.id);
   t.same([twice.status, twice.body], [200, canceled.body]);
-  t.equal((await stored(scheduled.id)).fields['canceled_at'], String(at), 'the first cancel time is kept');
+  t.equal((await stored(scheduled.id)).canceledAt, at, 'the first cancel time is kept');
   t.same((await get(scheduled.id)).body, canceled.body, 'GET answers the same body');
 
   const queued = await created({ include_external_user_ids: ['ios'], contents });
@@ -325,7 +330,7 @@ t.test("404 for an unknown id and for another project's notification", async (t)
   ] as const) {
     t.same([answer.status, answer.body], [404, { errors: [{ code: 'not_found', message: 'Not found.' }] }], what);
   }
-  t.equal((await stored(mine.id)).fields['canceled_at'], undefined, "another project's DELETE changed nothing");
+  t.equal((await stored(mine.id)).canceledAt, null, "another project's DELETE changed nothing");
   t.equal((await get('x'.repeat(129))).status, 400, 'an id is at most 128 characters');
 });
 
@@ -369,7 +374,7 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
   await gw.redis.set(staleKey, JSON.stringify(stale), 'EX', 100);
   const repaired = await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'crashed' });
   t.same([repaired.status, repaired.body], [201, stale.answer]);
-  t.same(JSON.parse((await stored('crashed-id')).fields['spec'] ?? ''), stale.spec, 'written from the claim');
+  t.same((await stored('crashed-id')).spec, stale.spec, 'written from the claim');
   t.equal((await logged()).filter((n) => n === 'crashed-id').length, 1);
   t.equal((JSON.parse((await gw.redis.get(staleKey)) ?? '{}') as Claim).written, true);
   t.ok((await gw.redis.ttl(staleKey)) > 90, 'the expiry is kept');
@@ -383,7 +388,7 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
   const busy = await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'in-flight' });
   t.same([busy.status, busy.headers.get('retry-after'), (busy.body as { errors: { code: string }[] }).errors[0]?.code], [503, '1', 'unavailable']);
   t.ok(Date.now() - started >= 1900, 'after waiting for the first request');
-  t.equal(await gw.redis.exists(gw.topology.notification('in-flight-id')), 0, 'nothing written');
+  t.equal(await notifications().exists('in-flight-id'), false, 'nothing written');
 });
 
 // Last: it closes the process's ClickHouse.

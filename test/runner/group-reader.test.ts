@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
+import { Metrics } from '../../engine/metrics.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { ensureGroup } from '../../engine/runner/consumer-loop.ts';
 import { GroupReader, type ReaderMember } from '../../engine/runner/group-reader.ts';
@@ -14,7 +15,7 @@ const BLOCK_MS = 5000;
 async function setup(t: Test) {
   const prefix = testPrefix();
   const redis = createRedis(loadConfig({ REDIS_URL, KEY_PREFIX: prefix }));
-  const reader = new GroupReader({ redis, group: 'g', consumer: 'c', batchSize: 100, lingerMs: 0, blockMs: BLOCK_MS, log: createLogger('error') });
+  const reader = new GroupReader({ redis, group: 'g', consumer: 'c', batchSize: 100, lingerMs: 0, blockMs: BLOCK_MS, log: createLogger('error'), metrics: new Metrics() });
   const members: Member[] = [];
   t.teardown(async () => {
     await Promise.all(members.map((m) => reader.leave(m)));

@@ -41,15 +41,12 @@ async function setup(t: Test) {
   const consumer = (handler: PartitionHandler, onLost: () => void = () => {}, redis: RedisClient = h.redis) =>
     new PartitionConsumer({
       redis,
-      reader: new GroupReader({ redis, group: APPLY_GROUP, consumer: WORKER, batchSize: 10, lingerMs: 0, blockMs: 200, log }),
+      reader: new GroupReader({ redis, group: APPLY_GROUP, consumer: WORKER, batchSize: 10, lingerMs: 0, blockMs: 200, log, metrics: new Metrics() }),
       stream,
       partition,
-      group: APPLY_GROUP,
-      consumer: WORKER,
       batchSize: 10,
       handler,
       log,
-      metrics: new Metrics(),
       onLost,
     });
   return { d, h, project, user, partition, stream, actor, tag, event, consumer };
