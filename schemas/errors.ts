@@ -20,6 +20,11 @@ export const ErrorCodes = {
     message: 'The idempotency key was used with a different body.',
     hint: 'Use a new idempotency key for a new request.',
   },
+  already_exists: {
+    status: 409,
+    message: 'A resource of that name already exists.',
+    hint: 'Pick another name, or delete the existing one first.',
+  },
   payload_too_large: { status: 413, message: 'The body is over the size limit.', hint: 'Split the request.' },
   unsupported_media_type: {
     status: 415,
