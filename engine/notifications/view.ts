@@ -17,7 +17,7 @@ interface Found {
 }
 
 /**
- * The GET body of notification `id` (API.md section 4), or null when `project` has none of that id
+ * The GET body of notification `id` (docs/api.md#reading-listing-and-cancelling), or null when `project` has none of that id
  * (another project's is not found either). Receipt counts come from ClickHouse: when it cannot
  * answer, the error propagates (503 at the gateway).
  */
