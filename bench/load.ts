@@ -93,7 +93,7 @@ export async function measure<C extends CpuShare>(
   };
 }
 
-/** A WebSocket load on a channel that answers each frame with `{seq, accepted: true}` or `{seq, errors}` (API.md section 3.2). */
+/** A WebSocket load on a channel that answers each frame with `{seq, accepted: true}` or `{seq, errors}` (docs/api.md#the-websocket-channel). */
 export interface SocketTarget {
   server: string;
   load: string;

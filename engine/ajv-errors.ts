@@ -2,7 +2,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ErrorItem } from '../schemas/errors.ts';
 
 /**
- * Maps ajv errors to the error items of API.md section 2, shared by every validator (gateway
+ * Maps ajv errors to the error items of docs/api.md#errors, shared by every validator (gateway
  * request bodies, ClickHouse filters), and keeps what one answer lists, and costs, bounded.
  */
 
@@ -163,7 +163,7 @@ function anyOfItems(e: ErrorObject, branches: ErrorObject[], prefix: string): Er
   const matched = matchedBranch(branches, e.schemaPath.length + 1, e.instancePath);
   if (matched.length > 0) return matched.map((b) => single(b, prefix));
   const consts = branches.filter((b) => b.keyword === 'const').map((b) => String(b.params['allowedValue']));
-  // null only deletes a tag; the API calls tag values strings or numbers (API.md section 2 example).
+  // null only deletes a tag; the API calls tag values strings or numbers (docs/api.md#tags).
   const types = branches.filter((b) => b.keyword === 'type' && b.params['type'] !== 'null').map((b) => String(b.params['type']));
   const message = consts.length > 0 ? `must be one of ${consts.join(', ')}` : `must be ${types.join(' or ')}`;
   return [errorItem(prefix + e.instancePath, message)];

@@ -4,7 +4,7 @@ import type { Topology } from './topology.ts';
 
 /**
  * Appends one entry to its user's partition stream and resolves with the stream ID once Redis has
- * it (the durable accept of DESIGN.md invariant 1). Commands issued in one tick share one write.
+ * it (docs/architecture.md#durable-accept). Commands issued in one tick share one write.
  */
 export async function appendEntry(redis: RedisClient, topology: Topology, entry: IngestEntry): Promise<string> {
   const key = topology.ingest(topology.partitionOf(entry.project, entry.external_id));

@@ -2,12 +2,12 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RedisClient } from './redis.ts';
 import type { Topology } from './topology.ts';
 
-/** Projects and their keys (API.md section 1). Only the SHA-256 of a key is stored. */
+/** Projects and their keys (docs/api.md#keys-and-projects). Only the SHA-256 of a key is stored. */
 
 export type KeyType = 'sdk' | 'rest';
 
 /**
- * A project's per-key token bucket (API.md section 9): each key may make `burst` calls at once,
+ * A project's per-key token bucket (docs/api.md#rate-limits-429-and-retry-after): each key may make `burst` calls at once,
  * refilled at `per_second` calls a second.
  */
 export interface RateLimit {

@@ -29,7 +29,7 @@ for (const ajv of [allErrors, firstError]) {
   ajv.addFormat('events-cursor', { type: 'string', validate: (s: string) => readEventCursor(s) !== null });
 }
 
-/** Messages of the custom formats, in the words of API.md. */
+/** Messages of the custom formats, in the words of docs/api.md. */
 export const formatMessages: Readonly<Record<string, string>> = {
   instant: 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
   'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',

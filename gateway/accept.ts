@@ -4,10 +4,10 @@ import { identityOk, type Caller } from './auth.ts';
 import type { GatewayDeps } from './context.ts';
 import type { Exchange } from './http.ts';
 
-/** Accepted writes of API.md section 3: each body becomes ingest entries, answered 202 once they are durable. */
+/** Accepted writes of the SDK surface (docs/api.md#sdk-surface): each body becomes ingest entries, answered 202 once they are durable. */
 
 export const ACCEPTED = '{"accepted":true}';
-/** Body limit of an SDK write (API.md section 9). */
+/** Body limit of an SDK write (docs/api.md#limits). */
 export const SDK_LIMIT = 64 * 1024;
 
 /** Appends `entries` and answers 202 with `answer`; a failed append rejects, to be answered by its kind. */

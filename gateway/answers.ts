@@ -13,7 +13,7 @@ export interface DeclaredAnswer {
   codes: ErrorCode[];
 }
 
-/** The error body of API.md section 2, its `code` narrowed to `codes`. */
+/** The error body of docs/api.md#errors, its `code` narrowed to `codes`. */
 export function errorBody(codes: readonly ErrorCode[]): TSchema {
   return Type.Object({
     errors: Type.Array(

@@ -5,12 +5,12 @@ import { hashKey, type Keystore, type KeyType, type RateLimit } from '../engine/
 export interface Caller {
   project: string;
   type: KeyType;
-  /** The project's identity-verification switch (API.md section 1). */
+  /** The project's identity-verification switch (docs/api.md#keys-and-projects). */
   verifyIdentity: boolean;
   identitySecret: string;
   /** SHA-256 of the key: names its rate-limit bucket. */
   keyHash: string;
-  /** The project's per-key rate limit (API.md section 9); null when off, and then no Redis call is made. */
+  /** The project's per-key rate limit (docs/api.md#rate-limits-429-and-retry-after); null when off, and then no Redis call is made. */
   rateLimit: RateLimit | null;
 }
 
@@ -95,7 +95,7 @@ export function bearerKey(header: string): string | null {
 }
 
 /**
- * Identity verification (API.md section 1): true when the call needs no check (REST key, or the
+ * Identity verification (docs/api.md#keys-and-projects): true when the call needs no check (REST key, or the
  * project has it off) or when `hash` is lowercase hex HMAC-SHA256(identity secret, external_id).
  */
 export function identityOk(caller: Caller, externalId: string, hash: string | undefined): boolean {

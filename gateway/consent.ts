@@ -5,7 +5,7 @@ import { identityOk } from './auth.ts';
 import type { Handle, Setup } from './route.ts';
 
 /**
- * Opt-out and opt-in (API.md section 3.1): never buffered. The consent hash is written directly and
+ * Opt-out and opt-in (docs/api.md#opt-out-and-opt-in): never buffered. The consent hash is written directly and
  * the 200 goes out only after Redis acknowledged it (503 when it cannot be confirmed). No user
  * record is needed, so consent for users not yet known is kept.
  */

@@ -18,7 +18,7 @@ export interface GatewayDeps {
   redis: RedisClient;
   topology: Topology;
   callers: CallerCache;
-  /** The per-key rate limit (API.md section 9), checked once the key is known. */
+  /** The per-key rate limit (docs/api.md#rate-limits-429-and-retry-after), checked once the key is known. */
   limiter: RateLimiter;
   tracker: Tracker;
   ingest: IngestSink;
@@ -29,7 +29,7 @@ export interface GatewayDeps {
 }
 
 /**
- * Where buffered writes become durable (DESIGN.md invariant 1): resolves once every entry is
+ * Where buffered writes become durable (docs/architecture.md#durable-accept): resolves once every entry is
  * appended, in the given order; rejects with an error carrying `retryAfter` when that cannot be
  * confirmed (503); any other rejection is a bug (500, gateway/failure.ts).
  * gateway/ingest-writer.ts IngestWriter fits this shape (Redis, else the spill journal).
@@ -38,7 +38,7 @@ export interface IngestSink {
   write(entries: IngestEntry[]): Promise<void>;
 }
 
-/** In-flight requests and the draining switch of graceful shutdown (STYLE.md 10). */
+/** In-flight requests and the draining switch of graceful shutdown (docs/architecture.md#graceful-shutdown). */
 export class Tracker {
   inflight = 0;
   draining = false;

@@ -27,7 +27,7 @@ const statusLines: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
-/** Error bodies of API.md section 2 with the registry's message, built once. */
+/** Error bodies of docs/api.md#errors with the registry's message, built once. */
 const defaultBodies = Object.fromEntries(
   Object.entries(ErrorCodes).map(([code, e]) => [code, JSON.stringify({ errors: [{ code, message: e.message }] })]),
 ) as Record<ErrorCode, string>;
@@ -160,7 +160,7 @@ export interface Pipeline {
   auth: Auth;
   /** Path parameters the pattern has. */
   params: number;
-  /** Body limit in bytes (API.md section 9); null for a route without a body. */
+  /** Body limit in bytes (docs/api.md#limits); null for a route without a body. */
   limit: number | null;
   /** What it throws, synchronously or by rejecting, is answered by guarded(). */
   handle(ex: Exchange, caller: Caller | null, body: unknown, info: RequestInfo): void | Promise<void>;

@@ -38,7 +38,7 @@ interface Subscriber {
 type Outcome = OutcomeEntry & { stream_id: string };
 
 /**
- * GET /api/deliveries/live (API.md section 5): every delivery record as the recorder inserts it
+ * GET /api/deliveries/live (docs/api.md#the-live-tail): every delivery record as the recorder inserts it
  * (actors/recorder/sink.ts publishes each insert's lines on one Redis channel), narrowed by the
  * filters of GET /api/deliveries. One subscriber connection per gateway process, open while a
  * connection is. A connection that reads too slowly is never buffered for without bound: past
@@ -242,7 +242,7 @@ function matcher(q: LiveQuery): (r: Outcome) => boolean {
     r.at < until;
 }
 
-/** A MessageDelivery (API.md section 5) of a published record; receipts come later, so none yet. */
+/** A delivery record (docs/api.md#the-delivery-record) of a published record; receipts come later, so none yet. */
 function delivery(r: Outcome): MessageDelivery {
   return {
     id: r.id,

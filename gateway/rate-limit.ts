@@ -6,7 +6,7 @@ import type { GatewayDeps } from './context.ts';
 import { classify, type Failures } from './failure.ts';
 import type { Exchange } from './http.ts';
 
-/** What the limiter needs of Redis (STYLE.md 7): the bucket script and whether the connection is up. */
+/** What the limiter needs of Redis (docs/architecture.md#narrow-interfaces): the bucket script and whether the connection is up. */
 export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
   readonly status: string;
 }

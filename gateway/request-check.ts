@@ -47,7 +47,7 @@ export function requestCheck(route: HttpRoute): (raw: RawRequest, body: unknown)
 
 /**
  * Path parameters: percent-decoded, then checked against their schema; a length violation reads
- * "must be 1 to 128 characters" (API.md section 9), naming the parameter as `/<name>`.
+ * "must be 1 to 128 characters" (docs/api.md#limits), naming the parameter as `/<name>`.
  */
 function paramsCheck(path: string, schema: TObject): (raw: string[]) => Checked<Record<string, string>> {
   const names = paramNames(path);

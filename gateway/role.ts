@@ -15,7 +15,7 @@ import { RateLimiter } from './rate-limit.ts';
 import { SpillJournal } from './spill-journal.ts';
 
 /**
- * The gateway role: the uWebSockets.js HTTP/WebSocket server of API.md sections 3, 6 and 7. It
+ * The gateway role: the uWebSockets.js HTTP/WebSocket server of docs/api.md. It
  * logs `listening` with the real port (PORT 0 picks one) before it resolves, then bundles the
  * dashboard in the background. close() is idempotent: new requests get 503, in-flight ones finish
  * (at most SHUTDOWN_MS), then the listen socket and the WebSockets close and Redis is quit.

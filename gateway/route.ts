@@ -13,7 +13,7 @@ import type { Checked } from './validation.ts';
  */
 
 export type Method = 'get' | 'post' | 'put' | 'delete';
-/** Who may call: any project key, a REST key only (API.md section 1), or anyone. */
+/** Who may call: any project key, a REST key only (docs/api.md#keys-and-projects), or anyone. */
 export type Auth = 'sdk' | 'rest' | 'none';
 
 /** A request body: its schema (documented, and validated unless `check` replaces it) and size limit in bytes. */
@@ -58,7 +58,7 @@ interface Declared {
   answers: Partial<Record<SuccessStatus, TSchema | AnswerSpec>>;
   /** Error codes the handler itself answers with; those of auth, body and parameters are derived (routeErrors). */
   errors?: readonly ErrorCode[];
-  /** Takes `X-Identity-Hash` (API.md section 1). */
+  /** Takes `X-Identity-Hash` (docs/api.md#keys-and-projects). */
   identityHeader?: boolean;
 }
 

@@ -2,7 +2,7 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { bearerKey } from './auth.ts';
 
 /**
- * The key of a WebSocket upgrade (API.md section 3.2): in `Authorization`, or for browsers, which
+ * The key of a WebSocket upgrade (docs/api.md#the-websocket-channel): in `Authorization`, or for browsers, which
  * cannot set headers, as the subprotocol `bearer.<key>`. `protocol` is the one to echo: the one
  * that carried the key, else the client's first.
  */

@@ -46,7 +46,7 @@ interface Connection {
 }
 
 /**
- * The WebSocket SDK channel (API.md section 3.2). The key comes in `Authorization` or as the
+ * The WebSocket SDK channel (docs/api.md#the-websocket-channel). The key comes in `Authorization` or as the
  * subprotocol `bearer.<key>` (browsers cannot set headers) and is checked before the upgrade and
  * again (through the CallerCache) for each frame. Each text frame is one batch operation plus
  * `seq`; answers go out in the order frames arrived (gateway/ws-answers.ts).

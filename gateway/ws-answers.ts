@@ -1,5 +1,5 @@
 import uWS from 'uWebSockets.js';
-/** What the answer queue needs of a uWS WebSocket (STYLE.md 7: a plain object can stand in). */
+/** What the answer queue needs of a uWS WebSocket (docs/architecture.md#narrow-interfaces: a plain object can stand in). */
 export interface AnswerSocket {
   /** uWS: 1 sent, 0 sent but buffered (backpressure), 2 dropped (over maxBackpressure). */
   send(message: string, isBinary: boolean): number;
@@ -36,7 +36,7 @@ export const SOCKET_SETTINGS = {
 const DROPPED = 2;
 
 /**
- * The answers of one WebSocket connection, sent in the order the frames arrived (STYLE.md 8:
+ * The answers of one WebSocket connection, sent in the order the frames arrived (docs/architecture.md#bounded-memory:
  * bounded, pushed back by the peer). An answer stays here until uWS took it: while the one ahead
  * of it is still running, or while the client reads slower than we answer (uWS buffer at
  * SEND_HIGH_WATER; the `drain` handler calls flush again). So no answer is lost while the

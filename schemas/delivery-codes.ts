@@ -1,5 +1,5 @@
 /**
- * The one registry of delivery error codes (API.md section 5, PROVIDERS.md error table): what the
+ * The one registry of delivery error codes (docs/providers.md#delivery-error-codes): what the
  * dispatch actor does with each answer and the hint an operator reads on a MessageDelivery.
  * A code a provider invents later (`apns_400_SomethingNew`) is not listed; `deliveryCode` maps it
  * by rule (a 429 or 5xx is retried, any other 4xx fails) so every answer gets an action and a hint.

@@ -1,6 +1,6 @@
 /**
- * The one registry of error codes (API.md section 2): status, default message and an operator
- * hint. test/errors.test.ts fails when a code here is missing from API.md or the reverse.
+ * The one registry of error codes (docs/api.md#errors): status, default message and an operator
+ * hint. test/errors.test.ts fails when a code here is missing from docs/api.md or the reverse.
  */
 export const ErrorCodes = {
   invalid_json: { status: 400, message: 'The body is not valid JSON (UTF-8).', hint: 'Send a UTF-8 JSON body.' },
@@ -19,6 +19,11 @@ export const ErrorCodes = {
     status: 409,
     message: 'The idempotency key was used with a different body.',
     hint: 'Use a new idempotency key for a new request.',
+  },
+  already_exists: {
+    status: 409,
+    message: 'A resource of that name already exists.',
+    hint: 'Pick another name, or delete the existing one first.',
   },
   payload_too_large: { status: 413, message: 'The body is over the size limit.', hint: 'Split the request.' },
   unsupported_media_type: {
@@ -47,7 +52,7 @@ export interface ErrorItem {
 }
 
 /**
- * Errors by kind (DESIGN.md invariant 8). A thrown CallerError is answered with its code (4xx),
+ * Errors by kind (docs/architecture.md#errors-by-kind). A thrown CallerError is answered with its code (4xx),
  * an UnavailableError with 503 and Retry-After; anything else thrown is a bug: 500 `internal`.
  */
 

@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { SubscriptionTypeSchema } from './sdk.ts';
 
 /**
- * Audience filters (API.md 4.1): conditions joined by AND, `{"operator":"OR"}` entries between
+ * Audience filters (docs/api.md#filters-and-segments): conditions joined by AND, `{"operator":"OR"}` entries between
  * groups (AND binds tighter). Each condition kind has its own schema so a checker can pick it by
  * `field` (and `relation` for tags) and report only that kind's rules; engine/clickhouse/filters
  * adds what a schema cannot say (where an OR may stand).
@@ -17,7 +17,7 @@ export const FilterLimits = {
 
 const field = <F extends string>(name: F) => Type.Literal(name);
 const TagKey = Type.String({ minLength: 1, maxLength: 128 });
-/** As a tag value (API.md 9 via schemas/sdk.ts): text up to 1024 characters, or a number. */
+/** As a tag value (docs/api.md#tags): text up to 1024 characters, or a number. */
 const TagScalar = Type.Union([Type.String({ maxLength: 1024 }), Type.Number()]);
 
 export const TagCompareRelations = ['=', '!=', '>', '<'] as const;

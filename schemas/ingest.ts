@@ -63,7 +63,7 @@ export const IngestDetach = Type.Object({
 });
 
 /**
- * Internal: a provider said the token is dead (PROVIDERS.md, DROP); the subscription is marked
+ * Internal: a provider said the token is dead (DROP, docs/providers.md#delivery-error-codes); the subscription is marked
  * retired unless it was registered again after `sent_at`. Written by dispatch, never by clients.
  */
 export const IngestRetire = Type.Object({

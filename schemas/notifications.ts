@@ -5,12 +5,12 @@ import { ExternalId } from './sdk.ts';
 import { SegmentName } from './segments.ts';
 
 /**
- * Notifications (API.md section 4): the request body, the answers, the stored record and the log
+ * Notifications (docs/api.md#notifications): the request body, the answers, the stored record and the log
  * entries that carry a notification from the gateway through fan-out to dispatch.
  */
 
 export const NotificationLimits = {
-  /** Body limit in bytes (API.md section 9). */
+  /** Body limit in bytes (docs/api.md#limits). */
   body: 1024 * 1024,
   /** `data` serialised, bytes. */
   data: 2048,

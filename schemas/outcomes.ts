@@ -3,8 +3,9 @@ import { SubscriptionTypeSchema, type SubscriptionType } from './sdk.ts';
 
 /**
  * One entry of the delivery-outcomes stream (field `d`, JSON): the dispatch actor appends one per
- * delivery attempt, and the recorder inserts it as one `message_deliveries` row (DESIGN.md
- * invariant 6). The fields are those of a MessageDelivery (API.md section 5) except `receipt`,
+ * delivery attempt, and the recorder inserts it as one `message_deliveries` row
+ * (docs/architecture.md#every-attempt-recorded). The fields are those of a delivery record
+ * (docs/api.md#the-delivery-record) except `receipt`,
  * which is joined from receipts when read, plus `project`. Times are ms since the epoch.
  *
  * `id` is the dedup key: the dispatch actor derives it from (notification_id, subscription,
@@ -30,7 +31,7 @@ export const OutcomeEntry = Type.Object(
     /** At most 65535: message_deliveries.attempt is a UInt16. */
     attempt: Type.Integer({ minimum: 1, maximum: 65_535 }),
     status: DeliveryStatus,
-    /** Set when `failed` or `skipped` (API.md 5 lists the codes); null when `sent`. */
+    /** Set when `failed` or `skipped` (docs/providers.md#delivery-error-codes lists the codes); null when `sent`. */
     error_code: Nullable(Type.String({ minLength: 1 })),
     /** The operator hint of `error_code`; null when `sent`. */
     hint: Nullable(Type.String()),
@@ -48,7 +49,7 @@ export const OutcomeEntry = Type.Object(
 export type DeliveryStatus = Static<typeof DeliveryStatus>;
 export type Channel = Static<typeof Channel>;
 
-/** The subscription types a channel sends to (docs/api.md#notifications). */
+/** The subscription types a channel sends to (docs/api.md#the-notification-body). */
 export const channelTypes: Readonly<Record<Channel, readonly SubscriptionType[]>> = {
   PUSH: ['IOS_PUSH', 'ANDROID_PUSH', 'WEB_PUSH'],
   SMS: ['SMS'],

@@ -1,8 +1,8 @@
 import Type, { type Static } from 'typebox';
 
 /**
- * Provider credential files of `engine providers set <project> <provider> --file f` (API.md
- * section 10). `base_url` defaults to the provider's public endpoint; an http:// base URL (clear
+ * Provider credential files of `engine providers set <project> <provider> --file f`
+ * (docs/providers.md#credential-files). `base_url` defaults to the provider's public endpoint; an http:// base URL (clear
  * text HTTP/2 for APNs and FCM) lets a local simulator stand in.
  */
 const BaseUrl = Type.String({ pattern: '^https?://[^\\s]+$' });

@@ -3,14 +3,14 @@ import { Channel, DeliveryStatus } from './outcomes.ts';
 import { ReceiptBody, SubscriptionTypeSchema, type SubscriptionType } from './sdk.ts';
 
 /**
- * The ClickHouse query API (API.md sections 5 and 6): the query parameters of `GET /api/deliveries`,
+ * The ClickHouse query API (docs/api.md#deliveries, docs/api.md#users-and-events): the query parameters of `GET /api/deliveries`,
  * `GET /api/deliveries/stats` and `GET /api/events`, and their answers. Query-string values are
  * strings; `limit` is checked as an integer after the gateway turns its digits into a number.
  */
 
 const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-/** Default and largest page size (API.md 5). */
+/** Default and largest page size (docs/api.md#paging-with-cursors). */
 export const PageLimits = { default: 100, maximum: 1000 } as const;
 
 /** `instant`: a date-time that names one instant (engine/validator.ts). */
@@ -33,7 +33,7 @@ const deliveryFilters = {
   subscription_type: Type.Optional(SubscriptionTypeSchema),
   external_id: Type.Optional(ExternalIdParam),
   notification_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'one notification' })),
-  error_code: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'one error code (API.md 5)' })),
+  error_code: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'one error code' })),
   since: Type.Optional(Since),
   until: Type.Optional(Until),
 };
@@ -69,7 +69,7 @@ export const EventsQuery = Type.Object(
 
 export const ReceiptKind = ReceiptBody.properties.kind;
 
-/** One delivery attempt of one subscription (API.md 5). */
+/** One delivery attempt of one subscription (docs/api.md#the-delivery-record). */
 export const MessageDelivery = Type.Object({
   id: Type.String(),
   notification_id: Type.String(),

@@ -1,14 +1,14 @@
 import Type, { type Static } from 'typebox';
 
-/** Request bodies of the SDK surface (API.md section 3) and their limits (section 9). */
+/** Request bodies of the SDK surface (docs/api.md#sdk-bodies) and their limits (docs/api.md#limits). */
 
 export const SubscriptionTypes = ['IOS_PUSH', 'ANDROID_PUSH', 'EMAIL', 'SMS', 'WEB_PUSH'] as const;
 export type SubscriptionType = (typeof SubscriptionTypes)[number];
 
 export const ExternalId = Type.String({ minLength: 1, maxLength: 128 });
 /**
- * Any string: a malformed hash is an identity failure (401 identity_verification_failed, API.md
- * section 2), decided by the gateway's identity check, not a schema error.
+ * Any string: a malformed hash is an identity failure (401 identity_verification_failed,
+ * docs/api.md#keys-and-projects), decided by the gateway's identity check, not a schema error.
  */
 export const IdentityHash = Type.String({ maxLength: 256 });
 /** Spelled out as tuples: a Union over `.map(...)` loses the members and its static type is never. */
@@ -35,7 +35,7 @@ export const IdentifyBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** Token formats per type (API.md section 3); WEB_PUSH also needs its keys. */
+/** Token formats per type (docs/api.md#subscriptions-and-token-formats); WEB_PUSH also needs its keys. */
 const tokenFields = {
   IOS_PUSH: { token: Type.String({ pattern: '^[0-9a-fA-F]{64,200}$' }) },
   ANDROID_PUSH: { token: Type.String({ minLength: 1, maxLength: 4096 }) },
@@ -170,7 +170,7 @@ export const BatchRequest = Type.Object(
   { additionalProperties: false },
 );
 
-/** An operation on the WebSocket channel: a batch operation plus `seq` (API.md section 3.2). */
+/** An operation on the WebSocket channel: a batch operation plus `seq` (docs/api.md#the-websocket-channel). */
 export const SocketAnswer = Type.Union([
   Type.Object({ seq: Type.Integer(), accepted: Type.Literal(true) }),
   Type.Object({ seq: Type.Union([Type.Integer(), Type.Null()]), errors: Type.Array(Type.Object({ code: Type.String(), message: Type.String(), path: Type.Optional(Type.String()) })) }),

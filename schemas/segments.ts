@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { FilterEntry, Filters } from './filters.ts';
 
 /**
- * Segments (API.md 4.1): a named, stored filter list. `All` always exists: every user with at
+ * Segments (docs/api.md#segments): a named, stored filter list. `All` always exists: every user with at
  * least one live subscription; it is never stored and cannot be deleted.
  */
 

@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { SubscriptionTypeSchema } from './sdk.ts';
 
-/** `GET /api/users/{external_id}` (API.md section 6): the applied state of one user. */
+/** `GET /api/users/{external_id}` (docs/api.md#users-and-events): the applied state of one user. */
 export const SubscriptionView = Type.Object({
   type: SubscriptionTypeSchema,
   token_tail: Type.String(),

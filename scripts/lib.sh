@@ -28,7 +28,7 @@ ensure_commands() {
 }
 
 # The one Node major supported: the uWebSockets.js build in package.json ships binaries up to
-# Node 20 and none for later ones (DESIGN.md). package.json's `engines` says the same
+# Node 20 and none for later ones. package.json's `engines` says the same
 # (test/cli/node-version.test.ts keeps them equal).
 NODE_MAJOR=20
 

@@ -28,7 +28,7 @@ import type { Specs } from './specs.ts';
  */
 const SENDS_IN_FLIGHT: Record<ProviderName, number> = { apns: 1024, fcm: 256, webpush: 32, twilio: 32, sendgrid: 32 };
 
-/** Attempts per subscription, the first included (API.md section 8). */
+/** Attempts per subscription, the first included (docs/api.md#provider-behaviour). */
 export const MAX_ATTEMPTS = 5;
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 5 * 60_000;
@@ -139,7 +139,7 @@ export class DispatchHandler {
       subs.map(async (sub) => {
         const release = await this.gates[providerFor(sub.type)].acquire();
         try {
-          // Checked with a slot in hand, right before the request goes out (DESIGN.md invariant 5).
+          // Checked with a slot in hand, right before the request goes out (docs/architecture.md#consent-first).
           const skip = await this.blocked(keys, sub);
           if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
           const sentAt = Date.now();

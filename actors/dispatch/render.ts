@@ -3,7 +3,7 @@ import type { PushMessage } from './providers/index.ts';
 
 /**
  * The text of `localized` for a user's locale (their `language` tag): the exact locale (`pt-BR`),
- * then its language (`pt`), then `en` (API.md section 4). Locale keys match case-insensitively.
+ * then its language (`pt`), then `en` (docs/api.md#sending-consent-cancel-retries-locale). Locale keys match case-insensitively.
  */
 export function pick(localized: Record<string, string>, locale: string | null): string | null {
   const byLower = lowered(localized);

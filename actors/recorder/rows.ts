@@ -7,7 +7,7 @@ import { decodeTag } from '../../engine/state/tag-codec.ts';
 import { compileFirst } from '../../engine/validator.ts';
 import { fieldOf, type RawStreamEntry, type StreamEntry } from '../../engine/runner/types.ts';
 
-// Compiled once per process (STYLE.md 6).
+// Compiled once per process (docs/architecture.md#validators-compiled-once).
 const isChange = compileFirst<Change>(Change);
 const isOutcome = compileFirst<OutcomeEntry>(OutcomeEntry);
 

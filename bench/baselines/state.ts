@@ -68,7 +68,7 @@ function mergeTags(multi: ReturnType<Redis['multi']>, key: string, tags: TagsBod
   if (deleted.length > 0) multi.hdel(key, ...deleted);
 }
 
-/** A compatible subset of the engine's `GET /api/users/{external_id}` answer (API.md section 6). */
+/** A compatible subset of the engine's `GET /api/users/{external_id}` answer (docs/api.md#users-and-events). */
 export interface UserState {
   external_id: string;
   tags: Record<string, string | number>;

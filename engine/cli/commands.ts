@@ -7,7 +7,7 @@ import { providersSet } from './providers.ts';
 import { startCommand } from './start.ts';
 
 /**
- * Every command of `engine` (API.md section 10), in the order the usage lists them; each file
+ * Every command of `engine` (docs/configuration.md#the-engine-command), in the order the usage lists them; each file
  * declares its own commands (./command.ts) and parsing and help derive from them.
  */
 export function commandTable(roles: Partial<Record<RoleName, RoleFactory>>): readonly Command[] {

@@ -6,7 +6,7 @@ import { parseCommandLine } from './parse.ts';
 import { UsageError, help, usage } from './usage.ts';
 
 /**
- * The `engine` command line (API.md section 10). The roles come from the composition root
+ * The `engine` command line (docs/configuration.md#the-engine-command). The roles come from the composition root
  * (bin/main.ts) because engine/ does not import the rooms that implement them. The command line
  * is checked before the configuration is read, so help needs no environment.
  */

@@ -12,7 +12,7 @@ export const providersSet = defineCommand({
   path: ['providers', 'set'],
   args: [{ name: 'project_id' }, { name: 'provider', choices: ProviderNames }],
   options: {
-    file: { kind: 'string', value: '<credentials.json>', required: true, help: "the provider's credentials, one JSON object (API.md section 10)" },
+    file: { kind: 'string', value: '<credentials.json>', required: true, help: "the provider's credentials, one JSON object (docs/providers.md#credential-files)" },
   },
   summary: "Checks and stores a provider's credentials and base URL for a project.",
   run: (config, { args, options }) => setProvider(config, args.project_id, args.provider, options.file),

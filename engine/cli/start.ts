@@ -38,7 +38,7 @@ async function start(
   const clickhouse = new ClickHouseStore(config, log);
   const running: RunningRole[] = [];
   try {
-    // Migrations run at start (API.md 10) wherever ClickHouse is needed from the first moment;
+    // Migrations run at start (docs/configuration.md#operations) wherever ClickHouse is needed from the first moment;
     // a gateway alone opens it on its first query, so several gateways may share one machine.
     if (names.some((name) => ClickHouseRoles.includes(name))) await clickhouse.get();
     for (const name of names) {

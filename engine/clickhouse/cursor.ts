@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DeliveryPosition, EventPosition } from '../../schemas/queries.ts';
 
 /**
- * Page cursors (API.md 5, 6): opaque base64url text holding where a page ended. The bytes are an
+ * Page cursors (docs/api.md#paging-with-cursors): opaque base64url text holding where a page ended. The bytes are an
  * 8-byte checksum, then the JSON position tagged with its listing, so an edited or truncated
  * cursor, or one of the other listing, is refused (400) instead of starting anywhere. The
  * checksum is not a secret: a made-up position still reads only the caller's own project.

@@ -29,6 +29,10 @@ const dir = fileURLToPath(new URL('./migrations/', import.meta.url));
  * the file as it is, or for these files, whose comments were reworded since, as it was.
  */
 const formerFileChecksums: Record<number, string> = {
+  2: 'd0358a55f958758348e24a92855b270ce47c90577f912a8a69f7a3162fb87e5f',
+  3: 'f32ab39c79c1850ce5d66d431b019669aeaa99f8e7b8a1b13817ae58bd720541',
+  4: '7c1346f94579deb0213fd8c2ca2cf702fce3e77e16d2d59174f08fa021fc6ba8',
+  5: '404e0e70b2cca0c0ffed30f11510399eebb0057bf523ea5e8d843452f9be738f',
   6: '56e23bb5ad824b86306f73c5bf72f439c4c5b3b31ad4f1a9838f9d3016a8c0ef',
   7: '44d5fc2ac458a43a4e17e16b0708555e19f7ef0714c66bd80e6f9736f2c07e1e',
   8: '1ffb0f5b11b830755436f4941822df0fdd5e5fd6dc7631fb60edaab2b475ab66',

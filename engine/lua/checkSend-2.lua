@@ -1,5 +1,5 @@
 --[[
-  What stands in the way of one send (DESIGN.md invariant 5), read by dispatch with the provider
+  What stands in the way of one send (docs/architecture.md#consent-first), read by dispatch with the provider
   slot in hand, right before the request starts: the notification's cancel mark in the user's
   partition (written to every partition by engine/notifications/view.ts before DELETE answers)
   and the user's consent for the subscription's type. Both keys are in the partition's slot.

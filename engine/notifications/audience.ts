@@ -38,7 +38,7 @@ export async function reachOfUsers(redis: RedisClient, topology: Topology, proje
 
 /**
  * `All` in a notification as a filter list: every user with a live subscription of the
- * notification's channel (API.md section 4), one OR group per subscription type. The users mirror
+ * notification's channel (docs/api.md#targeting), one OR group per subscription type. The users mirror
  * lists live types only, so this is exactly who will get a delivery attempt.
  */
 export function allFiltersOf(channel: Channel): FilterEntry[] {
@@ -63,7 +63,7 @@ export async function segmentFilters(
 
 /**
  * The union of several filter lists as one: OR between them is exact because AND binds tighter
- * than OR (API.md 4.1), so each list's groups stay groups of the union.
+ * than OR (docs/api.md#filters-and-segments), so each list's groups stay groups of the union.
  */
 export function union(lists: readonly FilterEntry[][]): FilterEntry[] {
   return lists.flatMap((list, i) => (i === 0 ? list : [{ operator: 'OR' as const }, ...list]));
@@ -71,7 +71,7 @@ export function union(lists: readonly FilterEntry[][]): FilterEntry[] {
 
 /**
  * The users of a filter list who will get a delivery attempt on `channel`: those with a live
- * subscription of one of its types (API.md section 4, as reachOfUsers counts user ids). A segment
+ * subscription of one of its types (docs/api.md#targeting, as reachOfUsers counts user ids). A segment
  * or filter may match users the channel cannot reach; they get no job and are no recipient.
  */
 export function compileAudience(project: string, filters: readonly FilterEntry[], channel: Channel, nowMs: number): CompiledFilters {

@@ -6,7 +6,7 @@ import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, NotificationLimits } from '../../schemas/notifications.ts';
 
 /**
- * The gateway's check of a POST /api/notifications body (API.md section 4): the schema with
+ * The gateway's check of a POST /api/notifications body (docs/api.md#the-notification-body): the schema with
  * `filters` left to the filter checker (whose errors name the entry), then what a schema cannot
  * say: exactly one targeting mode, and the size of `data`. Every violation in one 400.
  */

@@ -28,7 +28,7 @@ interface Targeting {
 }
 
 /**
- * Creates a notification from a body checked by checkNotificationBody (API.md section 4) and
+ * Creates a notification from a body checked by checkNotificationBody (docs/api.md#notifications) and
  * answers the 201 body. Throws a CallerError for unknown segments (400) and a reused
  * idempotency_key (409); Redis and ClickHouse failures propagate (503 at the gateway).
  */

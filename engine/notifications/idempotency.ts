@@ -6,7 +6,7 @@ import type { Topology } from '../topology.ts';
 import { Notifications } from './lifecycle.ts';
 
 /**
- * idempotency_key of POST /api/notifications (API.md section 4): the first request claims the key
+ * idempotency_key of POST /api/notifications (docs/api.md#reading-listing-and-cancelling): the first request claims the key
  * with SET NX (so of two concurrent first requests exactly one creates), storing its answer and
  * spec; a repeat with the same body gets that answer, another body 409.
  *

@@ -13,9 +13,9 @@ interface Found {
 }
 
 /**
- * The GET body of notification `id` (docs/api.md#notifications), or null when `project` has none
- * of that id (another project's is not found either). Receipt counts come from ClickHouse: when it
- * cannot answer, the error propagates (503 at the gateway).
+ * The GET body of notification `id` (docs/api.md#reading-listing-and-cancelling), or null when
+ * `project` has none of that id (another project's is not found either). Receipt counts come from
+ * ClickHouse: when it cannot answer, the error propagates (503 at the gateway).
  */
 export async function readView(deps: NotificationDeps, project: string, id: string): Promise<NotificationView | null> {
   const found = await find(new Notifications(deps.redis, deps.topology), project, id);

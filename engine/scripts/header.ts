@@ -1,6 +1,6 @@
 import type { AnyContract } from './contract.ts';
 
-/** What a script's header comment declares (engine/lua, STYLE.md 1). */
+/** What a script's header comment declares (docs/architecture.md#lua-scripts). */
 export interface Header {
   keys: { index: number; name: string }[];
   args: { index: number; name: string }[];

@@ -4,7 +4,7 @@ import type { RedisClient } from '../redis.ts';
 import type { Topology } from '../topology.ts';
 
 /**
- * Segment definitions of each project (API.md 4.1), one Redis hash per project (name -> JSON
+ * Segment definitions of each project (docs/api.md#segments), one Redis hash per project (name -> JSON
  * Segment): small, written by operators, read by the routes and the fan-out. `All` is never
  * stored: it is answered from the project's creation time and cannot be created or deleted.
  */

@@ -9,16 +9,16 @@ export const segmentsCreate = httpRoute({
   path: '/api/segments',
   auth: 'rest',
   summary: 'Create a segment (a second one of the same name is 409)',
-  // As for notifications (API.md section 9).
+  // As for notifications (docs/api.md#limits).
   body: { schema: SegmentBody, limit: 1024 * 1024, check: checkSegmentBody },
   answers: { 201: Segment },
-  errors: ['idempotency_conflict'],
+  errors: ['already_exists'],
   handler: ({ deps }) => {
     const store = new SegmentStore(deps.redis, deps.topology);
     return async ({ ex, caller, body: { name, filters } }) => {
       const segment = await store.create(caller.project, name, filters);
       if (segment === null) {
-        throw new CallerError('idempotency_conflict', [{ code: 'idempotency_conflict', message: `A segment named ${JSON.stringify(name)} already exists.`, path: '/name' }]);
+        throw new CallerError('already_exists', [{ code: 'already_exists', message: `A segment named ${JSON.stringify(name)} already exists.`, path: '/name' }]);
       }
       ex.send(201, JSON.stringify(segment));
     };

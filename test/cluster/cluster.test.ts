@@ -8,7 +8,7 @@ import { call, eventually } from '../helpers/http.ts';
 import { PrivateCluster } from '../helpers/private-cluster.ts';
 import { testPrefix } from '../helpers/redis.ts';
 
-t.test('on a Redis Cluster the gateway, two apply workers and the recorder behave as on one Redis (DESIGN.md invariant 4)', async (t) => {
+t.test('on a Redis Cluster the gateway, two apply workers and the recorder behave as on one Redis (docs/architecture.md#redis-cluster-ready)', async (t) => {
   const cluster = await PrivateCluster.start();
   t.teardown(() => cluster.stop());
   const env = testEnv(testPrefix(), { REDIS_URL: cluster.url });

@@ -73,7 +73,7 @@ const event = { external_id: 'u1', name: 'tick' };
 const sdkEvent = (url: string, key: string): Promise<Answer> => call(`${url}/api/sdk/events`, 'POST', key, event);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Asserts a 429 of API.md section 2 and returns its Retry-After in seconds. */
+/** Asserts a 429 of docs/api.md#rate-limits-429-and-retry-after and returns its Retry-After in seconds. */
 function limited(t: Test, answer: Answer, what: string): number {
   const retryAfter = Number(answer.headers.get('retry-after'));
   t.equal(answer.status, 429, `${what}: 429`);

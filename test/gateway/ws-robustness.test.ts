@@ -51,7 +51,7 @@ async function until(what: string, done: () => boolean | Promise<boolean>, ms = 
   }
 }
 
-/** Sends one frame every 100 ms until an answer matches; API.md section 1 allows 5 s, plus slack for a loaded machine. */
+/** Sends one frame every 100 ms until an answer matches; docs/api.md#keys-and-projects allows 5 s, plus slack for a loaded machine. */
 async function sendUntil(client: Client, frame: (seq: number) => object, matches: (a: Answer) => boolean): Promise<number> {
   let seq = client.answers.length;
   const deadline = Date.now() + 8000;

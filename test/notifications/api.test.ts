@@ -164,7 +164,7 @@ t.test('the body is checked: exactly one targeting mode, contents.en, data size,
 t.test('segments and filters: recipients are the matching users with a live subscription of the channel', async (t) => {
   const count = async (body: object): Promise<number> => (await created({ ...body, contents })).recipients;
   const gold = [{ field: 'tag', key: 'plan', relation: '=', value: 'gold' }];
-  // API.md 4: recipients are the users that will get a delivery attempt; b (gold) has no subscription.
+  // docs/api.md#the-201-answer: recipients are the users that will get a delivery attempt; b (gold) has no subscription.
   t.equal(await count({ filters: gold }), 2, 'PUSH: a and d');
   t.equal(await count({ filters: gold, channel: 'EMAIL' }), 1, 'EMAIL: d');
   t.equal(await count({ filters: gold, channel: 'SMS' }), 0, "SMS: nobody (x is another project's)");

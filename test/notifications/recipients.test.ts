@@ -5,7 +5,7 @@ import type { SimName } from '../simulators/index.ts';
 
 /**
  * `recipients` of a notification to segments, filters and All, through the whole engine against
- * the provider simulators: the users that will get a delivery attempt (API.md section 4), so the
+ * the provider simulators: the users that will get a delivery attempt (docs/api.md#the-201-answer), so the
  * matching users with a live subscription of the channel, as for user ids. The answer, the
  * GET view after the fan-out, the delivery records and the provider requests agree.
  *

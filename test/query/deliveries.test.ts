@@ -54,7 +54,7 @@ t.test('lists the newest 100 records first by default, with a cursor to the rest
   t.type(page(answer).next_cursor, 'string');
 });
 
-t.test('a record has every field of API.md 5, `at` in ISO 8601 with ms', async (t) => {
+t.test('a record has every field of docs/api.md#the-delivery-record, `at` in ISO 8601 with ms', async (t) => {
   // Row 14: failed SMS, retrying, twilio_21610; rows 14, 34, 54 ... share u4 and n2.
   const row = rowsA[14] as DeliveryRow;
   const answer = await list({ external_id: 'u4', notification_id: 'n2', limit: 1000 });

@@ -66,7 +66,7 @@ t.test('All always exists: readable, never created again, never deleted', async 
   t.same([all.status, all.body], [200, await allBody(gw.project.project_id)]);
 
   const dup = await call(url(), 'POST', rest(), { name: 'All', filters: gold });
-  t.same([dup.status, dup.body], [409, { errors: [{ code: 'idempotency_conflict', message: 'A segment named "All" already exists.', path: '/name' }] }]);
+  t.same([dup.status, dup.body], [409, { errors: [{ code: 'already_exists', message: 'A segment named "All" already exists.', path: '/name' }] }]);
 
   const del = await call(url('All'), 'DELETE', rest());
   t.same([del.status, del.body], [
@@ -81,7 +81,7 @@ t.test('a second POST of an existing name is 409 and keeps the first definition'
   const first = await call(url(), 'POST', rest(), { name: 'dup', filters: gold });
   t.equal(first.status, 201);
   const second = await call(url(), 'POST', rest(), { name: 'dup', filters: emailOrSms });
-  t.same([second.status, second.body], [409, { errors: [{ code: 'idempotency_conflict', message: 'A segment named "dup" already exists.', path: '/name' }] }]);
+  t.same([second.status, second.body], [409, { errors: [{ code: 'already_exists', message: 'A segment named "dup" already exists.', path: '/name' }] }]);
   t.same((await call(url('dup'), 'GET', rest())).body, first.body);
   t.equal((await call(url(), 'POST', rest(), { name: 'Dup', filters: gold })).status, 201, 'another case is another name');
 });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 
-/** When an APNs provider token is renewed (PROVIDERS.md: refresh after 20 to 60 minutes). */
+/** When an APNs provider token is renewed (docs/providers.md#apns: one token per team and key). */
 export const APNS_TOKEN_LIMITS = {
   /** A token this old is replaced before the next send, ms. */
   refreshMs: 40 * 60_000,

@@ -21,7 +21,7 @@ import {
 } from './provider.ts';
 
 export const APNS_SANDBOX_URL = 'https://api.sandbox.push.apple.com';
-/** PROVIDERS.md: at most 4096 bytes of JSON (VoIP pushes, which we do not send, 5120). */
+/** At most 4096 bytes of JSON (docs/providers.md#apns). */
 export const APNS_MAX_PAYLOAD = 4096;
 
 export interface ApnsClientOptions extends ClientOptions {

@@ -161,7 +161,7 @@ export class H2Pool {
     if (this.#queue.length === 0) return;
     const live = [...this.#conns].filter((c) => !c.draining);
     // One connection at a time: a peer that allows one stream until SETTINGS says more must not
-    // see a connect storm (PROVIDERS.md: reconnect storms are treated as abuse).
+    // see a connect storm (docs/providers.md#connections: APNs treats reconnect storms as abuse).
     if (live.length >= this.#maxSessions || live.some((c) => !c.ready)) return;
     const wait = this.#backoffUntil - Date.now();
     if (wait <= 0) this.#connect();
@@ -282,7 +282,7 @@ export class H2Pool {
     const { stream, conn } = p;
     this.#finish(p, err);
     if (stream && !stream.closed) stream.close(NGHTTP2_CANCEL);
-    // PROVIDERS.md: a timeout is retried on a new connection; this one takes no more streams.
+    // A timeout is retried on a new connection (docs/providers.md#connections); this one takes no more streams.
     if (conn && err.kind === 'timeout') this.#drain(conn);
   }
 

@@ -1,4 +1,4 @@
-// The one mapping of ajv errors to API.md section 2 items, so filter errors read like every other.
+// The one mapping of ajv errors to docs/api.md#errors items, so filter errors read like every other.
 import { ErrorList, mapErrors, violations, type TwoWayValidator } from '../../ajv-errors.ts';
 import { compileTwoWay as twoWay } from '../../validator.ts';
 import type { ErrorItem } from '../../../schemas/errors.ts';
@@ -18,7 +18,7 @@ import {
 /** A checked filter list, or every problem found, each naming its entry (`/filters/3/relation`). */
 export type CheckedFilters = { ok: true; value: FilterEntry[] } | { ok: false; errors: ErrorItem[] };
 
-// Compiled once per process (STYLE.md 6).
+// Compiled once per process (docs/architecture.md#validators-compiled-once).
 const byRelation = new Map<string, TwoWayValidator>([
   ...TagCompareRelations.map((r) => [r, twoWay(TagCompareCondition)] as const),
   ['in', twoWay(TagInCondition)],
@@ -31,7 +31,7 @@ const or = twoWay(OrOperator);
 const fields = ['tag', 'event', 'subscription'];
 
 /**
- * Checks an API.md 4.1 filter list. Each entry is checked against the schema of its own kind
+ * Checks a filter list (docs/api.md#filters-and-segments). Each entry is checked against the schema of its own kind
  * (picked by `field`, and `relation` for tags), so the errors name that kind's rules only; then
  * the placement rules a schema cannot express: an OR may not come first, last, or next to another
  * OR. `prefix` is the JSON pointer of the list in the request body. At most MAX_ERROR_ITEMS errors

@@ -1,4 +1,4 @@
--- 0002: message_deliveries, one row per delivery attempt (API.md section 5, DESIGN.md invariant 6),
+-- 0002: message_deliveries, one row per delivery attempt (docs/api.md#the-delivery-record, docs/architecture.md#every-attempt-recorded),
 -- inserted by the recorder from the outcomes stream (schemas/outcomes.ts). Every MessageDelivery
 -- field except `receipt`, which is read from `receipts` (latest per message and user); plus
 -- `project` and `stream_id` (the outcomes stream entry the row came from).
@@ -14,7 +14,7 @@
 -- * PARTITION BY month keeps parts bounded and lets old months be dropped whole.
 -- * stats group_by hour is toStartOfHour(at) over the same pruned range.
 -- non_replicated_deduplication_window: a batch re-inserted with the same
--- insert_deduplication_token (a redelivered stream batch) is dropped (DESIGN.md, facts).
+-- insert_deduplication_token (a redelivered stream batch) is dropped (docs/architecture.md#clickhouse-one-client-two-modes).
 CREATE TABLE IF NOT EXISTS message_deliveries
 (
     project LowCardinality(String),

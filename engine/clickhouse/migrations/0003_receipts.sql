@@ -3,9 +3,9 @@
 -- (project, external_id) it identifies the entry.
 --
 -- Why ORDER BY (project, svc_message_id, external_id, at): receipts are read two ways, both by
--- message: the latest receipt of one message and user for a delivery row (API.md 5 `receipt`:
+-- message: the latest receipt of one message and user for a delivery row (docs/api.md#the-delivery-record `receipt`:
 -- a point lookup on the key prefix, newest `at` last), and a notification's delivered / opened /
--- clicked counts (API.md 4 `counts`: a range scan of one svc_message_id).
+-- clicked counts (docs/api.md#reading-listing-and-cancelling `counts`: a range scan of one svc_message_id).
 -- non_replicated_deduplication_window: redelivered batches are dropped by their token.
 CREATE TABLE IF NOT EXISTS receipts
 (

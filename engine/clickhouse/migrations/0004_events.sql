@@ -1,4 +1,4 @@
--- 0004: events tracked for users (API.md 6), inserted by the recorder from the changes stream
+-- 0004: events tracked for users (docs/api.md#users-and-events), inserted by the recorder from the changes stream
 -- (schemas/changes.ts EventChange). `properties` is the JSON text of the event's properties;
 -- `stream_id` is the change's id, so (project, external_id, stream_id) identifies a row.
 --
@@ -6,7 +6,7 @@
 -- * GET /api/events lists one project newest first with optional external_id, name, since,
 --   until; the cursor is (at, external_id, stream_id), the sort key itself, so pages are read in
 --   key order and never repeat or skip a row.
--- * Filter resolution (API.md 4.1 "performed N at least C times within H hours") reads the last
+-- * Filter resolution (docs/api.md#conditions "performed N at least C times within H hours") reads the last
 --   H hours of one project: a primary-key range; the name and external_id bloom filters then skip
 --   granules without the wanted values.
 -- non_replicated_deduplication_window: redelivered batches are dropped by their token.

@@ -1,5 +1,5 @@
 -- 0005: users, a mirror of the live user state in Redis used to resolve segments and filters
--- (API.md 4.1). Each row is a whole snapshot of one user after a change; the newest `version` wins
+-- (docs/api.md#filters-and-segments). Each row is a whole snapshot of one user after a change; the newest `version` wins
 -- (ReplacingMergeTree), so readers use FINAL. `version` must grow with every applied change of a
 -- user (the recorder derives it from the changes stream ID; one user lives in one partition
 -- stream, so its IDs are ordered). `stream_id` is that change's id.

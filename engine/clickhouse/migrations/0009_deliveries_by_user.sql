@@ -2,7 +2,7 @@
 -- at, id), replaces the projection index by_external_id of migration 0008 and the bloom filter
 -- idx_external_id of migration 0002.
 --
--- Why: a page of one user's records (GET /api/deliveries?external_id=, API.md 5) found them
+-- Why: a page of one user's records (GET /api/deliveries?external_id=, docs/api.md#listing-and-counting-deliveries) found them
 -- through by_external_id but still read each one from its own granule of the table, sorted by
 -- time, whole: 14 columns of 8192 rows per record. Measured on 18.8M records over 30 days, one user
 -- with about 19 of them: 35-38 ms p50 and 45-64 ms p95 for the first page, against the goal of

@@ -1,4 +1,4 @@
--- One page of GET /api/deliveries (API.md 5): one project's delivery records, newest first by
+-- One page of GET /api/deliveries (docs/api.md#listing-and-counting-deliveries): one project's delivery records, newest first by
 -- (at, id), the table's sort key read in reverse.
 -- Parameters: {project:String}; {limit:UInt32}, the page size plus one (a further row means
 -- there is a next page); and, each on the lines of the switch of the same name:

@@ -1,4 +1,4 @@
--- The latest receipt (API.md 5 `receipt`) of each (notification, user) pair of one deliveries
+-- The latest receipt (docs/api.md#the-delivery-record `receipt`) of each (notification, user) pair of one deliveries
 -- page. Receipts carry the notification id as svc_message_id.
 -- Parameters: {project:String}; {notification_ids:Array(String)} and {external_ids:Array(String)},
 -- the page's distinct values (the caller keeps only the pairs the page has).

@@ -1,4 +1,4 @@
--- GET /api/deliveries/stats (API.md 5) when the range holds at least one whole hour and no filter
+-- GET /api/deliveries/stats (docs/api.md#listing-and-counting-deliveries) when the range holds at least one whole hour and no filter
 -- or grouping needs a column the projection counts_by_hour (migration 0006) lacks (external_id,
 -- notification_id): the same answer as deliveries-stats.sql, read mostly from the projection.
 -- The first branch counts the whole hours [hours_from, hours_to) through the projection, using

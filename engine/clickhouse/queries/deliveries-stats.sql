@@ -1,4 +1,4 @@
--- GET /api/deliveries/stats (API.md 5): how many delivery records of one project fall in each
+-- GET /api/deliveries/stats (docs/api.md#listing-and-counting-deliveries): how many delivery records of one project fall in each
 -- group, counted from the table's rows. deliveries-stats-hours.sql gives the same answer from the
 -- projection counts_by_hour and is used instead when it can be; this file serves the rest: filters
 -- or a grouping the projection lacks (external_id, notification_id) and ranges without a whole

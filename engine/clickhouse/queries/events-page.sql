@@ -1,4 +1,4 @@
--- One page of GET /api/events (API.md 6): one project's events, newest first by
+-- One page of GET /api/events (docs/api.md#users-and-events): one project's events, newest first by
 -- (at, external_id, stream_id), the table's sort key read in reverse.
 -- Parameters: {project:String}; {limit:UInt32}, the page size plus one (a further row means there
 -- is a next page); and, each on the lines of the switch of the same name: {external_id:String},

@@ -1,4 +1,4 @@
--- The delivered / opened / clicked counts of one notification (API.md 4 `counts`): distinct users
+-- The delivered / opened / clicked counts of one notification (docs/api.md#reading-listing-and-cancelling `counts`): distinct users
 -- with a receipt of it, a range scan of the receipts sort key (migration 0003). A later stage
 -- implies the earlier ones (an opened notification was delivered, though not every device
 -- reports delivery), so each count includes the users past it, and a redelivered receipt counts

@@ -1,4 +1,4 @@
--- How many users of one project are in the segment All (API.md 4.1): users whose newest version
+-- How many users of one project are in the segment All (docs/api.md#segments): users whose newest version
 -- (FINAL) has at least one live subscription type.
 -- Parameters: {project:String}.
 SELECT count() AS count

@@ -1,4 +1,4 @@
--- One page of the segment All of one project (API.md 4.1): users whose newest version (FINAL)
+-- One page of the segment All of one project (docs/api.md#segments): users whose newest version (FINAL)
 -- has at least one live subscription type, in external_id order (the users sort key), so the
 -- next page resumes after the last id (engine/clickhouse/filters/stream.ts).
 -- Parameters: {project:String}; {after:String}, the last id of the previous page ('' for the

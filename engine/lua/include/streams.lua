@@ -27,7 +27,7 @@ local function ackArgs(stream, group, first, step)
 end
 
 -- Trims `stream` below `bound`, but never below an entry still pending in any consumer group nor
--- past what a group has not read yet (DESIGN.md invariant 7): a read whose reply was lost leaves
+-- past what a group has not read yet (docs/architecture.md#bounded-memory): a read whose reply was lost leaves
 -- pending entries that no batch holds, and they must still be there when they are claimed.
 -- Returns the ID trimmed to and how many entries `group` still has pending.
 local function trimSafely(stream, bound, group)

@@ -29,7 +29,7 @@ export function onKeyRefused(listener: () => void): () => void {
   return () => removeEventListener(REFUSED, listener);
 }
 
-/** An answer other than 2xx, with the first error of the body (API.md section 2). */
+/** An answer other than 2xx, with the first error of the body (docs/api.md#errors). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,

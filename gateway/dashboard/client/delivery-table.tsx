@@ -4,7 +4,7 @@ import { href } from './route.ts';
 
 /**
  * Delivery records as rows: links to the user and the notification views, and under every
- * failure or skip the operator hint of its error code (API.md section 5).
+ * failure or skip the operator hint of its error code (docs/providers.md#delivery-error-codes).
  */
 export function DeliveryTable({ rows, empty = 'No delivery matches.' }: { rows: readonly MessageDelivery[]; empty?: string }) {
   if (rows.length === 0) return <p class="empty">{empty}</p>;

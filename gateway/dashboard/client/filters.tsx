@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { fromLocalInput, toLocalInput } from './format.ts';
 
-/** The filters of GET /api/deliveries (API.md section 5), as the URL and the live tail carry them. */
+/** The filters of GET /api/deliveries (docs/api.md#listing-and-counting-deliveries), as the URL and the live tail carry them. */
 export const FILTERS = ['status', 'channel', 'subscription_type', 'external_id', 'notification_id', 'error_code', 'since', 'until'] as const;
 export type FilterName = (typeof FILTERS)[number];
 export type Filters = Partial<Record<FilterName, string>>;

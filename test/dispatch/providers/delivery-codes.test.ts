@@ -1,36 +1,46 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { actionOf, deliveryCode, DeliveryCodes, hintOf, ownCode } from '../../../schemas/delivery-codes.ts';
+import { actionOf, deliveryCode, DeliveryCodes, hintOf, ownCode, type DeliveryCode } from '../../../schemas/delivery-codes.ts';
 
-const providersMd = readFileSync(new URL('../../../../shared/PROVIDERS.md', import.meta.url), 'utf8');
-const apiMd = readFileSync(new URL('../../../../shared/API.md', import.meta.url), 'utf8');
+const providersMd = readFileSync(new URL('../../../docs/providers.md', import.meta.url), 'utf8');
 
-/** `| codes | action ... |` rows of the PROVIDERS.md error table. */
-function errorTable(): [string, string][] {
-  const rows: [string, string][] = [];
-  const table = providersMd.slice(providersMd.indexOf('## Error table'));
-  for (const line of table.split('\n')) {
-    const m = /^\| ([a-z].*?) \| ([A-Z]+)\b.* \|$/.exec(line);
-    if (!m?.[1] || !m[2] || m[1] === 'code') continue;
-    for (const code of m[1].split(',').map((c) => c.trim())) if (/^[a-z]+_?[A-Za-z0-9_]*$/.test(code)) rows.push([code, m[2]]);
+interface DocumentedCode {
+  action: string;
+  alert: boolean;
+  hint: string;
+}
+
+/** Rows `| `code` | ACTION | yes or nothing | hint |` of the code tables of docs/providers.md. */
+function documentedCodes(): Map<string, DocumentedCode[]> {
+  const rows = new Map<string, DocumentedCode[]>();
+  for (const line of providersMd.split('\n')) {
+    const m = /^\| `([a-z][A-Za-z0-9_]*)` \| ([A-Z]+) \| (yes)? ?\| (.+) \|$/.exec(line);
+    if (!m?.[1] || !m[2] || !m[4]) continue;
+    rows.set(m[1], [...(rows.get(m[1]) ?? []), { action: m[2], alert: m[3] === 'yes', hint: m[4] }]);
   }
   return rows;
 }
 
-t.test('every code of the PROVIDERS.md error table is registered with its action', async (t) => {
-  const rows = errorTable();
-  t.ok(rows.length >= 40, `read ${rows.length} codes from the table`);
-  for (const [code, action] of rows) {
-    t.ok(code in DeliveryCodes, `${code} is registered`);
-    t.equal(actionOf(code), action, `${code} is ${action}`);
+t.test('every registered code is documented once in docs/providers.md with its action, alert and hint', async (t) => {
+  const documented = documentedCodes();
+  for (const [code, def] of Object.entries(DeliveryCodes)) {
+    t.same(documented.get(code), [{ action: def.action, alert: 'alert' in def, hint: def.hint }], `${code} is documented as registered`);
   }
 });
 
-t.test('every delivery code API.md section 5 names has an action and a hint', async (t) => {
-  const section = apiMd.slice(apiMd.indexOf('## 5.'), apiMd.indexOf('## 6.'));
-  const named = [...section.matchAll(/`((?:apns|fcm|webpush|twilio|sendgrid)_[A-Za-z0-9_]+|timeout|connection_error|opted_out|no_subscription|canceled)`/g)].map((m) => m[1] as string);
-  t.ok(named.length >= 10);
-  for (const code of named) t.ok(code in DeliveryCodes, `${code} is registered`);
+t.test('every code documented in docs/providers.md is registered', async (t) => {
+  const documented = documentedCodes();
+  t.ok(documented.size >= 50, `read ${documented.size} codes from the tables`);
+  for (const code of documented.keys()) t.ok(Object.hasOwn(DeliveryCodes, code), `${code} is registered`);
+});
+
+t.test('the codes docs/api.md names are registered', async (t) => {
+  const apiMd = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+  const named = [...apiMd.matchAll(/`((?:apns|fcm|webpush|twilio|sendgrid)_[A-Za-z0-9_]+|timeout|connection_error|opted_out|no_subscription|canceled|no_credentials)`/g)].map(
+    (m) => m[1] as string,
+  );
+  t.ok(named.length >= 10, `docs/api.md names ${named.length} codes`);
+  for (const code of named) t.ok(Object.hasOwn(DeliveryCodes, code as DeliveryCode), `${code} is registered`);
 });
 
 t.test('every registered code has a one-sentence hint', async (t) => {
