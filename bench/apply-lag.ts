@@ -28,7 +28,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { startChild, type Child } from './child.ts';
 import { isClickHouseThread, processesCpu, redisCpu, threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';

@@ -41,7 +41,8 @@ import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { androidToken, iosToken } from '../simulators/tokens.ts';
+import { cleanupPrefix } from './redis.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { sleep, waitFor } from './deployment.ts';
 import { runBench } from './run.ts';
@@ -95,8 +96,6 @@ let work = '';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const round = (v: number, digits = 0): number => Math.round(v * 10 ** digits) / 10 ** digits;
-/** The device token of user i (as test/helpers/broadcast.ts iosToken and bench/apns-ceiling.ts). */
-const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
 /** The push type of user i: the --types in rotation. */
 const typeOf = (i: number): TypeName => types[i % types.length] ?? 'ios';
 /** The simulator (and credential file) of each push type. */
@@ -118,7 +117,7 @@ function subscribeOp(i: number): SubscribeOp {
   const name = typeOf(i);
   const op: SubscribeOp = { op: 'subscribe', external_id: `u${i}`, type: TYPE_NAMES[name] };
   if (name === 'ios') op.token = iosToken(i);
-  if (name === 'android') op.token = `fcm-token-${i}`;
+  if (name === 'android') op.token = androidToken(i);
   return op;
 }
 
@@ -233,7 +232,7 @@ async function main(): Promise<void> {
   log(`bench: ${users} users, audience ${audience}, engine ${fromSource ? 'from source (tsx)' : 'dist/ build'} in ${engineRoot}, work dir ${work}`);
 
   // 1. Simulators.
-  const sims = spawnNode('simulators', ['--import', 'tsx', join(root, 'test/simulators/main.ts'), '--out', simDir, '--fresh'], process.env);
+  const sims = spawnNode('simulators', ['--import', 'tsx', join(root, 'simulators/main.ts'), '--out', simDir, '--fresh'], process.env);
   await waitFor('the simulators', async () => (sims.output().includes('provider simulators running') ? true : undefined), 30_000);
   const simInfo = JSON.parse(await readFile(join(simDir, 'simulators.json'), 'utf8')) as { caFile: string; urls: Record<string, string> };
   const apnsUrl = simInfo.urls['apns'] ?? '';

@@ -40,7 +40,7 @@ import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { Children } from './child.ts';
 import { arm, probeScript, settled, tableShown, type RequestTiming } from './dashboard-probe.ts';
 import { summarize, type Run, type Step } from './dashboard-results.ts';

@@ -9,7 +9,7 @@
  */
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';

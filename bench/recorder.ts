@@ -25,7 +25,7 @@ import { loadConfig } from '../engine/config.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import type { OutcomeEntry } from '../schemas/outcomes.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { startChild } from './child.ts';
 import { isClickHouseThread, sampleCpu, threadCpu, threadCpuBetween } from './cpu.ts';
 import { writeReport } from './report.ts';

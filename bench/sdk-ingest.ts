@@ -31,7 +31,8 @@ import { loadConfig } from '../engine/config.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import type { ReceiptOp, SdkOp } from '../schemas/sdk.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { androidToken } from '../simulators/tokens.ts';
+import { cleanupPrefix } from './redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { Children, startChild, type Child } from './child.ts';
 import { redisCpu, sampleCpu, sampleCpuOf, type CpuShare } from './cpu.ts';
@@ -109,7 +110,7 @@ function nextOp(): MixOp {
       return { op: 'tags', external_id, tags: { level: n % 10, last_screen: `screen-${n % 20}` } };
     case 'subscribe':
       // One token per user, re-registered: a user never passes the 20-subscription limit.
-      return { op: 'subscribe', external_id, type: 'ANDROID_PUSH', token: `fcm-token-${user}`, device_model: 'Pixel 8', app_version: '3.2.1' };
+      return { op: 'subscribe', external_id, type: 'ANDROID_PUSH', token: androidToken(user), device_model: 'Pixel 8', app_version: '3.2.1' };
     default:
       return { op: 'event', external_id, name: EVENTS[n % EVENTS.length] ?? 'purchase', properties: { sku: `A-${n % 50}`, amount: 12.5 } };
   }

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import type { Child } from './child.ts';
 import { call, metrics, sleep, startEngine, startSimulators, waitApplied, waitFor, type Engine, type Project } from './deployment.ts';
 import { measureMax, type MaxRate } from './max-rate.ts';

@@ -32,7 +32,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { Children } from './child.ts';
 import type { CommandCosts } from './commandstats.ts';
 import { costSample, costsBetween, type CostSample, type Costs } from './cost-window.ts';

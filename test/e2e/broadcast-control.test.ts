@@ -1,7 +1,7 @@
 import t from 'tap';
 import { call, eventually } from '../helpers/http.ts';
 import { deliveriesOf, register, stage, until, type Delivery, type Stage } from '../helpers/broadcast.ts';
-import type { SimName, SimRequest } from '../simulators/index.ts';
+import type { SimName, SimRequest } from '../../simulators/index.ts';
 
 /**
  * Controls of a running broadcast, through the gateway and the provider simulators: opt-out and
@@ -355,7 +355,7 @@ t.test('segments, filters and All reach exactly the matching users; excluded seg
   );
   const segUsers = (await acceptedSends(s, since, webpushMap)).map((x) => x.user ?? `?${x.sim}`).sort();
   t.same(segUsers, names(expectedSeg.filter(isPush)), 'the segment minus the excluded one, each push user once');
-  // Users of the audience without a push subscription are no recipients (API.md 4): no job, no record.
+  // Users of the audience without a push subscription are no recipients (docs/api.md#notifications): no job, no record.
   t.equal(seg.body.recipients, expectedSeg.filter(isPush).length, 'recipients: the push users of the audience');
   const segRows = await recordsOf(s, seg.body.id, expectedSeg.filter(isPush).length);
   t.same(segRows.map((r) => r.external_id).sort(), names(expectedSeg.filter(isPush)), 'records: exactly the push users of the audience');

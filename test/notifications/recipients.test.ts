@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap';
 import { call, eventually } from '../helpers/http.ts';
 import { deliveriesOf, register, stage, until, type Stage } from '../helpers/broadcast.ts';
-import type { SimName } from '../simulators/index.ts';
+import type { SimName } from '../../simulators/index.ts';
 
 /**
  * `recipients` of a notification to segments, filters and All, through the whole engine against
- * the provider simulators: the users that will get a delivery attempt (API.md section 4), so the
+ * the provider simulators: the users that will get a delivery attempt (docs/api.md#notifications), so the
  * matching users with a live subscription of the channel, as for user ids. The answer, the
  * GET view after the fan-out, the delivery records and the provider requests agree.
  *

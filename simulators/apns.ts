@@ -1,10 +1,10 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { ServerHttp2Session } from 'node:http2';
 import { decodeProtectedHeader, errors, jwtVerify } from 'jose';
-import type { ApnsCredentials } from '../../schemas/providers.ts';
+import type { ApnsCredentials } from '../schemas/providers.ts';
 import { newId, parseJson, isObject, type Answer, type Incoming, type Protocol } from './server.ts';
 
-/** APNs keeps one token per key for at least this long (PROVIDERS.md: 429 TooManyProviderTokenUpdates). */
+/** APNs keeps one token per key for at least this long (docs/providers.md: 429 TooManyProviderTokenUpdates). */
 const TOKEN_MIN_AGE_S = 20 * 60;
 /** Provider tokens older than this are refused (403 ExpiredProviderToken). */
 const TOKEN_MAX_AGE_S = 60 * 60;
@@ -23,7 +23,7 @@ export interface ApnsSim {
   credentials(): ApnsCredentials;
 }
 
-/** Apple Push Notification service, token-based auth, as PROVIDERS.md describes it. */
+/** Apple Push Notification service, token-based auth, as docs/providers.md describes it. */
 export function apnsSimulator(reuse?: ApnsCredentials): ApnsSim {
   const privateKey = reuse ? createPrivateKey(reuse.private_key) : generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
   const publicKey = createPublicKey(privateKey);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../../schemas/providers.ts';
+import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../schemas/providers.ts';
 import { apnsSimulator, APNS_RAISED_STREAMS } from './apns.ts';
 import { control, type ControlTarget } from './control.ts';
 import { fcmSimulator } from './fcm.ts';
@@ -29,7 +29,7 @@ export interface StartOptions {
 }
 
 /**
- * Starts the five provider simulators (PROVIDERS.md): APNs and FCM over HTTP/2 with TLS, web push
+ * Starts the five provider simulators (docs/providers.md): APNs and FCM over HTTP/2 with TLS, web push
  * over HTTPS, Twilio and SendGrid over plain HTTP/1.1. They share one self-signed certificate,
  * `caFile`. Demo mode: with no script, every well-formed, well-authenticated request succeeds.
  */
@@ -52,7 +52,7 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
     const webpush = webPushSimulator(opts.reuse?.webpush);
     const twilio = twilioSimulator(opts.reuse?.twilio);
     const sendgrid = sendGridSimulator(opts.reuse?.sendgrid);
-    // APNs answers 1 stream per connection until a push is accepted (PROVIDERS.md).
+    // APNs answers 1 stream per connection until a push is accepted (docs/providers.md).
     const apnsServer = await start('apns', apns.protocol, { transport: 'h2', tls, settings: { maxConcurrentStreams: 1 } });
     const fcmServer = await start('fcm', fcm.protocol, { transport: 'h2', tls, allowHTTP1: true, settings: { maxConcurrentStreams: 100 } });
     const webpushServer = await start('webpush', webpush.protocol, { transport: 'https', tls });
