@@ -22,7 +22,7 @@
  * (GET /api/deliveries/stats); the ceiling runs again after it, and the faster of the two is the
  * one the ratio is over (other work on the host moves both). CPU of the engine, the simulator and Redis is read around both runs
  * (/proc/<pid>/stat, INFO cpu), the engine's RSS every 500 ms. Writes
- * bench/reports/broadcast-<date>.json (or --out), with its `summary` rows (bench/summary.ts), and
+ * bench/reports/broadcast.json (or --out; bench/report.ts), with its `summary` rows (bench/summary.ts), and
  * prints a table.
  *
  * `--dispatch-process` runs dispatch alone in a second engine process (`--roles dispatch`), whose
@@ -45,6 +45,7 @@ import { androidToken, iosToken } from '../simulators/tokens.ts';
 import { cleanupPrefix } from './redis.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { sleep, waitFor } from './deployment.ts';
+import { reportFile } from './report.ts';
 import { runBench } from './run.ts';
 import type { SummaryRow } from './summary.ts';
 
@@ -607,7 +608,7 @@ async function main(): Promise<void> {
     ],
   };
   printTable(report);
-  const file = values.out ? resolve(values.out) : join(root, 'bench/reports', `broadcast-${startedAt.toISOString().replace(/:/g, '').replace(/\.\d+Z$/, 'Z')}.json`);
+  const file = values.out ? resolve(values.out) : reportFile(join(root, 'bench/reports'), 'broadcast');
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
   log(`bench: report written to ${file}`);

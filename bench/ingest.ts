@@ -4,7 +4,7 @@
  * answering 202 and nothing else). Run with `make bench` or `node --import tsx bench/ingest.ts`.
  *
  * Environment: BENCH_SECONDS (measured seconds per load, default 10), BENCH_WARMUP_SECONDS
- * (default 3), BENCH_CONNECTIONS (default 100), REDIS_URL. Writes bench/reports/ingest-<date>.json;
+ * (default 3), BENCH_CONNECTIONS (default 100), REDIS_URL. Writes bench/reports/ingest.json;
  * deletes its Redis key prefix at the end.
  */
 import { cpus } from 'node:os';

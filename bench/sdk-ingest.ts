@@ -15,7 +15,7 @@
  * Run: `node --import tsx bench/sdk-ingest.ts [--seconds N] [--warmup N] [--connections N]
  * [--batch-size N] [--ws-clients N]`; the environment gives the defaults: BENCH_SECONDS (10),
  * BENCH_WARMUP_SECONDS (3), BENCH_CONNECTIONS (100), REDIS_URL. Progress goes to stderr, the table
- * to stdout; writes bench/reports/sdk-ingest-<date>.json, and deletes
+ * to stdout; writes bench/reports/sdk-ingest.json, and deletes
  * its Redis keys and temp directory at the end.
  */
 import { execFile } from 'node:child_process';

@@ -12,7 +12,7 @@
  * spill journal directory (DATA_DIR/spill), and prints them on stderr. Growth of each series is
  * read off the least-squares line through its samples after the first minute (warm): its value
  * at the end over its value at the warm mark; the same over the second half of the run is reported
- * too. Writes bench/reports/soak-<date>.json.
+ * too. Writes bench/reports/soak.json.
  */
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
