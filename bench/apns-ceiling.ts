@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { importPKCS8, SignJWT } from 'jose';
 import { Pool, request } from 'undici';
 import webpush from 'web-push';
+import { androidToken, iosToken } from '../simulators/tokens.ts';
 
 const { values } = parseArgs({
   options: {
@@ -75,9 +76,6 @@ interface Lane {
 /** A push request over HTTP/2: headers and body of push i. */
 type H2Push = (i: number) => { headers: OutgoingHttpHeaders; body: Buffer };
 
-/** The same token shape as the users of bench/broadcast.ts (test/helpers/broadcast.ts iosToken). */
-const tokenOf = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
-
 async function apnsPush(): Promise<{ base: string; push: H2Push }> {
   const creds = JSON.parse(credsText) as { team_id: string; key_id: string; private_key: string; topic: string; base_url: string };
   const key = await importPKCS8(creds.private_key, 'ES256');
@@ -88,7 +86,7 @@ async function apnsPush(): Promise<{ base: string; push: H2Push }> {
   const push: H2Push = (i) => ({
     headers: {
       ':method': 'POST',
-      ':path': `/3/device/${tokenOf(i)}`,
+      ':path': `/3/device/${iosToken(i)}`,
       authorization: `bearer ${jwt}`,
       'apns-topic': creds.topic,
       'apns-push-type': 'alert',
@@ -131,7 +129,7 @@ async function fcmPush(): Promise<{ base: string; push: H2Push }> {
     const body = Buffer.from(
       JSON.stringify({
         message: {
-          token: `fcm-token-${i}`,
+          token: androidToken(i),
           notification: { title: 'Hello', body: 'Your order shipped' },
           data: { order: 'A1', svc_message_id: randomUUID() },
           android: { priority: 'NORMAL', ttl: '3600s', collapse_key: 'orders' },

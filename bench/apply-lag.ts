@@ -15,7 +15,7 @@
  * to a user of its own, so both systems get the same poll load; from its
  * 202 on, GET /api/users/{id} is polled every `--poll-ms` until the value shows, and the lag is the
  * arrival of that answer minus the arrival of the 202. A probe not visible within 30 s is counted,
- * not timed. Writes bench/reports/apply-lag-<date>.json.
+ * not timed. Writes bench/reports/apply-lag.json.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -28,7 +28,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { startChild, type Child } from './child.ts';
 import { isClickHouseThread, processesCpu, redisCpu, threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';

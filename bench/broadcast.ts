@@ -22,7 +22,7 @@
  * (GET /api/deliveries/stats); the ceiling runs again after it, and the faster of the two is the
  * one the ratio is over (other work on the host moves both). CPU of the engine, the simulator and Redis is read around both runs
  * (/proc/<pid>/stat, INFO cpu), the engine's RSS every 500 ms. Writes
- * bench/reports/broadcast-<date>.json (or --out), with its `summary` rows (bench/summary.ts), and
+ * bench/reports/broadcast.json (or --out; bench/report.ts), with its `summary` rows (bench/summary.ts), and
  * prints a table.
  *
  * `--dispatch-process` runs dispatch alone in a second engine process (`--roles dispatch`), whose
@@ -44,9 +44,11 @@ import { loadConfig } from '../engine/config.ts';
 import { Notifications } from '../engine/notifications/lifecycle.ts';
 import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { androidToken, iosToken } from '../simulators/tokens.ts';
+import { cleanupPrefix } from './redis.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { sleep, waitFor } from './deployment.ts';
+import { reportFile } from './report.ts';
 import { runBench } from './run.ts';
 import type { SummaryRow } from './summary.ts';
 
@@ -98,8 +100,6 @@ let work = '';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const round = (v: number, digits = 0): number => Math.round(v * 10 ** digits) / 10 ** digits;
-/** The device token of user i (as test/helpers/broadcast.ts iosToken and bench/apns-ceiling.ts). */
-const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
 /** The push type of user i: the --types in rotation. */
 const typeOf = (i: number): TypeName => types[i % types.length] ?? 'ios';
 /** The simulator (and credential file) of each push type. */
@@ -121,7 +121,7 @@ function subscribeOp(i: number): SubscribeOp {
   const name = typeOf(i);
   const op: SubscribeOp = { op: 'subscribe', external_id: `u${i}`, type: TYPE_NAMES[name] };
   if (name === 'ios') op.token = iosToken(i);
-  if (name === 'android') op.token = `fcm-token-${i}`;
+  if (name === 'android') op.token = androidToken(i);
   return op;
 }
 
@@ -236,7 +236,7 @@ async function main(): Promise<void> {
   log(`bench: ${users} users, audience ${audience}, engine ${fromSource ? 'from source (tsx)' : 'dist/ build'} in ${engineRoot}, work dir ${work}`);
 
   // 1. Simulators.
-  const sims = spawnNode('simulators', ['--import', 'tsx', join(root, 'test/simulators/main.ts'), '--out', simDir, '--fresh'], process.env);
+  const sims = spawnNode('simulators', ['--import', 'tsx', join(root, 'simulators/main.ts'), '--out', simDir, '--fresh'], process.env);
   await waitFor('the simulators', async () => (sims.output().includes('provider simulators running') ? true : undefined), 30_000);
   const simInfo = JSON.parse(await readFile(join(simDir, 'simulators.json'), 'utf8')) as { caFile: string; urls: Record<string, string> };
   const apnsUrl = simInfo.urls['apns'] ?? '';
@@ -614,7 +614,7 @@ async function main(): Promise<void> {
     ],
   };
   printTable(report);
-  const file = values.out ? resolve(values.out) : join(root, 'bench/reports', `broadcast-${startedAt.toISOString().replace(/:/g, '').replace(/\.\d+Z$/, 'Z')}.json`);
+  const file = values.out ? resolve(values.out) : reportFile(join(root, 'bench/reports'), 'broadcast');
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
   log(`bench: report written to ${file}`);

@@ -23,7 +23,7 @@
  * Environment: ROWS (default 20000000), RUNS (default 10), WARMUP (default 2), BENCH_DATA_DIR (a
  * directory to keep the filled table in and reuse when it holds ROWS records of an earlier run of
  * this bench; default a temporary one), REDIS_URL, CHROMIUM_PATH (default /usr/bin/chromium).
- * Writes bench/reports/dashboard-<date>.json.
+ * Writes bench/reports/dashboard.json.
  *
  * Does not measure: a browser on another machine (no network latency, the browser shares the 2
  * cores), the recorder inserting meanwhile, several operators at once, a ClickHouse server.
@@ -40,7 +40,7 @@ import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { Children } from './child.ts';
 import { arm, probeScript, settled, tableShown, type RequestTiming } from './dashboard-probe.ts';
 import { summarize, type Run, type Step } from './dashboard-results.ts';

@@ -16,7 +16,7 @@
  *
  * Environment: ROWS (default 20000000), RUNS (default 30), WARMUP (default 5), BENCH_DATA_DIR (a
  * directory to keep the filled table in and reuse when it holds ROWS rows; default a temporary
- * one, removed at the end). Writes bench/reports/deliveries-query-<date>.json.
+ * one, removed at the end). Writes bench/reports/deliveries-query.json.
  *
  * Does not measure: HTTP, auth and JSON answers (the gateway's share, small next to the query),
  * concurrent queries, the recorder inserting meanwhile, a ClickHouse server (CLICKHOUSE_URL).

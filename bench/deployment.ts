@@ -20,7 +20,7 @@ const engineBin = join(root, 'bin/engine.js');
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The provider simulators (test/simulators/main.ts) and the files they wrote into `dir`. */
+/** The provider simulators (simulators/main.ts) and the files they wrote into `dir`. */
 export interface Simulators {
   child: Child;
   dir: string;
@@ -32,7 +32,7 @@ export interface Simulators {
 }
 
 export async function startSimulators(dir: string): Promise<Simulators> {
-  const child = await startChild('simulators', ['--import', 'tsx', join(root, 'test/simulators/main.ts'), '--out', dir, '--fresh'], {}, {
+  const child = await startChild('simulators', ['--import', 'tsx', join(root, 'simulators/main.ts'), '--out', dir, '--fresh'], {}, {
     readyText: 'provider simulators running',
     listens: false,
     timeoutMs: 30_000,

@@ -4,12 +4,12 @@
  * answering 202 and nothing else). Run with `make bench` or `node --import tsx bench/ingest.ts`.
  *
  * Environment: BENCH_SECONDS (measured seconds per load, default 10), BENCH_WARMUP_SECONDS
- * (default 3), BENCH_CONNECTIONS (default 100), REDIS_URL. Writes bench/reports/ingest-<date>.json;
+ * (default 3), BENCH_CONNECTIONS (default 100), REDIS_URL. Writes bench/reports/ingest.json;
  * deletes its Redis key prefix at the end.
  */
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';

@@ -1,17 +1,18 @@
 /**
  * `make bench` / `npm run bench -- [scenario ...]`: runs the scenarios of bench/scenarios.ts (all
  * of them when none is named) one after another, each script in its own process with its output
- * shown as it goes; keeps only the latest report of each run in bench/reports; then writes the
- * summary rows of the latest reports as a table into docs/performance.md and as a chart into
+ * shown as it goes, each overwriting its report, bench/reports/<report>.json; then writes the
+ * summary rows of those reports as a table into docs/performance.md and as a chart into
  * docs/performance-summary.svg. `--list` prints the scenarios; `--render` only redraws the table
  * and chart from the reports already there. Exit status 1 when a run failed.
  */
 import { spawn } from 'node:child_process';
-import { readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { markdownTable, svgChart, type Source } from './render.ts';
+import { reportFile } from './report.ts';
 import { scenarios, type Run } from './scenarios.ts';
 import type { SummaryRow } from './summary.ts';
 
@@ -22,45 +23,38 @@ const chartFile = join(root, 'docs/performance-summary.svg');
 const START = '<!-- bench summary: start (written by `make bench`) -->';
 const END = '<!-- bench summary: end -->';
 
-const stampOf = (date: Date): string => date.toISOString().replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
-const datedReport = (name: string): RegExp => new RegExp(`^${name.replace(/[-]/g, '\\-')}-(\\d{4}-\\d\\d-\\d\\dT\\d{6}Z)\\.json$`);
 const clock = (): string => new Date().toISOString().slice(11, 19);
-
-/** The dated reports of a run's name in bench/reports, newest first. */
-async function reportsOf(name: string): Promise<string[]> {
-  const pattern = datedReport(name);
-  const files = (await readdir(reportsDir).catch(() => [] as string[])).filter((f) => pattern.test(f));
-  return files.sort().reverse();
-}
 
 async function runOne(run: Run, index: number, total: number): Promise<boolean> {
   const started = new Date();
   process.stderr.write(`\n== [${index}/${total}] ${run.title} (bench/${run.script} ${run.args.join(' ')}), started ${clock()}\n`);
-  const out = run.takesOut ? ['--out', join(reportsDir, `${run.report}-${stampOf(started)}.json`)] : [];
+  // Where the run writes: its report's file, or the labelled one when BENCH_LABEL is set.
+  const file = reportFile(reportsDir, run.report);
+  const out = run.takesOut ? ['--out', file] : [];
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', run.script), ...run.args, ...out], { stdio: 'inherit' });
     child.once('exit', (status, signal) => resolve(status ?? (signal === null ? 1 : 128)));
   });
   const seconds = Math.round((Date.now() - started.getTime()) / 1000);
-  const [newest, ...older] = await reportsOf(run.report);
-  const fresh = newest !== undefined && (await stat(join(reportsDir, newest))).mtimeMs >= started.getTime();
+  const written = await stat(file).catch(() => null);
+  const fresh = written !== null && written.mtimeMs >= started.getTime();
   if (code !== 0 || !fresh) {
     process.stderr.write(`== [${index}/${total}] ${run.title}: FAILED after ${seconds} s (exit ${code}${fresh ? '' : ', no new report'})\n`);
     return false;
   }
-  await Promise.all(older.map((file) => unlink(join(reportsDir, file))));
-  process.stderr.write(`== [${index}/${total}] ${run.title}: done in ${seconds} s, report bench/reports/${newest}\n`);
+  process.stderr.write(`== [${index}/${total}] ${run.title}: done in ${seconds} s, report ${relative(root, file)}\n`);
   return true;
 }
 
-/** The latest report of every run that has one, in scenario order. */
+/** The report of every run that has one (never a labelled one), in scenario order. */
 async function latestSources(): Promise<Source[]> {
   const sources: Source[] = [];
   for (const run of scenarios.flatMap((s) => s.runs)) {
-    const [newest] = await reportsOf(run.report);
-    if (newest === undefined) continue;
-    const report = JSON.parse(await readFile(join(reportsDir, newest), 'utf8')) as { started_at: string; summary?: SummaryRow[] };
-    sources.push({ file: `bench/reports/${newest}`, started_at: report.started_at, rows: report.summary ?? [] });
+    const file = `bench/reports/${run.report}.json`;
+    const text = await readFile(join(root, file), 'utf8').catch(() => null);
+    if (text === null) continue;
+    const report = JSON.parse(text) as { started_at: string; summary?: SummaryRow[] };
+    sources.push({ file, started_at: report.started_at, rows: report.summary ?? [] });
   }
   return sources;
 }

@@ -12,7 +12,7 @@
  * Environment: BENCH_ROWS (outcomes, default 1000000), REDIS_URL, RECORDER_NODE_FLAGS (node flags
  * of the recorder process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, which NODE_OPTIONS does not
  * take), ENGINE_FROM_SOURCE=1 (run the TypeScript sources, not the dist/ build). Writes
- * bench/reports/recorder-<date>.json; deletes its key prefix and data.
+ * bench/reports/recorder.json; deletes its key prefix and data.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -25,7 +25,7 @@ import { loadConfig } from '../engine/config.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import type { OutcomeEntry } from '../schemas/outcomes.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { startChild } from './child.ts';
 import { isClickHouseThread, sampleCpu, threadCpu, threadCpuBetween } from './cpu.ts';
 import { writeReport } from './report.ts';

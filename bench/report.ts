@@ -1,4 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Measurement } from './load.ts';
 import type { SummaryRow } from './summary.ts';
 
@@ -55,14 +56,22 @@ function ratioText(ratio: number | null, goal: number): string {
   return `${Math.round(ratio * 100)}% (goal ${Math.round(goal * 100)}%: ${ratio >= goal ? 'met' : 'not met'})`;
 }
 
-/** The `<date>` of a report's file name, from its `started_at`: 2026-11-23T182348Z. */
-export const reportStamp = (startedAt: string): string => startedAt.replace(/:/g, '').replace(/\.\d+Z$/, 'Z');
+/**
+ * The file of a run's report, `<dir>/<name>.json`: one per run, which the next run overwrites (its
+ * time is inside, older reports are in the repository's history). With BENCH_LABEL=<word> set,
+ * `<name>-<word>.json` instead: a run made by hand for a comparison, which `make bench` neither
+ * reads nor overwrites.
+ */
+export function reportFile(dir: string, name: string, extension = 'json'): string {
+  const label = process.env['BENCH_LABEL'] ?? '';
+  if (label !== '' && !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(label)) throw new Error(`BENCH_LABEL must be lower-case words joined by -, got "${label}"`);
+  return join(dir, `${name}${label === '' ? '' : `-${label}`}.${extension}`);
+}
 
-/** Writes bench/reports/<benchmark>-<date>.json; returns its path. */
-export async function writeReport(dir: string, report: { benchmark: string; started_at: string }): Promise<string> {
+/** Writes a report to its file (reportFile, named after its benchmark); returns the file's path. */
+export async function writeReport(dir: string, report: { benchmark: string }): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const file = `${dir}/${report.benchmark}-${reportStamp(report.started_at)}.json`;
-  const text = `${JSON.stringify(report, null, 2)}\n`;
-  await writeFile(file, text);
+  const file = reportFile(dir, report.benchmark);
+  await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
   return file;
 }

@@ -1,7 +1,7 @@
 /**
  * The scenarios `make bench` runs, in order, and the runs each is made of. A run is one script of
  * bench/ as a child process; `report` names the report file it leaves in bench/reports
- * (`<report>-<date>.json`), which is how the harness finds it and keeps only the latest.
+ * (`<report>.json`, overwritten by each run), which is how the harness finds it.
  */
 export interface Run {
   /** Shown in progress lines, e.g. `broadcast to 1 000 000 users`. */

@@ -15,7 +15,7 @@
  * Run: `node --import tsx bench/sdk-ingest.ts [--seconds N] [--warmup N] [--connections N]
  * [--batch-size N] [--ws-clients N]`; the environment gives the defaults: BENCH_SECONDS (10),
  * BENCH_WARMUP_SECONDS (3), BENCH_CONNECTIONS (100), REDIS_URL. Progress goes to stderr, the table
- * to stdout; writes bench/reports/sdk-ingest-<date>.json, and deletes
+ * to stdout; writes bench/reports/sdk-ingest.json, and deletes
  * its Redis keys and temp directory at the end.
  */
 import { execFile } from 'node:child_process';
@@ -31,7 +31,8 @@ import { loadConfig } from '../engine/config.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import type { ReceiptOp, SdkOp } from '../schemas/sdk.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { androidToken } from '../simulators/tokens.ts';
+import { cleanupPrefix } from './redis.ts';
 import { QUEUE } from './baselines/state.ts';
 import { Children, startChild, type Child } from './child.ts';
 import { redisCpu, sampleCpu, sampleCpuOf, type CpuShare } from './cpu.ts';
@@ -109,7 +110,7 @@ function nextOp(): MixOp {
       return { op: 'tags', external_id, tags: { level: n % 10, last_screen: `screen-${n % 20}` } };
     case 'subscribe':
       // One token per user, re-registered: a user never passes the 20-subscription limit.
-      return { op: 'subscribe', external_id, type: 'ANDROID_PUSH', token: `fcm-token-${user}`, device_model: 'Pixel 8', app_version: '3.2.1' };
+      return { op: 'subscribe', external_id, type: 'ANDROID_PUSH', token: androidToken(user), device_model: 'Pixel 8', app_version: '3.2.1' };
     default:
       return { op: 'event', external_id, name: EVENTS[n % EVENTS.length] ?? 'purchase', properties: { sku: `A-${n % 50}`, amount: 12.5 } };
   }

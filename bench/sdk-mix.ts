@@ -4,15 +4,14 @@
  * 2 identifies (merging tags) and 1 a re-registration of the user's one IOS_PUSH token.
  */
 
+import { iosToken } from '../simulators/tokens.ts';
+
 /** One HTTP write. */
 export interface Write {
   method: 'POST' | 'PUT';
   path: string;
   body: string;
 }
-
-/** The IOS_PUSH token of user i: 64 hex digits, one per user. */
-export const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
 
 const KINDS = ['event', 'tags', 'event', 'identify', 'event', 'tags', 'subscribe', 'event', 'tags', 'identify'] as const;
 /** The least common multiple of the moduli next() takes of n besides the user's: 10, 3, 12 and 50. */

@@ -12,7 +12,7 @@
  * spill journal directory (DATA_DIR/spill), and prints them on stderr. Growth of each series is
  * read off the least-squares line through its samples after the first minute (warm): its value
  * at the end over its value at the warm mark; the same over the second half of the run is reported
- * too. Writes bench/reports/soak-<date>.json.
+ * too. Writes bench/reports/soak.json.
  */
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import type { Child } from './child.ts';
 import { call, metrics, sleep, startEngine, startSimulators, waitApplied, waitFor, type Engine, type Project } from './deployment.ts';
 import { measureMax, type MaxRate } from './max-rate.ts';

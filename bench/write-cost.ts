@@ -13,14 +13,14 @@
  * process, Redis INFO commandstats, and the apply lag of about `--probes-per-sec` probes a second
  * (bench/probes.ts); then how long after the load everything accepted took to be applied and
  * recorded (at most 120 s). `--profile` runs the engine with --cpu-prof, keeps its profile as
- * bench/reports/write-cost-<date>.cpuprofile and puts its top functions in the report.
+ * bench/reports/write-cost.cpuprofile and puts its top functions in the report.
  *
  * Then the closed-loop maximum with wrk (bench/write-cost-max.ts), `--max` naming the deployments:
  * `one`, the same process; `split`, after it stopped, `--roles gateway` and `--roles
  * apply,recorder` in two processes on the same KEY_PREFIX and DATA_DIR. `--cores N` gives the
  * engine processes N cores with taskset: CPUs 0..N-1 to the one process; of the split, CPU 0 to
  * the gateway and CPU N-1 to apply + recorder (one core for both, or one each). An empty `--rates` or `--max` skips that part; without wrk on PATH the maximum is
- * skipped. Writes bench/reports/write-cost-<date>.json.
+ * skipped. Writes bench/reports/write-cost.json.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
-import { cleanupPrefix } from '../test/helpers/redis.ts';
+import { cleanupPrefix } from './redis.ts';
 import { Children } from './child.ts';
 import type { CommandCosts } from './commandstats.ts';
 import { costSample, costsBetween, type CostSample, type Costs } from './cost-window.ts';
@@ -40,7 +40,7 @@ import { profileAtExit, summarizeProfile, type ProfileSummary } from './cpuprofi
 import { backlog, drainSeconds, engineBuild, recorderProgress, sleep, startEngine, type Engine } from './deployment.ts';
 import { paced, type PacedResult } from './paced.ts';
 import { LagProbes, type LagFigures } from './probes.ts';
-import { reportStamp, writeReport } from './report.ts';
+import { reportFile, writeReport } from './report.ts';
 import { log, runBench } from './run.ts';
 import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
@@ -354,7 +354,7 @@ async function main(): Promise<void> {
   stoppedOnPurpose.add(engine);
   let profile: ProfileSummary | null = null;
   if (settings.profile) {
-    const kept = join(reportsDir, `write-cost-${reportStamp(startedAt.toISOString())}.cpuprofile`);
+    const kept = reportFile(reportsDir, 'write-cost', 'cpuprofile');
     const missing = await profileAtExit(engine.child.proc, profileDir, kept, 60_000);
     if (missing === null) profile = await summarizeProfile(kept, root);
     log(missing === null ? `bench: profile written to ${kept}` : `bench: no profile: ${missing}`);

@@ -53,12 +53,12 @@ Once the engine below has started:
 Try it: paste the variables, then any command.
 
 EOT
-# The provider simulators (test/simulators) stand in for APNs, FCM, Web Push, Twilio and SendGrid,
+# The provider simulators (simulators/) stand in for APNs, FCM, Web Push, Twilio and SendGrid,
 # so notifications are delivered and recorded with no account anywhere.
 sims_dir="$DATA_DIR/simulators"
 rm -f "$sims_dir/simulators.json"
 say "starting the provider simulators (demo mode; $sims_dir)"
-node --import tsx test/simulators/main.ts --out "$sims_dir" >"$DATA_DIR/simulators.log" 2>&1 &
+node --import tsx simulators/main.ts --out "$sims_dir" >"$DATA_DIR/simulators.log" 2>&1 &
 sims_pid=$!
 trap 'kill "$sims_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do

@@ -23,7 +23,7 @@ t.test('figures are grouped by thousands and small ones keep two decimals', asyn
 t.test('a row is shown against its ceiling as a share and against the baseline as a multiple', async (t) => {
   const table = markdownTable([
     {
-      file: 'bench/reports/sdk-ingest-x.json',
+      file: 'bench/reports/sdk-ingest.json',
       started_at: '2026-11-23T00:00:00Z',
       rows: [
         row({ ceiling: { name: 'bare uWS', value: 20000 }, baseline: { name: 'Fastify + BullMQ', value: 5000 }, goal: { text: '≥ 75% of the ceiling', met: true } }),

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { call, eventually } from '../helpers/http.ts';
 import { deliveriesOf, register, stage, until, type Delivery, type Stage } from '../helpers/broadcast.ts';
-import type { SimName, SimRequest } from '../simulators/index.ts';
+import type { SimName, SimRequest } from '../../simulators/index.ts';
 
 /**
  * Controls of a running broadcast, through the gateway and the provider simulators: opt-out and

@@ -6,7 +6,7 @@ import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
 import { ALL_ROLES, deliveriesOf, register, stage, stageWithoutEngine, until, type Delivery, type Stage } from '../helpers/broadcast.ts';
 import { call, eventually } from '../helpers/http.ts';
-import type { SimRequest, Simulators } from '../simulators/index.ts';
+import type { SimRequest, Simulators } from '../../simulators/index.ts';
 
 /**
  * Broadcasts with the roles in three processes, one of them SIGKILLed mid-broadcast and restarted:

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { call, eventually } from '../helpers/http.ts';
 import { deliveriesOf, iosToken, register, stage, type Delivery } from '../helpers/broadcast.ts';
-import type { SimRequest } from '../simulators/index.ts';
+import type { SimRequest } from '../../simulators/index.ts';
 /** A broadcast through the whole engine, one process with every role, against the provider simulators. */
 
 const body = {

@@ -4,9 +4,12 @@ import { ProviderStore } from '../../engine/provider-store.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
-import { startSimulators, type Simulators } from '../simulators/index.ts';
+import { startSimulators, type Simulators } from '../../simulators/index.ts';
+import { androidToken, iosToken } from '../../simulators/tokens.ts';
 import { deployment, type EngineProcess, type TestDeployment } from './engine.ts';
 import { call, eventually } from './http.ts';
+
+export { iosToken };
 
 /** A deployment with every provider pointed at the simulators, for broadcast tests. */
 
@@ -69,9 +72,6 @@ export async function stageWithoutEngine(t: Test, env: Record<string, string> = 
   return { d, sims, rest: d.project.rest_key, tokens: new Map() };
 }
 
-/** A distinct APNs device token per user. */
-export const iosToken = (i: number): string => `f${i.toString(16)}`.padStart(64, '0');
-
 /** The subscription of user i: its type by i mod 5, a token the provider's simulator accepts. */
 export function subscriptionOf(sims: Simulators, i: number): Record<string, string> {
   const type = TYPES[i % TYPES.length] ?? 'EMAIL';
@@ -79,7 +79,7 @@ export function subscriptionOf(sims: Simulators, i: number): Record<string, stri
     case 'IOS_PUSH':
       return { type, token: iosToken(i) };
     case 'ANDROID_PUSH':
-      return { type, token: `fcm-token-${i}` };
+      return { type, token: androidToken(i) };
     case 'WEB_PUSH':
       return { type, ...sims.webpush.subscription() };
     case 'SMS':

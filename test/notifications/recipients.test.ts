@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { call, eventually } from '../helpers/http.ts';
 import { deliveriesOf, register, stage, until, type Stage } from '../helpers/broadcast.ts';
-import type { SimName } from '../simulators/index.ts';
+import type { SimName } from '../../simulators/index.ts';
 
 /**
  * `recipients` of a notification to segments, filters and All, through the whole engine against

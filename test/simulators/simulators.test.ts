@@ -9,7 +9,7 @@ import t from 'tap';
 import { Agent, fetch } from 'undici';
 import webpush from 'web-push';
 import { checkCredentials } from '../../engine/provider-store.ts';
-import { APNS_RAISED_STREAMS, startSimulators, type Simulators } from './index.ts';
+import { APNS_RAISED_STREAMS, startSimulators, type Simulators } from '../../simulators/index.ts';
 
 /**
  * Drives each simulator with a client written here, the way a provider client would talk to the

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { ApnsClient, apnsPayload } from '../../../actors/dispatch/providers/apns.ts';
 import { ApnsTokenCache } from '../../../actors/dispatch/providers/apns-token.ts';
 import type { SendResult } from '../../../actors/dispatch/providers/provider.ts';
-import { startSimulators } from '../../simulators/index.ts';
+import { startSimulators } from '../../../simulators/index.ts';
 import { caOf, deviceToken, message, sleep } from './helpers.ts';
 
 const sims = await startSimulators();

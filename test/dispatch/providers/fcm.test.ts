@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { FcmClient } from '../../../actors/dispatch/providers/fcm.ts';
 import { FcmTokenCache } from '../../../actors/dispatch/providers/fcm-token.ts';
-import { startSimulators } from '../../simulators/index.ts';
+import { startSimulators } from '../../../simulators/index.ts';
 import { caOf, message } from './helpers.ts';
 
 const sims = await startSimulators();

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { PushMessage } from '../../../actors/dispatch/providers/provider.ts';
-import type { SimRequest, Simulators } from '../../simulators/index.ts';
+import type { SimRequest, Simulators } from '../../../simulators/index.ts';
 
 /** A message with every field set; override what a test is about. */
 export function message(over: Partial<PushMessage> = {}): PushMessage {

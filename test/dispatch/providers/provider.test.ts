@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createProviderClients, closeProviderClients, providerFor, sendTo } from '../../../actors/dispatch/providers/index.ts';
 import { rateLimitResetMs, retryAfterMs, transportFailure, TransportError } from '../../../actors/dispatch/providers/provider.ts';
-import { startSimulators } from '../../simulators/index.ts';
+import { startSimulators } from '../../../simulators/index.ts';
 import { caOf, deviceToken, message } from './helpers.ts';
 
 t.test('Retry-After is read as delay seconds or an HTTP date', async (t) => {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { SendGridClient } from '../../../actors/dispatch/providers/sendgrid.ts';
-import { startSimulators } from '../../simulators/index.ts';
+import { startSimulators } from '../../../simulators/index.ts';
 import { message } from './helpers.ts';
 
 const sims = await startSimulators();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { TwilioClient } from '../../../actors/dispatch/providers/twilio.ts';
-import { startSimulators } from '../../simulators/index.ts';
+import { startSimulators } from '../../../simulators/index.ts';
 import { message } from './helpers.ts';
 
 const sims = await startSimulators();

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { WebPushClient, WEBPUSH_MAX_PLAINTEXT } from '../../../actors/dispatch/providers/webpush.ts';
 import type { Target } from '../../../actors/dispatch/providers/provider.ts';
-import { startSimulators } from '../../simulators/index.ts';
+import { startSimulators } from '../../../simulators/index.ts';
 import { caOf, message } from './helpers.ts';
 
 const sims = await startSimulators();

@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { ServerHttp2Session } from 'node:http2';
 import { decodeProtectedHeader, errors, jwtVerify } from 'jose';
-import type { ApnsCredentials } from '../../schemas/providers.ts';
+import type { ApnsCredentials } from '../schemas/providers.ts';
 import { newId, parseJson, isObject, type Answer, type Incoming, type Protocol } from './server.ts';
 
 /** APNs keeps one token per key for at least this long (docs/providers.md#apns: 429 TooManyProviderTokenUpdates). */

@@ -2,7 +2,7 @@ import { createECDH, createPublicKey, randomBytes, type ECDH } from 'node:crypto
 import ece from 'http_ece';
 import { jwtVerify } from 'jose';
 import webpush from 'web-push';
-import type { WebPushCredentials } from '../../schemas/providers.ts';
+import type { WebPushCredentials } from '../schemas/providers.ts';
 import type { WebPushSubscription } from './types.ts';
 import { newId, type Answer, type Incoming, type Protocol } from './server.ts';
 

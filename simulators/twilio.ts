@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { TwilioCredentials } from '../../schemas/providers.ts';
+import type { TwilioCredentials } from '../schemas/providers.ts';
 import { isObject, type Answer, type Incoming, type Protocol } from './server.ts';
 import { StatusCallbacks } from './twilio-callbacks.ts';
 

@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
-import type { FcmCredentials } from '../../schemas/providers.ts';
+import type { FcmCredentials } from '../schemas/providers.ts';
 import { isObject, parseJson, type Answer, type Incoming, type Protocol } from './server.ts';
 
 const SCOPE = 'https://www.googleapis.com/auth/firebase.messaging';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { SendGridCredentials } from '../../schemas/providers.ts';
+import type { SendGridCredentials } from '../schemas/providers.ts';
 import { isObject, parseJson, type Answer, type Incoming, type Protocol } from './server.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

@@ -1,5 +1,5 @@
 import type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
-import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../../schemas/providers.ts';
+import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../schemas/providers.ts';
 
 /** One request a simulator received, as `GET /__sim/requests` lists it. */
 export interface SimRequest {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../../schemas/providers.ts';
+import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../schemas/providers.ts';
 import { apnsSimulator, APNS_RAISED_STREAMS } from './apns.ts';
 import { control, type ControlTarget } from './control.ts';
 import { fcmSimulator } from './fcm.ts';
