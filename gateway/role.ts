@@ -5,14 +5,14 @@ import { createRedis, type RedisClient } from '../engine/redis.ts';
 import type { RoleFactory } from '../engine/roles.ts';
 import { Topology } from '../engine/topology.ts';
 import { workerRunsHere } from '../engine/worker-id.ts';
-import { buildApp } from './app.ts';
-import { CallerCache } from './auth.ts';
-import { Tracker, type GatewayDeps } from './context.ts';
+import { buildApp } from './server/app.ts';
+import { CallerCache } from './server/auth.ts';
+import { Tracker, type GatewayDeps } from './server/deps.ts';
 import { prebuildDashboard } from './dashboard/assets.ts';
-import { Failures } from './failure.ts';
-import { IngestWriter } from './ingest-writer.ts';
-import { RateLimiter } from './rate-limit.ts';
-import { SpillJournal } from './spill-journal.ts';
+import { Failures } from './server/failure.ts';
+import { IngestWriter } from './ingest/writer.ts';
+import { RateLimiter } from './server/rate-limit.ts';
+import { SpillJournal } from './ingest/spill-journal.ts';
 
 /**
  * The gateway role: the uWebSockets.js HTTP/WebSocket server of API.md sections 3, 6 and 7. It

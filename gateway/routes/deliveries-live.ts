@@ -1,6 +1,6 @@
 import { LiveFrame, LiveQuery } from '../../schemas/queries.ts';
-import { LiveTailChannel } from '../live-tail.ts';
-import { socketRoute } from '../route.ts';
+import { LiveTailChannel } from '../ws/live-tail.ts';
+import { socketRoute } from '../server/route.ts';
 
 export const deliveriesLive = socketRoute({
   path: '/api/deliveries/live',

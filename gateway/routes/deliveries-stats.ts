@@ -1,7 +1,7 @@
 import { deliveryStats } from '../../engine/clickhouse/deliveries.ts';
 import { DeliveryStats, DeliveryStatsQuery } from '../../schemas/queries.ts';
-import { answerFromClickHouse } from '../query-answer.ts';
-import { httpRoute } from '../route.ts';
+import { answerFromClickHouse } from './query-answer.ts';
+import { httpRoute } from '../server/route.ts';
 import { deliveryFilter } from './deliveries.ts';
 
 export const deliveriesStats = httpRoute({

@@ -1,6 +1,6 @@
 import { SocketAnswer } from '../../schemas/sdk.ts';
-import { socketRoute } from '../route.ts';
-import { SdkSocketChannel } from '../websocket.ts';
+import { socketRoute } from '../server/route.ts';
+import { SdkSocketChannel } from '../ws/sdk-channel.ts';
 
 export const sdkSocket = socketRoute({
   path: '/api/sdk/ws',

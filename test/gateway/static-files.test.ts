@@ -1,7 +1,7 @@
 import t from 'tap';
-import { openApiDocument } from '../../gateway/openapi.ts';
+import { openApiDocument } from '../../gateway/server/openapi.ts';
 import { routes } from '../../gateway/routes/table.ts';
-import { hashedName, mediaType, staticFile, staticFiles } from '../../gateway/static-files.ts';
+import { hashedName, mediaType, staticFile, staticFiles } from '../../gateway/static/files.ts';
 import { UnavailableError } from '../../schemas/errors.ts';
 import { captureStderr, gatewayWith } from '../helpers/gateway-app.ts';
 

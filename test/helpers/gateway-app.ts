@@ -6,12 +6,12 @@ import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
-import { buildApp } from '../../gateway/app.ts';
-import { CallerCache } from '../../gateway/auth.ts';
-import { Tracker, type GatewayDeps } from '../../gateway/context.ts';
-import { Failures } from '../../gateway/failure.ts';
-import { RateLimiter } from '../../gateway/rate-limit.ts';
-import type { Route } from '../../gateway/route.ts';
+import { buildApp } from '../../gateway/server/app.ts';
+import { CallerCache } from '../../gateway/server/auth.ts';
+import { Tracker, type GatewayDeps } from '../../gateway/server/deps.ts';
+import { Failures } from '../../gateway/server/failure.ts';
+import { RateLimiter } from '../../gateway/server/rate-limit.ts';
+import type { Route } from '../../gateway/server/route.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 

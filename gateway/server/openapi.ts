@@ -1,4 +1,4 @@
-import { ErrorCodes } from '../schemas/errors.ts';
+import { ErrorCodes } from '../../schemas/errors.ts';
 import { declaredAnswers } from './answers.ts';
 import { paramNames, type Route } from './route.ts';
 

@@ -1,8 +1,8 @@
-import { writeConsent } from '../engine/state/consent.ts';
-import { CallerError } from '../schemas/errors.ts';
-import type { ConsentBody } from '../schemas/sdk.ts';
-import { identityOk } from './auth.ts';
-import type { Handle, Setup } from './route.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import type { ConsentBody } from '../../schemas/sdk.ts';
+import { identityOk } from '../server/auth.ts';
+import type { Handle, Setup } from '../server/route.ts';
 
 /**
  * Opt-out and opt-in (API.md section 3.1): never buffered. The consent hash is written directly and

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { hashKey, type Keystore, type KeyType, type RateLimit } from '../engine/keystore.ts';
+import { hashKey, type Keystore, type KeyType, type RateLimit } from '../../engine/keystore.ts';
 
 /** Who a request comes from: a live key of a project, with what identity verification needs. */
 export interface Caller {

@@ -1,8 +1,8 @@
 import type { TObject } from 'typebox';
-import type { ErrorItem } from '../schemas/errors.ts';
-import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
-import { compile, formatMessages } from '../engine/validator.ts';
-import type { Checked } from './validation.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { errorItem, mapErrors } from '../../engine/ajv-errors.ts';
+import { compile, formatMessages } from '../../engine/validator.ts';
+import type { Checked } from '../ingest/sdk-checks.ts';
 
 /**
  * Query strings of the GET routes (API.md 5, 6). Read as application/x-www-form-urlencoded, what

@@ -1,10 +1,10 @@
 import uWS, { type TemplatedApp } from 'uWebSockets.js';
 import { answerCheck } from './answers.ts';
-import type { GatewayDeps } from './context.ts';
-import { Exchange, pipeline, RouteAnswers } from './http.ts';
+import type { GatewayDeps } from './deps.ts';
+import { Exchange, pipeline, RouteAnswers } from './exchange.ts';
 import { requestCheck } from './request-check.ts';
 import { paramNames, successAnswers, uwsPattern, type HttpRoute, type Route, type Setup, type SocketChannel } from './route.ts';
-import { routes as table } from './routes/table.ts';
+import { routes as table } from '../routes/table.ts';
 
 /**
  * The gateway's uWS app, derived from a route table: each route registered with its checks, a

@@ -1,6 +1,6 @@
-import { CallerError, type ErrorItem } from '../schemas/errors.ts';
-import { capped, errorItem as item, ErrorList, violations, type TwoWayValidator } from '../engine/ajv-errors.ts';
-import { compileTwoWay } from '../engine/validator.ts';
+import { CallerError, type ErrorItem } from '../../schemas/errors.ts';
+import { capped, errorItem as item, ErrorList, violations, type TwoWayValidator } from '../../engine/ajv-errors.ts';
+import { compileTwoWay } from '../../engine/validator.ts';
 import {
   BatchBody,
   BatchLimits,
@@ -11,7 +11,7 @@ import {
   type SdkOp,
   type SubscriptionBody as SubscriptionBodyT,
   type SubscriptionType,
-} from '../schemas/sdk.ts';
+} from '../../schemas/sdk.ts';
 
 /** A checked value, or every violation found (paths are JSON pointers into the body). */
 export type Checked<T> = { ok: true; value: T } | { ok: false; errors: ErrorItem[] };

@@ -1,8 +1,8 @@
-import { CallerError } from '../schemas/errors.ts';
-import type { IngestEntry } from '../schemas/ingest.ts';
-import { identityOk, type Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import type { Exchange } from './http.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import type { IngestEntry } from '../../schemas/ingest.ts';
+import { identityOk, type Caller } from '../server/auth.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import type { Exchange } from '../server/exchange.ts';
 
 /** Accepted writes of API.md section 3: each body becomes ingest entries, answered 202 once they are durable. */
 

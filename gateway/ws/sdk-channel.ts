@@ -1,17 +1,17 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
-import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
-import type { SdkOp } from '../schemas/sdk.ts';
-import { identityOk, type Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import { opEntry } from './entries.ts';
-import type { Outcome } from './failure.ts';
-import { Exchange, type RouteAnswers } from './http.ts';
-import { parseJson } from './json.ts';
-import type { SocketChannel } from './route.ts';
-import { OrderedTakes, rateLimitedItem, throttle } from './rate-limit.ts';
-import { upgradeKey } from './socket-key.ts';
-import { checkOp, type Checked } from './validation.ts';
-import { AnswerQueue, SOCKET_SETTINGS, type Slot } from './ws-answers.ts';
+import { ErrorCodes, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
+import type { SdkOp } from '../../schemas/sdk.ts';
+import { identityOk, type Caller } from '../server/auth.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import { opEntry } from '../ingest/entries.ts';
+import type { Outcome } from '../server/failure.ts';
+import { Exchange, type RouteAnswers } from '../server/exchange.ts';
+import { parseJson } from '../server/json.ts';
+import type { SocketChannel } from '../server/route.ts';
+import { OrderedTakes, rateLimitedItem, throttle } from '../server/rate-limit.ts';
+import { upgradeKey } from '../server/socket-key.ts';
+import { checkOp, type Checked } from '../ingest/sdk-checks.ts';
+import { AnswerQueue, SOCKET_SETTINGS, type Slot } from './answer-queue.ts';
 
 /** Largest operation frame (the SDK body limit); larger frames get payload_too_large. */
 const FRAME_LIMIT = 64 * 1024;

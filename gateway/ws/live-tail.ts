@@ -1,17 +1,17 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { TObject } from 'typebox';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
-import type { OutcomeEntry } from '../schemas/outcomes.ts';
-import type { LiveQuery, MessageDelivery } from '../schemas/queries.ts';
-import type { Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import { Exchange, type RouteAnswers } from './http.ts';
-import { queryChecker } from './query-string.ts';
-import { throttle } from './rate-limit.ts';
-import type { SocketChannel } from './route.ts';
-import { upgradeKey } from './socket-key.ts';
-import type { Checked } from './validation.ts';
-import { SEND_HIGH_WATER, SOCKET_SETTINGS } from './ws-answers.ts';
+import type { OutcomeEntry } from '../../schemas/outcomes.ts';
+import type { LiveQuery, MessageDelivery } from '../../schemas/queries.ts';
+import type { Caller } from '../server/auth.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import { Exchange, type RouteAnswers } from '../server/exchange.ts';
+import { queryChecker } from '../server/query-string.ts';
+import { throttle } from '../server/rate-limit.ts';
+import type { SocketChannel } from '../server/route.ts';
+import { upgradeKey } from '../server/socket-key.ts';
+import type { Checked } from '../ingest/sdk-checks.ts';
+import { SEND_HIGH_WATER, SOCKET_SETTINGS } from './answer-queue.ts';
 
 /**
  * Bytes a connection may leave unsent before its records are dropped (and counted for its gap

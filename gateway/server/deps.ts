@@ -1,10 +1,10 @@
-import type { Config } from '../schemas/config.ts';
-import type { IngestEntry } from '../schemas/ingest.ts';
-import type { ClickHouseStore } from '../engine/clickhouse/store.ts';
-import type { Logger } from '../engine/log.ts';
-import type { Metrics } from '../engine/metrics.ts';
-import type { RedisClient } from '../engine/redis.ts';
-import type { Topology } from '../engine/topology.ts';
+import type { Config } from '../../schemas/config.ts';
+import type { IngestEntry } from '../../schemas/ingest.ts';
+import type { ClickHouseStore } from '../../engine/clickhouse/store.ts';
+import type { Logger } from '../../engine/log.ts';
+import type { Metrics } from '../../engine/metrics.ts';
+import type { RedisClient } from '../../engine/redis.ts';
+import type { Topology } from '../../engine/topology.ts';
 import type { CallerCache } from './auth.ts';
 import type { Failures } from './failure.ts';
 import type { RateLimiter } from './rate-limit.ts';

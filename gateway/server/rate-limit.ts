@@ -1,10 +1,10 @@
-import { scripts, type ScriptCommands } from '../engine/scripts.ts';
-import type { Topology } from '../engine/topology.ts';
-import type { ErrorItem } from '../schemas/errors.ts';
+import { scripts, type ScriptCommands } from '../../engine/scripts.ts';
+import type { Topology } from '../../engine/topology.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
 import type { Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
+import type { GatewayDeps } from './deps.ts';
 import { classify, type Failures } from './failure.ts';
-import type { Exchange } from './http.ts';
+import type { Exchange } from './exchange.ts';
 
 /** What the limiter needs of Redis (STYLE.md 7): the bucket script and whether the connection is up. */
 export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {

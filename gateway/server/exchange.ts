@@ -1,9 +1,9 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { Counter } from 'prom-client';
-import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
+import { ErrorCodes, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
 import { bearerKey, type Caller } from './auth.ts';
 import { parseJson } from './json.ts';
-import type { GatewayDeps, Tracker } from './context.ts';
+import type { GatewayDeps, Tracker } from './deps.ts';
 import type { Outcome } from './failure.ts';
 import type { RawRequest } from './request-check.ts';
 import type { Auth } from './route.ts';

@@ -1,10 +1,10 @@
 import type { Static, TObject, TSchema } from 'typebox';
 import type { TemplatedApp } from 'uWebSockets.js';
-import { ErrorCodes, type ErrorCode } from '../schemas/errors.ts';
+import { ErrorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import type { Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import type { Exchange, RouteAnswers } from './http.ts';
-import type { Checked } from './validation.ts';
+import type { GatewayDeps } from './deps.ts';
+import type { Exchange, RouteAnswers } from './exchange.ts';
+import type { Checked } from '../ingest/sdk-checks.ts';
 
 /**
  * A route of the gateway is one declaration: method, path, auth, the schemas of what it takes and

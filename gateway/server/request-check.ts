@@ -1,10 +1,10 @@
 import type { TObject } from 'typebox';
-import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
-import { compile } from '../engine/validator.ts';
-import type { ErrorItem } from '../schemas/errors.ts';
+import { errorItem, mapErrors } from '../../engine/ajv-errors.ts';
+import { compile } from '../../engine/validator.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
 import { queryChecker } from './query-string.ts';
 import { paramNames, type HttpRoute } from './route.ts';
-import { schemaCheck, type Checked } from './validation.ts';
+import { schemaCheck, type Checked } from '../ingest/sdk-checks.ts';
 
 /** What a request brings, still raw (uWS request objects live one call). */
 export interface RawRequest {

@@ -1,6 +1,6 @@
-import type { ClickHouse } from '../engine/clickhouse/client.ts';
-import type { GatewayDeps } from './context.ts';
-import type { Exchange } from './http.ts';
+import type { ClickHouse } from '../../engine/clickhouse/client.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import type { Exchange } from '../server/exchange.ts';
 
 /**
  * Runs one read against the process's ClickHouse and answers 200 with its JSON. A failure

@@ -1,8 +1,8 @@
 import Type, { type TSchema } from 'typebox';
-import { compile } from '../engine/validator.ts';
-import { ErrorCodes, type ErrorCode } from '../schemas/errors.ts';
+import { compile } from '../../engine/validator.ts';
+import { ErrorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import type { Failures } from './failure.ts';
-import { JSON_TYPE, type AnswerCheck } from './http.ts';
+import { JSON_TYPE, type AnswerCheck } from './exchange.ts';
 import { routeErrors, successAnswers, type Route } from './route.ts';
 
 /** One answer a route may give: its status, media types, schema, and for errors the codes it may carry. */
