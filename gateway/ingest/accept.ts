@@ -1,13 +1,17 @@
 import { CallerError } from '../../schemas/errors.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
-import { identityOk, type Caller } from '../server/auth.ts';
+import type { Caller } from '../server/auth.ts';
 import type { GatewayDeps } from '../server/deps.ts';
 import type { Exchange } from '../server/exchange.ts';
+import { identityOk } from './identity.ts';
 
-/** Accepted writes of API.md section 3: each body becomes ingest entries, answered 202 once they are durable. */
+/**
+ * Accepted writes (docs/api.md#buffered-writes-what-a-202-promises): each body becomes ingest
+ * entries, answered 202 once they are durable.
+ */
 
 export const ACCEPTED = '{"accepted":true}';
-/** Body limit of an SDK write (API.md section 9). */
+/** Body limit of an SDK write (docs/api.md#limits). */
 export const SDK_LIMIT = 64 * 1024;
 
 /** Appends `entries` and answers 202 with `answer`; a failed append rejects, to be answered by its kind. */

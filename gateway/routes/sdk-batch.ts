@@ -3,10 +3,11 @@ import { BatchAccepted, BatchRequest, type SdkOp } from '../../schemas/sdk.ts';
 import { ErrorList } from '../../engine/ajv-errors.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { accept } from '../ingest/accept.ts';
-import { identityOk, type Caller } from '../server/auth.ts';
 import { opEntry } from '../ingest/entries.ts';
-import { httpRoute } from '../server/route.ts';
+import { identityOk } from '../ingest/identity.ts';
 import { checkBatch } from '../ingest/sdk-checks.ts';
+import type { Caller } from '../server/auth.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const sdkBatch = httpRoute({
   method: 'post',

@@ -3,7 +3,7 @@ import { checkFilters } from '../../engine/clickhouse/filters/check.ts';
 import { compileTwoWay } from '../../engine/validator.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
 import { SegmentEnvelope } from '../../schemas/segments.ts';
-import type { Checked } from '../ingest/sdk-checks.ts';
+import type { Checked } from '../server/checked.ts';
 
 const envelope = compileTwoWay(SegmentEnvelope);
 

@@ -9,7 +9,7 @@ export const segmentsCreate = httpRoute({
   path: '/api/segments',
   auth: 'rest',
   summary: 'Create a segment (a second one of the same name is 409)',
-  // As for notifications (API.md section 9).
+  // As for notifications (docs/api.md#limits).
   body: { schema: SegmentBody, limit: 1024 * 1024, check: checkSegmentBody },
   answers: { 201: Segment },
   errors: ['idempotency_conflict'],

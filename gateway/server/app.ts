@@ -1,10 +1,32 @@
-import uWS, { type TemplatedApp } from 'uWebSockets.js';
+import uWS, { type TemplatedApp, type us_listen_socket } from 'uWebSockets.js';
 import { answerCheck } from './answers.ts';
 import type { GatewayDeps } from './deps.ts';
-import { Exchange, pipeline, RouteAnswers } from './exchange.ts';
-import { requestCheck } from './request-check.ts';
-import { paramNames, successAnswers, uwsPattern, type HttpRoute, type Route, type Setup, type SocketChannel } from './route.ts';
-import { routes as table } from '../routes/table.ts';
+import { Exchange, RouteAnswers } from './exchange.ts';
+import { httpHandler } from './pipeline.ts';
+import { successAnswers, type Route, type Setup } from './route.ts';
+import type { SocketChannel } from './socket.ts';
+import { registerSocket } from './upgrade.ts';
+
+/** A listening gateway server. */
+export interface Server {
+  /** The port it listens on (PORT 0 picks one). */
+  readonly port: number;
+  /** Stops listening, then closes every WebSocket (1001 going away); requests in flight finish. */
+  close(): void;
+}
+
+/** Serves a route table on `host`:`port`; rejects when it cannot listen there. */
+export async function serve(deps: GatewayDeps, routes: readonly Route[], host: string, port: number): Promise<Server> {
+  const { app, channels } = buildApp(deps, routes);
+  const socket = await listen(app, host, port);
+  return {
+    port: uWS.us_socket_local_port(socket),
+    close: () => {
+      uWS.us_listen_socket_close(socket);
+      for (const channel of channels) channel.closeAll();
+    },
+  };
+}
 
 /**
  * The gateway's uWS app, derived from a route table: each route registered with its checks, a
@@ -12,29 +34,16 @@ import { routes as table } from '../routes/table.ts';
  * method, 404 for everything else. uWS prefers a method handler over `any` on the same pattern, and
  * a more specific pattern over `/*`, so registration order does not matter.
  */
-export function buildApp(deps: GatewayDeps, routes: readonly Route[] = table): { app: TemplatedApp; channels: SocketChannel[] } {
+function buildApp(deps: GatewayDeps, routes: readonly Route[]): { app: TemplatedApp; channels: SocketChannel<unknown, unknown>[] } {
   const app = uWS.App();
   const setup: Setup = { deps, routes };
-  const answersOf = (route: Route): RouteAnswers =>
-    new RouteAnswers(deps.metrics.requests, uwsPattern(route.path), deps.config.CHECK_ANSWERS ? answerCheck(route, deps.failures) : null);
-  const channels: SocketChannel[] = [];
+  const channels: SocketChannel<unknown, unknown>[] = [];
   for (const route of routes) {
     if (successAnswers(route).length === 0) throw new Error(`${route.method.toUpperCase()} ${route.path} declares no success answer`);
     const pattern = uwsPattern(route.path);
-    if (route.kind === 'websocket') {
-      const answers = answersOf(route);
-      const channel = route.channel(deps, answers);
-      channel.register(app, pattern);
-      channels.push(channel);
-      // A plain GET (no upgrade) on the WebSocket path: the channel needs an upgrade.
-      app.get(pattern, (res) =>
-        new Exchange(res, answers, deps.tracker).fail('validation_failed', [
-          { code: 'validation_failed', message: 'This path needs a WebSocket upgrade (Upgrade: websocket).' },
-        ]),
-      );
-      continue;
-    }
-    app[route.method === 'delete' ? 'del' : route.method](pattern, handlerOf(route, setup, answersOf(route)));
+    const answers = new RouteAnswers(deps.metrics.requests, pattern, deps.config.CHECK_ANSWERS ? answerCheck(route, deps.failures) : null);
+    if (route.kind === 'websocket') channels.push(registerSocket(app, pattern, route, setup, answers));
+    else app[route.method === 'delete' ? 'del' : route.method](pattern, httpHandler(route, setup, answers));
   }
   for (const [path, methods] of methodsByPath(routes)) {
     const allow = methods.join(', ');
@@ -47,21 +56,15 @@ export function buildApp(deps: GatewayDeps, routes: readonly Route[] = table): {
   return { app, channels };
 }
 
-/** The uWS handler of an HTTP route: the request pipeline, the route's checks, then its handler. */
-function handlerOf(route: HttpRoute, setup: Setup, answers: RouteAnswers): ReturnType<typeof pipeline> {
-  const check = requestCheck(route);
-  const handle = route.handler(setup);
-  return pipeline(setup.deps, {
-    answers,
-    auth: route.auth,
-    params: paramNames(route.path).length,
-    limit: route.body?.limit ?? null,
-    handle: (ex, caller, body, info) => {
-      const checked = check(info, body);
-      if (!checked.ok) return ex.fail('validation_failed', checked.errors);
-      return handle({ ex, caller, ...checked.value, identityHash: info.identityHash });
-    },
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${host}:${port}`))));
   });
+}
+
+/** The uWS pattern of an OpenAPI path (`{name}` becomes `:name`). */
+function uwsPattern(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
 const methodOrder = ['GET', 'POST', 'PUT', 'DELETE'];

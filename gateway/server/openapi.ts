@@ -3,7 +3,7 @@ import { declaredAnswers } from './answers.ts';
 import { paramNames, type Route } from './route.ts';
 
 /**
- * The OpenAPI 3.1 document of a route table (API.md section 7), served at /api/openapi.json: the
+ * The OpenAPI 3.1 document of a route table, served at /api/openapi.json: the
  * same declarations the gateway registers and validates with, so the two cannot drift.
  */
 export function openApiDocument(routes: readonly Route[], version: string): Record<string, unknown> {

@@ -2,11 +2,9 @@ import { scripts, type ScriptCommands } from '../../engine/scripts.ts';
 import type { Topology } from '../../engine/topology.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import type { Caller } from './auth.ts';
-import type { GatewayDeps } from './deps.ts';
 import { classify, type Failures } from './failure.ts';
-import type { Exchange } from './exchange.ts';
 
-/** What the limiter needs of Redis (STYLE.md 7): the bucket script and whether the connection is up. */
+/** What the limiter needs of Redis (a test may hand it a stand-in): the bucket script and whether the connection is up. */
 export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
   readonly status: string;
 }
@@ -53,43 +51,4 @@ export class RateLimiter {
 /** The error item of a refused call or frame. */
 export function rateLimitedItem(seconds: number): ErrorItem {
   return { code: 'rate_limited', message: `Over the project's rate limit for this key; retry after ${seconds} s.` };
-}
-
-/**
- * Calls `go` once the caller may proceed: at once when its project has no limit, else after
- * taking a token. An empty bucket is answered 429 with Retry-After; a bug in the take by its kind.
- */
-export function throttle(deps: Pick<GatewayDeps, 'limiter' | 'failures'>, ex: Exchange, caller: Caller, go: () => void): void {
-  const taking = deps.limiter.take(caller);
-  if (taking === null) return go();
-  taking
-    .then((wait) => (wait === 0 ? go() : ex.fail('rate_limited', [rateLimitedItem(wait)], [['Retry-After', String(wait)]])))
-    .catch((err: unknown) => ex.answer(deps.failures.outcome('rate limit', err)));
-}
-
-/**
- * The takes of one WebSocket's frames, decided in arrival order: a frame's operation starts only
- * after every earlier frame's take was decided, so appends keep the connection's order while the
- * takes themselves are pipelined. Without a limit (and nothing waiting) a frame is decided at once.
- */
-export class OrderedTakes {
-  private queue: Promise<void> = Promise.resolve();
-  private waiting = 0;
-
-  constructor(
-    private readonly limiter: Pick<RateLimiter, 'take'>,
-    private readonly report: (err: unknown) => void,
-  ) {}
-
-  /** `decided` gets 0 to go on or the seconds to wait; `failed` what the take failed with (a bug). */
-  take(caller: Caller, decided: (wait: number) => void, failed: (err: unknown) => void): void {
-    const taking = this.limiter.take(caller);
-    if (taking === null && this.waiting === 0) return decided(0);
-    this.waiting++;
-    const decision = taking ?? Promise.resolve(0);
-    this.queue = this.queue
-      .then(() => decision.then(decided, failed))
-      .catch(this.report)
-      .finally(() => this.waiting--);
-  }
 }

@@ -137,7 +137,7 @@ interface Prepared {
   headers: (readonly [string, string])[];
 }
 
-/** Encoded once, with its caching headers: uWS then sends the bytes as they are on every request. */
+/** Encoded once, with its caching headers: the server then sends the bytes as they are on every request. */
 function prepared(file: StaticFile): Prepared {
   const cache = file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache';
   return {

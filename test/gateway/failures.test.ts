@@ -138,8 +138,8 @@ const brokenCheck = routes.map((r) =>
   r === sdkSocket
     ? socketRoute({
         ...sdkSocket,
-        channel: (deps, answers) =>
-          new SdkSocketChannel(deps, answers, () => {
+        channel: ({ deps }) =>
+          new SdkSocketChannel(deps, () => {
             throw new RangeError('validator bug');
           }),
       })

@@ -5,7 +5,7 @@ import { hashedName, mediaType, staticFile, staticFiles } from '../../gateway/st
 import { UnavailableError } from '../../schemas/errors.ts';
 import { captureStderr, gatewayWith } from '../helpers/gateway-app.ts';
 
-/** Files served from memory by a route of the table (gateway/static-files.ts). */
+/** Files served from memory by a route of the table (gateway/static/files.ts). */
 
 const noClickHouse = { get: () => Promise.reject(new UnavailableError('no ClickHouse in this test')), ping: () => Promise.resolve(false) };
 const noIngest = { write: () => Promise.resolve() };
