@@ -42,7 +42,7 @@ export function captureStderr(t: Test): Record<string, unknown>[] {
  * (GatewayDeps' narrow interfaces), on real Redis under a fresh prefix, logging through the real
  * logger.
  */
-export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject }> {
+export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject; keystore: Keystore }> {
   const prefix = testPrefix();
   const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true' });
   const redis = createRedis(config, { commandTimeout: 1000 });
@@ -69,6 +69,6 @@ export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | '
   });
   const server = await serve(deps, table, '127.0.0.1', 0);
   t.teardown(() => server.close());
-  return { url: `http://127.0.0.1:${server.port}`, project: await keystore.createProject('test', false) };
+  return { url: `http://127.0.0.1:${server.port}`, project: await keystore.createProject('test', false), keystore };
 }
 
