@@ -1,21 +1,22 @@
-import uWS, { type TemplatedApp, type us_listen_socket } from 'uWebSockets.js';
 import { join } from 'node:path';
 import { Keystore } from '../engine/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
 import type { RoleFactory } from '../engine/roles.ts';
 import { Topology } from '../engine/topology.ts';
 import { workerRunsHere } from '../engine/worker-id.ts';
-import { buildApp } from './app.ts';
-import { CallerCache } from './auth.ts';
-import { Tracker, type GatewayDeps } from './context.ts';
 import { prebuildDashboard } from './dashboard/assets.ts';
-import { Failures } from './failure.ts';
-import { IngestWriter } from './ingest-writer.ts';
-import { RateLimiter } from './rate-limit.ts';
-import { SpillJournal } from './spill-journal.ts';
+import { SpillJournal } from './ingest/spill-journal.ts';
+import { IngestWriter } from './ingest/writer.ts';
+import { routes } from './routes/table.ts';
+import { serve, type Server } from './server/app.ts';
+import { CallerCache } from './server/auth.ts';
+import type { GatewayDeps } from './server/deps.ts';
+import { Failures } from './server/failure.ts';
+import { RateLimiter } from './server/rate-limit.ts';
+import { Tracker } from './server/tracker.ts';
 
 /**
- * The gateway role: the uWebSockets.js HTTP/WebSocket server of docs/api.md. It
+ * The gateway role: the HTTP/WebSocket server of the route table (gateway/routes/table.ts). It
  * logs `listening` with the real port (PORT 0 picks one) before it resolves, then bundles the
  * dashboard in the background. close() is idempotent: new requests get 503, in-flight ones finish
  * (at most SHUTDOWN_MS), then the listen socket and the WebSockets close and Redis is quit.
@@ -45,25 +46,23 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     clickhouse,
     failures,
   };
-  const { app, channels } = buildApp(deps);
-  let listenSocket: us_listen_socket;
+  let server: Server;
   try {
-    listenSocket = await listen(app, config.HOST, config.PORT);
+    server = await serve(deps, routes, config.HOST, config.PORT);
   } catch (err) {
     redis.disconnect();
     ingestRedis.disconnect();
     await ingest.close();
     throw err;
   }
-  log.info('listening', { port: uWS.us_socket_local_port(listenSocket), host: config.HOST });
+  log.info('listening', { port: server.port, host: config.HOST });
   prebuildDashboard(log);
 
   let closing: Promise<void> | null = null;
   const shutdown = async (): Promise<void> => {
     tracker.draining = true;
     await tracker.whenIdle(config.SHUTDOWN_MS);
-    uWS.us_listen_socket_close(listenSocket);
-    for (const channel of channels) channel.closeAll();
+    server.close();
     await ingest.close();
     await redis.quit().catch(() => redis.disconnect());
     await ingestRedis.quit().catch(() => ingestRedis.disconnect());
@@ -82,11 +81,5 @@ function connected(redis: RedisClient, ms: number): Promise<void> {
       redis.off('ready', done);
       resolve();
     }
-  });
-}
-
-function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
-  return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${host}:${port}`))));
   });
 }

@@ -13,7 +13,7 @@ const base = {
   external_id: ExternalId,
   at: Type.Integer(),
   /**
-   * The gateway writer that appended it and its sequence there (gateway/ingest-writer.ts): an
+   * The gateway writer that appended it and its sequence there (gateway/ingest/writer.ts): an
    * append whose reply was lost may be in the stream twice, and the apply skips the copy.
    */
   w: Type.Optional(Type.String()),

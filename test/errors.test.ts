@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { ErrorCodes } from '../schemas/errors.ts';
-import { openApiDocument } from '../gateway/openapi.ts';
+import { openApiDocument } from '../gateway/server/openapi.ts';
 import { routes } from '../gateway/routes/table.ts';
 
 const apiMd = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');

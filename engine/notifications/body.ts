@@ -18,7 +18,7 @@ const envelope = compileTwoWay(Envelope);
 /** The targeting modes, each named by the field that selects it. */
 const modes = ['include_external_user_ids', 'included_segments', 'filters'] as const;
 
-/** Same shape as the gateway's Checked (gateway/validation.ts). */
+/** Same shape as the gateway's Checked (gateway/server/checked.ts). */
 export type CheckedBody = { ok: true; value: NotificationBody } | { ok: false; errors: ErrorItem[] };
 
 export function checkNotificationBody(body: unknown): CheckedBody {

@@ -119,7 +119,7 @@ async function target(deps: NotificationDeps, project: string, body: Notificatio
 
 /**
  * send_after in ms. A leap second (`:60`, valid RFC 3339 that JavaScript cannot place) is the
- * first instant of the next minute, as body timestamps of the SDK routes (gateway/entries.ts).
+ * first instant of the next minute, as body timestamps of the SDK routes (gateway/ingest/entries.ts).
  */
 function timeOf(text: string): number {
   let ms = Date.parse(text);

@@ -1,5 +1,5 @@
 import { dashboardBuild } from '../dashboard/assets.ts';
-import { mediaType, staticFile, staticFiles } from '../static-files.ts';
+import { mediaType, staticFile, staticFiles } from '../static/files.ts';
 
 export const dashboard = staticFile({
   path: '/dashboard',

@@ -1,6 +1,6 @@
 import { LiveFrame, LiveQuery } from '../../schemas/queries.ts';
-import { LiveTailChannel } from '../live-tail.ts';
-import { socketRoute } from '../route.ts';
+import { socketRoute } from '../server/route.ts';
+import { LiveTailChannel } from '../ws/live-tail.ts';
 
 export const deliveriesLive = socketRoute({
   path: '/api/deliveries/live',
@@ -9,7 +9,5 @@ export const deliveriesLive = socketRoute({
     'WebSocket: every new delivery record as the recorder writes it, narrowed by the filters of GET /api/deliveries; key in Authorization or as subprotocol bearer.<key>. Frames: {deliveries: [...]}, or {gap: {missed: N}} when records were dropped because the connection read too slowly, or {gap: {missed: null}} when the gateway resubscribed to Redis after losing its connection (how many were missed is unknown)',
   query: LiveQuery,
   answers: { 101: LiveFrame },
-  // A plain GET without an upgrade is a validation_failed.
-  errors: ['validation_failed'],
-  channel: (deps, answers) => new LiveTailChannel(deps, answers, LiveQuery),
+  channel: ({ deps }) => new LiveTailChannel(deps),
 });

@@ -1,8 +1,8 @@
 import { deliveryStats } from '../../engine/clickhouse/deliveries.ts';
 import { DeliveryStats, DeliveryStatsQuery } from '../../schemas/queries.ts';
-import { answerFromClickHouse } from '../query-answer.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 import { deliveryFilter } from './deliveries.ts';
+import { answerFromClickHouse } from './query-answer.ts';
 
 export const deliveriesStats = httpRoute({
   method: 'get',

@@ -1,9 +1,9 @@
 import { listDeliveries } from '../../engine/clickhouse/deliveries.ts';
 import { deliveryCursor, readDeliveryCursor } from '../../engine/clickhouse/cursor.ts';
 import { DeliveriesPage, DeliveriesQuery, PageLimits, type DeliveryFilter, type DeliveryStatsQuery } from '../../schemas/queries.ts';
-import { answerFromClickHouse } from '../query-answer.ts';
-import { timeRange } from '../query-string.ts';
-import { httpRoute } from '../route.ts';
+import { timeRange } from '../server/query-string.ts';
+import { httpRoute } from '../server/route.ts';
+import { answerFromClickHouse } from './query-answer.ts';
 
 export const deliveries = httpRoute({
   method: 'get',

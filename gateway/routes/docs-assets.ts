@@ -1,5 +1,5 @@
-import { mediaType, staticFiles } from '../static-files.ts';
-import { docsAssets as files, docsAssetsPath } from '../swagger-ui.ts';
+import { mediaType, staticFiles } from '../static/files.ts';
+import { docsAssets as files, docsAssetsPath } from '../static/swagger-ui.ts';
 
 export const docsAssets = staticFiles({
   path: `${docsAssetsPath}/{file}`,

@@ -1,5 +1,5 @@
-import { mediaType, staticFile } from '../static-files.ts';
-import { docsPage } from '../swagger-ui.ts';
+import { mediaType, staticFile } from '../static/files.ts';
+import { docsPage } from '../static/swagger-ui.ts';
 
 export const docs = staticFile({
   path: '/api/docs',

@@ -1,9 +1,9 @@
 import { eventCursor, readEventCursor } from '../../engine/clickhouse/cursor.ts';
 import { listEvents } from '../../engine/clickhouse/events.ts';
 import { EventsPage, EventsQuery, PageLimits } from '../../schemas/queries.ts';
-import { answerFromClickHouse } from '../query-answer.ts';
-import { timeRange } from '../query-string.ts';
-import { httpRoute } from '../route.ts';
+import { timeRange } from '../server/query-string.ts';
+import { httpRoute } from '../server/route.ts';
+import { answerFromClickHouse } from './query-answer.ts';
 
 export const events = httpRoute({
   method: 'get',

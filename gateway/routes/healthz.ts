@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const healthz = httpRoute({
   method: 'get',

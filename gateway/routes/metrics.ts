@@ -1,6 +1,6 @@
 import Type from 'typebox';
-import { ingestLag } from '../health.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
+import { ingestLag } from './health.ts';
 
 export const metrics = httpRoute({
   method: 'get',

@@ -1,7 +1,7 @@
 import { cancelNotification } from '../../engine/notifications/view.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { NotificationView } from '../../schemas/notifications.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 import { NotificationParams } from './params.ts';
 
 export const notificationsCancel = httpRoute({

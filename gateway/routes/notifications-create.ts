@@ -1,7 +1,7 @@
 import { checkNotificationBody } from '../../engine/notifications/body.ts';
 import { createNotification } from '../../engine/notifications/create.ts';
 import { NotificationBody, NotificationCreated, NotificationLimits } from '../../schemas/notifications.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const notificationsCreate = httpRoute({
   method: 'post',

@@ -1,6 +1,6 @@
 import { listNotifications } from '../../engine/notifications/list.ts';
 import { NotificationPageLimits, NotificationsPage, NotificationsQuery } from '../../schemas/notifications.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const notificationsList = httpRoute({
   method: 'get',

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import Type from 'typebox';
-import { openApiDocument } from '../openapi.ts';
-import { httpRoute } from '../route.ts';
+import { openApiDocument } from '../server/openapi.ts';
+import { httpRoute } from '../server/route.ts';
 
 const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 

@@ -1,6 +1,6 @@
 import Type from 'typebox';
-import { pingWithin } from '../health.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
+import { pingWithin } from './health.ts';
 
 /** How long /readyz waits for Redis to answer PING. */
 const READY_TIMEOUT_MS = 500;

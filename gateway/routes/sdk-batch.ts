@@ -2,11 +2,12 @@ import type { ErrorItem } from '../../schemas/errors.ts';
 import { BatchAccepted, BatchRequest, type SdkOp } from '../../schemas/sdk.ts';
 import { ErrorList } from '../../engine/ajv-errors.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { accept } from '../accept.ts';
-import { identityOk, type Caller } from '../auth.ts';
-import { opEntry } from '../entries.ts';
-import { httpRoute } from '../route.ts';
-import { checkBatch } from '../validation.ts';
+import { accept } from '../ingest/accept.ts';
+import { opEntry } from '../ingest/entries.ts';
+import { identityOk } from '../ingest/identity.ts';
+import { checkBatch } from '../ingest/sdk-checks.ts';
+import type { Caller } from '../server/auth.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const sdkBatch = httpRoute({
   method: 'post',

@@ -1,7 +1,7 @@
 import { Accepted, EventBody } from '../../schemas/sdk.ts';
-import { acceptOne, SDK_LIMIT } from '../accept.ts';
-import { eventEntry } from '../entries.ts';
-import { httpRoute } from '../route.ts';
+import { acceptOne, SDK_LIMIT } from '../ingest/accept.ts';
+import { eventEntry } from '../ingest/entries.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const sdkEvents = httpRoute({
   method: 'post',

@@ -1,7 +1,7 @@
 import { ConsentAnswer, ConsentBody } from '../../schemas/sdk.ts';
-import { SDK_LIMIT } from '../accept.ts';
-import { consentHandler } from '../consent.ts';
-import { httpRoute } from '../route.ts';
+import { SDK_LIMIT } from '../ingest/accept.ts';
+import { consentHandler } from '../ingest/consent.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const sdkOptOut = httpRoute({
   method: 'post',

@@ -1,7 +1,7 @@
 import { Accepted, ReceiptBody } from '../../schemas/sdk.ts';
-import { acceptOne, SDK_LIMIT } from '../accept.ts';
-import { receiptEntry } from '../entries.ts';
-import { httpRoute } from '../route.ts';
+import { acceptOne, SDK_LIMIT } from '../ingest/accept.ts';
+import { receiptEntry } from '../ingest/entries.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const sdkReceipts = httpRoute({
   method: 'post',

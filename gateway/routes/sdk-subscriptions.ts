@@ -1,8 +1,8 @@
 import { Accepted, SubscriptionBody } from '../../schemas/sdk.ts';
-import { acceptOne, SDK_LIMIT } from '../accept.ts';
-import { subscribeEntry } from '../entries.ts';
-import { httpRoute } from '../route.ts';
-import { checkSubscription } from '../validation.ts';
+import { acceptOne, SDK_LIMIT } from '../ingest/accept.ts';
+import { subscribeEntry } from '../ingest/entries.ts';
+import { checkSubscription } from '../ingest/sdk-checks.ts';
+import { httpRoute } from '../server/route.ts';
 import { UserParams } from './params.ts';
 
 export const sdkSubscriptions = httpRoute({

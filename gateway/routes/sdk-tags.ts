@@ -1,7 +1,7 @@
 import { Accepted, TagsBody } from '../../schemas/sdk.ts';
-import { acceptOne, SDK_LIMIT } from '../accept.ts';
-import { tagsEntry } from '../entries.ts';
-import { httpRoute } from '../route.ts';
+import { acceptOne, SDK_LIMIT } from '../ingest/accept.ts';
+import { tagsEntry } from '../ingest/entries.ts';
+import { httpRoute } from '../server/route.ts';
 import { UserParams } from './params.ts';
 
 export const sdkTags = httpRoute({

@@ -1,7 +1,7 @@
 import { Accepted, IdentifyBody } from '../../schemas/sdk.ts';
-import { acceptOne, SDK_LIMIT } from '../accept.ts';
-import { identifyEntry } from '../entries.ts';
-import { httpRoute } from '../route.ts';
+import { acceptOne, SDK_LIMIT } from '../ingest/accept.ts';
+import { identifyEntry } from '../ingest/entries.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const sdkUsers = httpRoute({
   method: 'post',

@@ -3,9 +3,9 @@ import { resolveSegment } from '../../engine/segments/audience.ts';
 import { SegmentStore } from '../../engine/segments/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { SegmentCount } from '../../schemas/segments.ts';
-import { answerFromClickHouse } from '../query-answer.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 import { SegmentParams } from './params.ts';
+import { answerFromClickHouse } from './query-answer.ts';
 
 export const segmentCount = httpRoute({
   method: 'get',

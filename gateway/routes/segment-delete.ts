@@ -2,7 +2,7 @@ import { errorItem } from '../../engine/ajv-errors.ts';
 import { SegmentStore } from '../../engine/segments/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { ALL_SEGMENT, Segment } from '../../schemas/segments.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 import { SegmentParams } from './params.ts';
 
 export const segmentDelete = httpRoute({

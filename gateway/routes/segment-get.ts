@@ -1,7 +1,7 @@
 import { SegmentStore } from '../../engine/segments/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { Segment } from '../../schemas/segments.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 import { SegmentParams } from './params.ts';
 
 export const segmentGet = httpRoute({

@@ -1,8 +1,8 @@
 import { SegmentStore } from '../../engine/segments/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { Segment, SegmentBody } from '../../schemas/segments.ts';
-import { httpRoute } from '../route.ts';
-import { checkSegmentBody } from '../segment-body.ts';
+import { httpRoute } from '../server/route.ts';
+import { checkSegmentBody } from './segment-body.ts';
 
 export const segmentsCreate = httpRoute({
   method: 'post',

@@ -1,6 +1,6 @@
 import { SegmentStore } from '../../engine/segments/store.ts';
 import { SegmentList } from '../../schemas/segments.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 
 export const segmentsList = httpRoute({
   method: 'get',

@@ -1,4 +1,4 @@
-import type { Route } from '../route.ts';
+import type { Route } from '../server/route.ts';
 import { dashboard, dashboardAssets } from './dashboard.ts';
 import { deliveriesLive } from './deliveries-live.ts';
 import { deliveriesStats } from './deliveries-stats.ts';

@@ -1,7 +1,7 @@
 import { readUser } from '../../engine/state/read-user.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { UserView } from '../../schemas/users.ts';
-import { httpRoute } from '../route.ts';
+import { httpRoute } from '../server/route.ts';
 import { UserParams } from './params.ts';
 
 export const usersGet = httpRoute({

@@ -3,7 +3,7 @@ import { Keystore } from '../../engine/keystore.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
-import { CallerCache } from '../../gateway/auth.ts';
+import { CallerCache } from '../../gateway/server/auth.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
 import { testPrefix } from '../helpers/redis.ts';
 

@@ -2,12 +2,12 @@ import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import WebSocket from 'ws';
-import type { GatewayDeps } from '../../gateway/context.ts';
-import { classify } from '../../gateway/failure.ts';
-import { socketRoute } from '../../gateway/route.ts';
+import type { GatewayDeps } from '../../gateway/server/deps.ts';
+import { classify } from '../../gateway/server/failure.ts';
+import { socketRoute } from '../../gateway/server/route.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { sdkSocket } from '../../gateway/routes/sdk-ws.ts';
-import { SdkSocketChannel } from '../../gateway/websocket.ts';
+import { SdkSocketChannel } from '../../gateway/ws/sdk-channel.ts';
 import { CallerError, UnavailableError } from '../../schemas/errors.ts';
 import { call } from '../helpers/http.ts';
 import { captureStderr, gatewayWith } from '../helpers/gateway-app.ts';
@@ -138,8 +138,8 @@ const brokenCheck = routes.map((r) =>
   r === sdkSocket
     ? socketRoute({
         ...sdkSocket,
-        channel: (deps, answers) =>
-          new SdkSocketChannel(deps, answers, () => {
+        channel: ({ deps }) =>
+          new SdkSocketChannel(deps, () => {
             throw new RangeError('validator bug');
           }),
       })

@@ -1,8 +1,8 @@
 import t from 'tap';
 import Type from 'typebox';
-import { declaredAnswers } from '../../gateway/answers.ts';
-import { openApiDocument } from '../../gateway/openapi.ts';
-import { httpRoute, paramNames, routeErrors, successAnswers, type Route } from '../../gateway/route.ts';
+import { declaredAnswers } from '../../gateway/server/answers.ts';
+import { openApiDocument } from '../../gateway/server/openapi.ts';
+import { httpRoute, paramNames, routeErrors, successAnswers, type Route } from '../../gateway/server/route.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { ErrorCodes } from '../../schemas/errors.ts';
 import { UnavailableError } from '../../schemas/errors.ts';

@@ -1,11 +1,11 @@
 import t from 'tap';
-import { openApiDocument } from '../../gateway/openapi.ts';
+import { openApiDocument } from '../../gateway/server/openapi.ts';
 import { routes } from '../../gateway/routes/table.ts';
-import { hashedName, mediaType, staticFile, staticFiles } from '../../gateway/static-files.ts';
+import { hashedName, mediaType, staticFile, staticFiles } from '../../gateway/static/files.ts';
 import { UnavailableError } from '../../schemas/errors.ts';
 import { captureStderr, gatewayWith } from '../helpers/gateway-app.ts';
 
-/** Files served from memory by a route of the table (gateway/static-files.ts). */
+/** Files served from memory by a route of the table (gateway/static/files.ts). */
 
 const noClickHouse = { get: () => Promise.reject(new UnavailableError('no ClickHouse in this test')), ping: () => Promise.resolve(false) };
 const noIngest = { write: () => Promise.resolve() };

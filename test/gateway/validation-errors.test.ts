@@ -1,7 +1,8 @@
 import t from 'tap';
 import { MAX_ERROR_ITEMS } from '../../engine/ajv-errors.ts';
 import { IdentifyBody } from '../../schemas/sdk.ts';
-import { checkBatch, checkOp, schemaCheck } from '../../gateway/validation.ts';
+import { checkBatch, checkOp } from '../../gateway/ingest/sdk-checks.ts';
+import { schemaCheck } from '../../gateway/server/checked.ts';
 
 const checkIdentify = schemaCheck(IdentifyBody);
 

@@ -7,7 +7,8 @@ import { loadConfig } from '../../engine/config.ts';
 import { Keystore } from '../../engine/keystore.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
-import { AnswerQueue, MAX_BACKPRESSURE, SEND_HIGH_WATER, type AnswerSocket } from '../../gateway/ws-answers.ts';
+import { MAX_BACKPRESSURE } from '../../gateway/server/socket.ts';
+import { AnswerQueue, SEND_HIGH_WATER, type AnswerSocket } from '../../gateway/ws/answer-queue.ts';
 import { deployment, type TestDeployment } from '../helpers/engine.ts';
 import { entriesOf } from './support.ts';
 

@@ -1,4 +1,3 @@
-import uWS from 'uWebSockets.js';
 import type { Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
 import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
@@ -6,13 +5,14 @@ import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
-import { buildApp } from '../../gateway/app.ts';
-import { CallerCache } from '../../gateway/auth.ts';
-import { Tracker, type GatewayDeps } from '../../gateway/context.ts';
-import { Failures } from '../../gateway/failure.ts';
-import { RateLimiter } from '../../gateway/rate-limit.ts';
-import type { Route } from '../../gateway/route.ts';
 import { routes } from '../../gateway/routes/table.ts';
+import { serve } from '../../gateway/server/app.ts';
+import { CallerCache } from '../../gateway/server/auth.ts';
+import type { GatewayDeps } from '../../gateway/server/deps.ts';
+import { Failures } from '../../gateway/server/failure.ts';
+import { RateLimiter } from '../../gateway/server/rate-limit.ts';
+import type { Route } from '../../gateway/server/route.ts';
+import { Tracker } from '../../gateway/server/tracker.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 /** A gateway app built in the test process from a route table and dependencies the test picks. */
@@ -42,7 +42,7 @@ export function captureStderr(t: Test): Record<string, unknown>[] {
  * (GatewayDeps' narrow interfaces), on real Redis under a fresh prefix, logging through the real
  * logger.
  */
-export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject }> {
+export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject; keystore: Keystore }> {
   const prefix = testPrefix();
   const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true' });
   const redis = createRedis(config, { commandTimeout: 1000 });
@@ -67,12 +67,8 @@ export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | '
     redis.disconnect();
     await cleanupPrefix(prefix);
   });
-  const { app, channels } = buildApp(deps, table);
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('listen failed')))));
-  t.teardown(() => {
-    uWS.us_listen_socket_close(socket);
-    for (const channel of channels) channel.closeAll();
-  });
-  return { url: `http://127.0.0.1:${uWS.us_socket_local_port(socket)}`, project: await keystore.createProject('test', false) };
+  const server = await serve(deps, table, '127.0.0.1', 0);
+  t.teardown(() => server.close());
+  return { url: `http://127.0.0.1:${server.port}`, project: await keystore.createProject('test', false), keystore };
 }
 

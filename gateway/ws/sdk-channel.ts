@@ -1,24 +1,24 @@
-import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
-import { ErrorCodes, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
-import type { SdkOp } from '../schemas/sdk.ts';
-import { identityOk, type Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import { opEntry } from './entries.ts';
-import type { Outcome } from './failure.ts';
-import { Exchange, type RouteAnswers } from './http.ts';
-import { parseJson } from './json.ts';
-import type { SocketChannel } from './route.ts';
-import { OrderedTakes, rateLimitedItem, throttle } from './rate-limit.ts';
-import { upgradeKey } from './socket-key.ts';
-import { checkOp, type Checked } from './validation.ts';
-import { AnswerQueue, SOCKET_SETTINGS, type Slot } from './ws-answers.ts';
+import { ErrorCodes, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
+import type { SdkOp } from '../../schemas/sdk.ts';
+import { opEntry } from '../ingest/entries.ts';
+import { identityOk } from '../ingest/identity.ts';
+import { checkOp } from '../ingest/sdk-checks.ts';
+import type { Caller } from '../server/auth.ts';
+import type { Checked } from '../server/checked.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import type { Outcome } from '../server/failure.ts';
+import { parseJson } from '../server/json.ts';
+import { rateLimitedItem } from '../server/rate-limit.ts';
+import type { Socket, SocketChannel, UpgradeCall } from '../server/socket.ts';
+import { AnswerQueue, type Slot } from './answer-queue.ts';
+import { OrderedTakes } from './ordered-takes.ts';
 
 /** Largest operation frame (the SDK body limit); larger frames get payload_too_large. */
 const FRAME_LIMIT = 64 * 1024;
 /**
- * uWS closes the connection (1006, no answer) on a frame past this, so it sits above the largest
- * body a client may send anywhere (a 1 MiB batch) plus framing: every frame a client could mistake
- * for allowed gets payload_too_large. uWS buffers a fragmented frame up to this much per socket.
+ * The server closes the connection (1006, no answer) on a frame past this, so it sits above the
+ * largest body a client may send anywhere (a 1 MiB batch) plus framing: every frame a client could
+ * mistake for allowed gets payload_too_large. A fragmented frame is buffered up to this much.
  */
 const MAX_PAYLOAD = 1024 * 1024 + 16 * 1024;
 /** Answers a connection may have unsent (running, or ready for a slow reader) before frames are refused. */
@@ -45,67 +45,52 @@ interface Connection {
   lookingUp: boolean;
 }
 
+/** What a failed frame or answer is logged as. */
+const what = 'sdk socket';
+
 /**
- * The WebSocket SDK channel (docs/api.md#the-websocket-channel). The key comes in `Authorization` or as the
- * subprotocol `bearer.<key>` (browsers cannot set headers) and is checked before the upgrade and
- * again (through the CallerCache) for each frame. Each text frame is one batch operation plus
- * `seq`; answers go out in the order frames arrived (gateway/ws-answers.ts).
+ * The WebSocket SDK channel (docs/api.md#the-websocket-channel). The route pipeline checked the
+ * key before the upgrade; it is looked up again (through the CallerCache) for each frame. Each
+ * text frame is one batch operation plus `seq`; answers go out in the order frames arrived
+ * (gateway/ws/answer-queue.ts).
  *
- * uWS itself fails the connection (1006, queued answers lost) on a frame over MAX_PAYLOAD and on a
- * text frame that is not UTF-8 (RFC 6455 section 8.1 requires it; it cannot be switched off).
+ * The server itself fails the connection (1006, queued answers lost) on a frame over MAX_PAYLOAD
+ * and on a text frame that is not UTF-8 (RFC 6455 section 8.1 requires it; it cannot be switched off).
  */
-export class SdkSocketChannel implements SocketChannel {
-  private readonly sockets = new Set<WebSocket<Connection>>();
+export class SdkSocketChannel implements SocketChannel<unknown, Connection> {
+  readonly maxPayload = MAX_PAYLOAD;
+  private readonly sockets = new Set<Socket<Connection>>();
 
   constructor(
     private readonly deps: GatewayDeps,
-    /** The upgrade's answers (counted, and checked in development). */
-    private readonly metric: RouteAnswers,
     private readonly check: (op: unknown) => Checked<SdkOp> = checkOp,
   ) {}
 
-  register(app: TemplatedApp, path: string): void {
-    app.ws<Connection>(path, {
-      maxPayloadLength: MAX_PAYLOAD,
-      ...SOCKET_SETTINGS,
-      upgrade: (res, req, context) => this.upgrade(res, req, context),
-      open: (ws) => void this.sockets.add(ws),
-      message: (ws, message, isBinary) => this.message(ws, message, isBinary),
-      drain: (ws) => ws.getUserData().answers.flush(ws),
-      close: (ws) => {
-        ws.getUserData().answers.closed();
-        this.sockets.delete(ws);
-      },
-    });
+  /** The upgrade took its rate-limit token already; each frame takes one more. */
+  upgrade({ key, accept }: UpgradeCall<unknown, Connection>): void {
+    const takes = new OrderedTakes(this.deps.limiter, (err) => this.deps.failures.report(`${what} frame`, err));
+    accept({ key, answers: new AnswerQueue(), takes, waiting: [], lookingUp: false });
   }
 
-  /** Closes every connection (graceful shutdown): what uWS can take is sent, then 1001 going away. */
+  open(ws: Socket<Connection>): void {
+    this.sockets.add(ws);
+  }
+
+  drain(ws: Socket<Connection>): void {
+    ws.getUserData().answers.flush(ws);
+  }
+
+  close(ws: Socket<Connection>): void {
+    ws.getUserData().answers.closed();
+    this.sockets.delete(ws);
+  }
+
+  /** Closes every connection (graceful shutdown): what the server can take is sent, then 1001 going away. */
   closeAll(): void {
     for (const ws of [...this.sockets]) ws.getUserData().answers.endNow(ws, 1001, 'server shutting down');
   }
 
-  private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
-    const ex = new Exchange(res, this.metric, this.deps.tracker);
-    if (this.deps.tracker.draining) return ex.unavailable();
-    const wsKey = req.getHeader('sec-websocket-key');
-    const extensions = req.getHeader('sec-websocket-extensions');
-    const { key, protocol } = upgradeKey(req);
-    if (key === null) return ex.fail('missing_key');
-    const decide = (caller: Caller | null): void => {
-      if (caller === null) return ex.fail('invalid_key');
-      // The upgrade is a call of its own: it takes a token (429 before the socket opens).
-      throttle(this.deps, ex, caller, () => {
-        const takes = new OrderedTakes(this.deps.limiter, (err) => this.deps.failures.report(`${this.metric.route} frame`, err));
-        const data: Connection = { key, answers: new AnswerQueue(), takes, waiting: [], lookingUp: false };
-        ex.upgrade((r) => r.upgrade(data, wsKey, protocol, extensions, context));
-      });
-    };
-    const cached = this.deps.callers.peek(key);
-    if (cached !== undefined) return decide(cached);
-    this.deps.callers.load(key).then(decide, (err: unknown) => ex.answer(this.deps.failures.outcome('key lookup', err)));
-  }
-
-  private message(ws: WebSocket<Connection>, message: ArrayBuffer, isBinary: boolean): void {
+  message(ws: Socket<Connection>, message: ArrayBuffer, isBinary: boolean): void {
     const conn = ws.getUserData();
     const answers = conn.answers;
     // A close is decided: the frame is not taken and gets no answer; the close code says why.
@@ -126,7 +111,7 @@ export class SdkSocketChannel implements SocketChannel {
   }
 
   /** Loads the key (CallerCache: a Redis failure serves the last answer) and runs the waiting frames. */
-  private lookUp(ws: WebSocket<Connection>, conn: Connection): void {
+  private lookUp(ws: Socket<Connection>, conn: Connection): void {
     conn.lookingUp = true;
     const runWaiting = (answer: (frame: Frame, slot: Slot) => void): void => {
       conn.lookingUp = false;
@@ -141,7 +126,7 @@ export class SdkSocketChannel implements SocketChannel {
     );
   }
 
-  private run(ws: WebSocket<Connection>, conn: Connection, frame: Frame, slot: Slot, caller: Caller | null): void {
+  private run(ws: Socket<Connection>, conn: Connection, frame: Frame, slot: Slot, caller: Caller | null): void {
     const answers = conn.answers;
     if (caller === null) {
       answers.fill(ws, slot, errorFrame(frame.seq, 'invalid_key'));
@@ -151,12 +136,12 @@ export class SdkSocketChannel implements SocketChannel {
     conn.takes.take(
       caller,
       (wait) => (wait === 0 ? this.perform(ws, answers, frame, slot, caller) : answers.fill(ws, slot, JSON.stringify({ seq: frame.seq, errors: [rateLimitedItem(wait)] }))),
-      (err) => answers.fill(ws, slot, outcomeFrame(frame.seq, this.deps.failures.outcome(`${this.metric.route} frame`, err))),
+      (err) => answers.fill(ws, slot, outcomeFrame(frame.seq, this.deps.failures.outcome(`${what} frame`, err))),
     );
   }
 
   /** A frame of a live key within its rate limit: its answer, or the append of its operation. */
-  private perform(ws: WebSocket<Connection>, answers: AnswerQueue, frame: Frame, slot: Slot, caller: Caller): void {
+  private perform(ws: Socket<Connection>, answers: AnswerQueue, frame: Frame, slot: Slot, caller: Caller): void {
     if ('answer' in frame) return answers.fill(ws, slot, frame.answer);
     const { seq, op } = frame;
     if (!identityOk(caller, op.external_id, op.identity_hash)) {
@@ -171,18 +156,18 @@ export class SdkSocketChannel implements SocketChannel {
           this.deps.metrics.acceptedWrites.inc();
           answers.fill(ws, slot, `{"seq":${seq},"accepted":true}`);
         },
-        (err: unknown) => answers.fill(ws, slot, outcomeFrame(seq, this.deps.failures.outcome(`${this.metric.route} frame`, err))),
+        (err: unknown) => answers.fill(ws, slot, outcomeFrame(seq, this.deps.failures.outcome(`${what} frame`, err))),
       )
       .finally(() => this.deps.tracker.done())
-      .catch((err: unknown) => this.deps.failures.report(`${this.metric.route} answer`, err));
+      .catch((err: unknown) => this.deps.failures.report(`${what} answer`, err));
   }
 
-  /** parse(), with a throw answered like any bug (500 internal): a throw in a uWS handler ends the process. */
+  /** parse(), with a throw answered like any bug (500 internal): a throw out of a socket handler ends the process. */
   private guardedParse(message: ArrayBuffer, isBinary: boolean): Frame {
     try {
       return this.parse(message, isBinary);
     } catch (err) {
-      return { seq: null, answer: outcomeFrame(null, this.deps.failures.outcome(`${this.metric.route} frame`, err)) };
+      return { seq: null, answer: outcomeFrame(null, this.deps.failures.outcome(`${what} frame`, err)) };
     }
   }
 
@@ -210,7 +195,7 @@ export class SdkSocketChannel implements SocketChannel {
   }
 }
 
-/** The answer to a frame that failed by a classified failure (gateway/failure.ts). */
+/** The answer to a frame that failed by a classified failure (gateway/server/failure.ts). */
 function outcomeFrame(seq: number | null, outcome: Outcome): string {
   return JSON.stringify({ seq, errors: outcome.items ?? [{ code: outcome.code, message: ErrorCodes[outcome.code].message }] });
 }

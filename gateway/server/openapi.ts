@@ -1,9 +1,9 @@
-import { ErrorCodes } from '../schemas/errors.ts';
+import { ErrorCodes } from '../../schemas/errors.ts';
 import { declaredAnswers } from './answers.ts';
 import { paramNames, type Route } from './route.ts';
 
 /**
- * The OpenAPI 3.1 document of a route table (docs/api.md#operations), served at /api/openapi.json: the
+ * The OpenAPI 3.1 document of a route table, served at /api/openapi.json: the
  * same declarations the gateway registers and validates with, so the two cannot drift.
  */
 export function openApiDocument(routes: readonly Route[], version: string): Record<string, unknown> {

@@ -1,11 +1,11 @@
 import type { TObject } from 'typebox';
-import type { ErrorItem } from '../schemas/errors.ts';
-import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
-import { compile, formatMessages } from '../engine/validator.ts';
-import type { Checked } from './validation.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { errorItem, mapErrors } from '../../engine/ajv-errors.ts';
+import { compile, formatMessages } from '../../engine/validator.ts';
+import type { Checked } from './checked.ts';
 
 /**
- * Query strings of the GET routes (docs/api.md#paging-with-cursors). Read as application/x-www-form-urlencoded, what
+ * Query strings of the GET routes and upgrades. Read as application/x-www-form-urlencoded, what
  * URLSearchParams and HTML forms send: `&` separates parameters, `+` is a space, then
  * percent-decoding as UTF-8 (a `+` itself is `%2B`). A value that does not decode, a parameter
  * given twice, an unknown one and one that breaks the schema are each listed as a

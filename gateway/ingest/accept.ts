@@ -1,10 +1,14 @@
-import { CallerError } from '../schemas/errors.ts';
-import type { IngestEntry } from '../schemas/ingest.ts';
-import { identityOk, type Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import type { Exchange } from './http.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import type { IngestEntry } from '../../schemas/ingest.ts';
+import type { Caller } from '../server/auth.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import type { Exchange } from '../server/exchange.ts';
+import { identityOk } from './identity.ts';
 
-/** Accepted writes of the SDK surface (docs/api.md#sdk-surface): each body becomes ingest entries, answered 202 once they are durable. */
+/**
+ * Accepted writes (docs/api.md#buffered-writes-what-a-202-promises): each body becomes ingest
+ * entries, answered 202 once they are durable.
+ */
 
 export const ACCEPTED = '{"accepted":true}';
 /** Body limit of an SDK write (docs/api.md#limits). */

@@ -1,20 +1,22 @@
 import type { Static, TObject, TSchema } from 'typebox';
-import type { TemplatedApp } from 'uWebSockets.js';
-import { ErrorCodes, type ErrorCode } from '../schemas/errors.ts';
+import { ErrorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import type { Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import type { Exchange, RouteAnswers } from './http.ts';
-import type { Checked } from './validation.ts';
+import type { Checked } from './checked.ts';
+import type { GatewayDeps } from './deps.ts';
+import type { Exchange } from './exchange.ts';
+import type { SocketChannel } from './socket.ts';
 
 /**
  * A route of the gateway is one declaration: method, path, auth, the schemas of what it takes and
- * of every answer, and its handler. Registration on uWS, validation, 404/405, CORS and
- * /api/openapi.json are all derived from the table of them (gateway/routes/table.ts).
+ * of every answer, and its handler or channel. Registration on the server, validation, 404/405,
+ * CORS and /api/openapi.json are all derived from the table of them (gateway/routes/table.ts).
  */
 
 export type Method = 'get' | 'post' | 'put' | 'delete';
 /** Who may call: any project key, a REST key only (docs/api.md#keys-and-projects), or anyone. */
 export type Auth = 'sdk' | 'rest' | 'none';
+/** The auth of a route that takes a key. */
+export type KeyAuth = Exclude<Auth, 'none'>;
 
 /** A request body: its schema (documented, and validated unless `check` replaces it) and size limit in bytes. */
 export interface BodySpec<S extends TSchema, B> {
@@ -83,20 +85,21 @@ export interface HttpRoute extends Declared {
   handler(setup: Setup): Handle<Auth, unknown, unknown, unknown>;
 }
 
-/** What a WebSocket route serves: it registers its own uWS handlers, and closes its sockets at shutdown. */
-export interface SocketChannel {
-  register(app: TemplatedApp, pattern: string): void;
-  closeAll(): void;
+export interface SocketRouteDecl<Q extends TObject, D> extends Declared {
+  /** Any project key unless `rest`. */
+  auth?: KeyAuth;
+  query?: Q;
+  /** Builds the channel once per process. */
+  channel(setup: Setup): SocketChannel<Static<Q>, D>;
 }
 
-/** A WebSocket route: an upgrade on GET (its key and query checked there), then frames. */
+/** A WebSocket route, as the table holds it: an upgrade on GET, checked as an HTTP call is (key, rate limit, query), then frames. */
 export interface SocketRoute extends Declared {
   kind: 'websocket';
   method: 'get';
-  auth: 'sdk' | 'rest';
-  /** The query string of the upgrade; the channel checks it (documented from here). */
+  auth: KeyAuth;
   query?: TObject;
-  channel(deps: GatewayDeps, answers: RouteAnswers): SocketChannel;
+  channel(setup: Setup): SocketChannel<unknown, unknown>;
 }
 
 export type Route = HttpRoute | SocketRoute;
@@ -108,9 +111,9 @@ export function httpRoute<A extends Auth, P extends TObject = TObject, Q extends
   return { kind: 'http', ...decl } as HttpRoute;
 }
 
-/** Declares a WebSocket route; its key is an SDK or REST key unless `auth` says REST only. */
-export function socketRoute(decl: Omit<SocketRoute, 'kind' | 'method' | 'auth'> & { auth?: SocketRoute['auth'] }): SocketRoute {
-  return { kind: 'websocket', method: 'get', auth: 'sdk', ...decl };
+/** Declares a WebSocket route; the channel's upgrade gets the query typed from its schema. */
+export function socketRoute<Q extends TObject = TObject, D = unknown>(decl: SocketRouteDecl<Q, D>): SocketRoute {
+  return { kind: 'websocket', method: 'get', auth: 'sdk', ...decl } as SocketRoute;
 }
 
 /** Every error code a route may answer with: its own, and those its auth, body and parameters bring. */
@@ -120,6 +123,8 @@ export function routeErrors(route: Route): ErrorCode[] {
   if (route.auth === 'rest') codes.add('wrong_key_type');
   if (route.kind === 'http' && route.body) for (const c of ['invalid_json', 'validation_failed', 'payload_too_large', 'unsupported_media_type'] as const) codes.add(c);
   if ((route.kind === 'http' && route.params) || route.query) codes.add('validation_failed');
+  // A plain GET without an upgrade on a WebSocket path.
+  if (route.kind === 'websocket') codes.add('validation_failed');
   // An empty path segment matches no route: `/api/sdk/users//tags` is not found.
   if (paramNames(route.path).length > 0) codes.add('not_found');
   for (const c of route.errors ?? []) codes.add(c);
@@ -133,11 +138,6 @@ export function successAnswers(route: Route): [SuccessStatus, { schema: TSchema;
     const types = spec.contentType ?? 'application/json';
     return [Number(status) as SuccessStatus, { schema: spec.schema, contentTypes: typeof types === 'string' ? [types] : types }];
   });
-}
-
-/** The uWS pattern of an OpenAPI path (`{name}` becomes `:name`). */
-export function uwsPattern(path: string): string {
-  return path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
 /** The names of the path's parameters, in order. */

@@ -1,10 +1,10 @@
 import type { TObject } from 'typebox';
-import { errorItem, mapErrors } from '../engine/ajv-errors.ts';
-import { compile } from '../engine/validator.ts';
-import type { ErrorItem } from '../schemas/errors.ts';
+import { errorItem, mapErrors } from '../../engine/ajv-errors.ts';
+import { compile } from '../../engine/validator.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { schemaCheck, type Checked } from './checked.ts';
 import { queryChecker } from './query-string.ts';
 import { paramNames, type HttpRoute } from './route.ts';
-import { schemaCheck, type Checked } from './validation.ts';
 
 /** What a request brings, still raw (uWS request objects live one call). */
 export interface RawRequest {
@@ -22,9 +22,10 @@ export interface CheckedRequest {
 
 /**
  * The checks of one route, compiled once at start from its declaration: path parameters, query
- * string, body. Every violation of the three is listed in one answer, in that order.
+ * string, body. Every violation of the three is listed in one answer, in that order. A WebSocket
+ * route declares a query at most.
  */
-export function requestCheck(route: HttpRoute): (raw: RawRequest, body: unknown) => Checked<CheckedRequest> {
+export function requestCheck(route: Pick<HttpRoute, 'path' | 'params' | 'query' | 'body'>): (raw: RawRequest, body: unknown) => Checked<CheckedRequest> {
   const params = route.params && paramsCheck(route.path, route.params);
   const query = route.query && queryChecker<Record<string, unknown>>(route.query);
   const body = route.body && (route.body.check ?? schemaCheck(route.body.schema));

@@ -1,9 +1,9 @@
-import { capped, violations } from '../engine/ajv-errors.ts';
-import { checkFilters } from '../engine/clickhouse/filters/check.ts';
-import { compileTwoWay } from '../engine/validator.ts';
-import type { FilterEntry } from '../schemas/filters.ts';
-import { SegmentEnvelope } from '../schemas/segments.ts';
-import type { Checked } from './validation.ts';
+import { capped, violations } from '../../engine/ajv-errors.ts';
+import { checkFilters } from '../../engine/clickhouse/filters/check.ts';
+import { compileTwoWay } from '../../engine/validator.ts';
+import type { FilterEntry } from '../../schemas/filters.ts';
+import { SegmentEnvelope } from '../../schemas/segments.ts';
+import type { Checked } from '../server/checked.ts';
 
 const envelope = compileTwoWay(SegmentEnvelope);
 

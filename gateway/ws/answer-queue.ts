@@ -1,12 +1,7 @@
-import uWS from 'uWebSockets.js';
-/** What the answer queue needs of a uWS WebSocket (docs/architecture.md#narrow-interfaces: a plain object can stand in). */
-export interface AnswerSocket {
-  /** uWS: 1 sent, 0 sent but buffered (backpressure), 2 dropped (over maxBackpressure). */
-  send(message: string, isBinary: boolean): number;
-  getBufferedAmount(): number;
-  cork(cb: () => void): unknown;
-  end(code: number, reason: string): void;
-}
+import { MAX_BACKPRESSURE, type Socket } from '../server/socket.ts';
+
+/** What the answer queue needs of a socket. */
+export type AnswerSocket = Pick<Socket<unknown>, 'send' | 'getBufferedAmount' | 'cork' | 'end'>;
 
 /** One answer in arrival order; its text is null while the operation is still running. */
 export interface Slot {
@@ -14,31 +9,17 @@ export interface Slot {
 }
 
 /**
- * Bytes uWS may hold for a socket before answers wait in the queue instead. Sending stops at this
- * mark, so uWS's own buffer never passes SEND_HIGH_WATER plus one answer plus its 16 KiB cork
- * buffer, well under MAX_BACKPRESSURE: a send or the close frame is never dropped.
+ * Bytes the server may hold for a socket before answers wait in the queue instead. Sending stops
+ * at this mark, so the server's buffer never passes SEND_HIGH_WATER plus one answer plus uWS's
+ * 16 KiB cork buffer, well under MAX_BACKPRESSURE: a send or the close frame is never dropped.
  */
-export const SEND_HIGH_WATER = 256 * 1024;
-/** uWS maxBackpressure: past it send() drops the message (its default, 64 KiB, was silently hit). */
-export const MAX_BACKPRESSURE = 4 * SEND_HIGH_WATER;
-
-/**
- * The uWS settings every WebSocket channel of the gateway shares: sends past MAX_BACKPRESSURE are
- * the channel's to handle (never a close), idle sockets are pinged, and nothing is compressed.
- */
-export const SOCKET_SETTINGS = {
-  maxBackpressure: MAX_BACKPRESSURE,
-  closeOnBackpressureLimit: 0,
-  idleTimeout: 120,
-  sendPingsAutomatically: true,
-  compression: uWS.DISABLED,
-} as const;
+export const SEND_HIGH_WATER = MAX_BACKPRESSURE / 4;
 const DROPPED = 2;
 
 /**
- * The answers of one WebSocket connection, sent in the order the frames arrived (docs/architecture.md#bounded-memory:
- * bounded, pushed back by the peer). An answer stays here until uWS took it: while the one ahead
- * of it is still running, or while the client reads slower than we answer (uWS buffer at
+ * The answers of one WebSocket connection, sent in the order the frames arrived (bounded,
+ * pushed back by the peer). An answer stays here until the server took it: while the one ahead
+ * of it is still running, or while the client reads slower than we answer (server buffer at
  * SEND_HIGH_WATER; the `drain` handler calls flush again). So no answer is lost while the
  * connection is open, and `size` is the connection's work in flight for the channel's bound.
  */
@@ -48,7 +29,7 @@ export class AnswerQueue {
   private ended = false;
   private readyChars = 0;
 
-  /** Answers not yet handed to uWS, running or ready. */
+  /** Answers not yet handed to the server, running or ready. */
   get size(): number {
     return this.slots.length;
   }
@@ -63,7 +44,7 @@ export class AnswerQueue {
     return this.closing !== null || this.ended;
   }
 
-  /** True while the client does not read fast enough (uWS holds SEND_HIGH_WATER or more). */
+  /** True while the client does not read fast enough (the server holds SEND_HIGH_WATER or more). */
   congested(ws: AnswerSocket): boolean {
     return !this.ended && ws.getBufferedAmount() >= SEND_HIGH_WATER;
   }
@@ -88,14 +69,14 @@ export class AnswerQueue {
     this.flush(ws);
   }
 
-  /** Closes with `code` once every answer queued so far has been handed to uWS. */
+  /** Closes with `code` once every answer queued so far has been handed to the server. */
   endAfter(ws: AnswerSocket, code: number, reason: string): void {
     if (this.ending) return;
     this.closing = { code, reason };
     this.flush(ws);
   }
 
-  /** Closes now (graceful shutdown): what uWS can take is handed over first, the rest is lost. */
+  /** Closes now (graceful shutdown): what the server can take is handed over first, the rest is lost. */
   endNow(ws: AnswerSocket, code: number, reason: string): void {
     this.flush(ws);
     if (this.ended) return;
@@ -103,14 +84,14 @@ export class AnswerQueue {
     ws.end(code, reason);
   }
 
-  /** The socket closed (uWS `close`): it may not be touched any more, queued answers have no reader. */
+  /** The socket closed (`close`): it may not be touched any more, queued answers have no reader. */
   closed(): void {
     this.ended = true;
     this.slots.length = 0;
     this.readyChars = 0;
   }
 
-  /** Sends the ready answers at the head, in one corked write, until uWS's buffer is at the mark. */
+  /** Sends the ready answers at the head, in one corked write, until the server's buffer is at the mark. */
   flush(ws: AnswerSocket): void {
     if (this.ended) return;
     let sent = 0;
@@ -128,7 +109,7 @@ export class AnswerQueue {
     if (this.closing !== null && this.slots.length === 0) {
       const { code, reason } = this.closing;
       this.ended = true;
-      // The close frame queues behind the answers uWS still buffers (it drops it only past MAX_BACKPRESSURE).
+      // The close frame queues behind the answers the server still buffers (it drops it only past MAX_BACKPRESSURE).
       ws.end(code, reason);
     }
   }

@@ -1,21 +1,14 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { TObject } from 'typebox';
-import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
-import type { OutcomeEntry } from '../schemas/outcomes.ts';
-import type { LiveQuery, MessageDelivery } from '../schemas/queries.ts';
-import type { Caller } from './auth.ts';
-import type { GatewayDeps } from './context.ts';
-import { Exchange, type RouteAnswers } from './http.ts';
-import { queryChecker } from './query-string.ts';
-import { throttle } from './rate-limit.ts';
-import type { SocketChannel } from './route.ts';
-import { upgradeKey } from './socket-key.ts';
-import type { Checked } from './validation.ts';
-import { SEND_HIGH_WATER, SOCKET_SETTINGS } from './ws-answers.ts';
+import type { OutcomeEntry } from '../../schemas/outcomes.ts';
+import type { LiveQuery, MessageDelivery } from '../../schemas/queries.ts';
+import type { GatewayDeps } from '../server/deps.ts';
+import type { Socket, SocketChannel, UpgradeCall } from '../server/socket.ts';
+import { SEND_HIGH_WATER } from './answer-queue.ts';
 
 /**
  * Bytes a connection may leave unsent before its records are dropped (and counted for its gap
- * frame); past MAX_BACKPRESSURE uWS itself would drop a send, and one frame over this fits under it.
+ * frame); past MAX_BACKPRESSURE the server itself would drop a send, and one frame over this fits
+ * under it.
  */
 const MAX_BUFFERED = SEND_HIGH_WATER;
 /** Records per frame, so one frame stays well under MAX_BACKPRESSURE. */
@@ -38,49 +31,54 @@ interface Subscriber {
 type Outcome = OutcomeEntry & { stream_id: string };
 
 /**
- * GET /api/deliveries/live (docs/api.md#the-live-tail): every delivery record as the recorder inserts it
- * (actors/recorder/sink.ts publishes each insert's lines on one Redis channel), narrowed by the
- * filters of GET /api/deliveries. One subscriber connection per gateway process, open while a
- * connection is. A connection that reads too slowly is never buffered for without bound: past
- * MAX_BUFFERED unsent bytes its records are dropped and counted, and once it has drained it is
- * sent `{"gap":{"missed":N}}` before the next records. When the subscriber's connection drops,
- * what is published until it has resubscribed is lost for every connection: each is then sent
+ * GET /api/deliveries/live (docs/api.md#the-live-tail): every delivery record as the recorder
+ * inserts it (actors/recorder/sink.ts publishes each insert's lines on one Redis channel), narrowed
+ * by the filters of GET /api/deliveries. One subscriber connection per gateway process, open while
+ * a connection is. A connection that reads too slowly is never buffered for without bound: past
+ * MAX_BUFFERED unsent bytes its records are dropped and counted, and once it has drained it is sent
+ * `{"gap":{"missed":N}}` before the next records. When the subscriber's connection drops, what is
+ * published until it has resubscribed is lost for every connection: each is then sent
  * `{"gap":{"missed":null}}`.
  */
-export class LiveTailChannel implements SocketChannel {
-  private readonly sockets = new Set<WebSocket<Viewer>>();
+export class LiveTailChannel implements SocketChannel<LiveQuery, Viewer> {
+  readonly maxPayload = 4096;
+  private readonly sockets = new Set<Socket<Viewer>>();
   private subscriber: Subscriber | null = null;
   /** Upgrades checked and waiting for the subscription: they too keep the subscriber open. */
   private upgrading = 0;
-  private readonly check: (raw: string) => Checked<LiveQuery>;
 
-  constructor(
-    private readonly deps: GatewayDeps,
-    private readonly metric: RouteAnswers,
-    query: TObject,
-  ) {
-    this.check = queryChecker<LiveQuery>(query);
+  constructor(private readonly deps: Pick<GatewayDeps, 'redis' | 'topology' | 'log' | 'metrics'>) {}
+
+  /** Subscribed before the 101: a record written after the answer reaches the connection. */
+  async upgrade({ caller, query, accept }: UpgradeCall<LiveQuery, Viewer>): Promise<void> {
+    this.upgrading++;
+    try {
+      await this.subscribe();
+      accept({ project: caller.project, matches: matcher(query), missed: 0 });
+    } finally {
+      this.upgrading--;
+      this.unsubscribeIfIdle();
+    }
   }
 
-  register(app: TemplatedApp, path: string): void {
-    app.ws<Viewer>(path, {
-      // Clients send nothing here; a frame is ignored.
-      maxPayloadLength: 4096,
-      ...SOCKET_SETTINGS,
-      upgrade: (res, req, context) => this.upgrade(res, req, context),
-      open: (ws) => {
-        this.sockets.add(ws);
-        // Normally subscribed before the upgrade; again here if the last connection closed meanwhile.
-        this.subscribe().catch(() => {
-          if (this.sockets.has(ws)) ws.end(1011, 'live tail unavailable');
-        });
-      },
-      drain: (ws) => this.drained(ws),
-      close: (ws) => {
-        this.sockets.delete(ws);
-        this.unsubscribeIfIdle();
-      },
+  open(ws: Socket<Viewer>): void {
+    this.sockets.add(ws);
+    // Normally subscribed before the upgrade; again here if the last connection closed meanwhile.
+    this.subscribe().catch(() => {
+      if (this.sockets.has(ws)) ws.end(1011, 'live tail unavailable');
     });
+  }
+
+  /** Clients send nothing here; a frame is ignored. */
+  message(): void {}
+
+  drain(ws: Socket<Viewer>): void {
+    if (ws.getUserData().missed !== 0 && ws.getBufferedAmount() <= MAX_BUFFERED) this.sendGap(ws);
+  }
+
+  close(ws: Socket<Viewer>): void {
+    this.sockets.delete(ws);
+    this.unsubscribeIfIdle();
   }
 
   closeAll(): void {
@@ -90,39 +88,6 @@ export class LiveTailChannel implements SocketChannel {
   private closeAllWith(code: number, reason: string): void {
     for (const ws of [...this.sockets]) ws.end(code, reason);
     this.unsubscribe();
-  }
-
-  private upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
-    const ex = new Exchange(res, this.metric, this.deps.tracker);
-    if (this.deps.tracker.draining) return ex.unavailable();
-    const wsKey = req.getHeader('sec-websocket-key');
-    const extensions = req.getHeader('sec-websocket-extensions');
-    const { key, protocol } = upgradeKey(req);
-    const query = this.check(req.getQuery() ?? '');
-    if (key === null) return ex.fail('missing_key');
-    const decide = (caller: Caller | null): void => {
-      if (caller === null) return ex.fail('invalid_key');
-      if (caller.type !== 'rest') return ex.fail('wrong_key_type');
-      throttle(this.deps, ex, caller, () => {
-        if (!query.ok) return ex.fail('validation_failed', query.errors);
-        const viewer: Viewer = { project: caller.project, matches: matcher(query.value), missed: 0 };
-        // Subscribed before the 101: a record written after the answer reaches the connection.
-        this.upgrading++;
-        this.subscribe()
-          .then(
-            // uWS calls `open` within res.upgrade; a client that went away meanwhile never opens.
-            () => ex.upgrade((r) => r.upgrade(viewer, wsKey, protocol, extensions, context)),
-            (err: unknown) => ex.answer(this.deps.failures.outcome('live tail subscription', err)),
-          )
-          .finally(() => {
-            this.upgrading--;
-            this.unsubscribeIfIdle();
-          });
-      });
-    };
-    const cached = this.deps.callers.peek(key);
-    if (cached !== undefined) return decide(cached);
-    this.deps.callers.load(key).then(decide, (err: unknown) => ex.answer(this.deps.failures.outcome('key lookup', err)));
   }
 
   private subscribe(): Promise<unknown> {
@@ -167,7 +132,7 @@ export class LiveTailChannel implements SocketChannel {
   /** Connections that got no record since the resubscription get their gap notice now. */
   private resubscribed(): void {
     this.deps.log.warn('live tail: resubscribed after a lost connection; records published meanwhile were missed', { connections: this.sockets.size });
-    for (const ws of this.sockets) ws.cork(() => this.drained(ws));
+    for (const ws of this.sockets) ws.cork(() => this.drain(ws));
   }
 
   /** No connection open and none about to: nobody needs the records. */
@@ -202,19 +167,15 @@ export class LiveTailChannel implements SocketChannel {
     }
   }
 
-  private send(ws: WebSocket<Viewer>, deliveries: MessageDelivery[]): void {
+  private send(ws: Socket<Viewer>, deliveries: MessageDelivery[]): void {
     const viewer = ws.getUserData();
     if (ws.getBufferedAmount() > MAX_BUFFERED) return this.drop(viewer, deliveries.length);
     if (viewer.missed !== 0 && !this.sendGap(ws)) return this.drop(viewer, deliveries.length);
     if (ws.send(JSON.stringify({ deliveries }), false) === 2) this.drop(viewer, deliveries.length);
   }
 
-  private drained(ws: WebSocket<Viewer>): void {
-    if (ws.getUserData().missed !== 0 && ws.getBufferedAmount() <= MAX_BUFFERED) this.sendGap(ws);
-  }
-
   /** Tells the connection how many records it missed (null: unknown); false if that could not be queued. */
-  private sendGap(ws: WebSocket<Viewer>): boolean {
+  private sendGap(ws: Socket<Viewer>): boolean {
     const viewer = ws.getUserData();
     if (ws.send(JSON.stringify({ gap: { missed: viewer.missed } }), false) === 2) return false;
     viewer.missed = 0;

@@ -1,5 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { hashKey, type Keystore, type KeyType, type RateLimit } from '../engine/keystore.ts';
+import { hashKey, type Keystore, type KeyType, type RateLimit } from '../../engine/keystore.ts';
 
 /** Who a request comes from: a live key of a project, with what identity verification needs. */
 export interface Caller {
@@ -90,20 +89,10 @@ export class CallerCache {
 /** The key of `Authorization: Bearer <key>`, or null when the header is missing or malformed. */
 export function bearerKey(header: string): string | null {
   if (header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') return null;
-  const key = header.slice(7).trim();
-  return key.length > 0 && key.length <= 512 && !key.includes(' ') ? key : null;
+  return keyToken(header.slice(7).trim());
 }
 
-/**
- * Identity verification (docs/api.md#keys-and-projects): true when the call needs no check (REST key, or the
- * project has it off) or when `hash` is lowercase hex HMAC-SHA256(identity secret, external_id).
- */
-export function identityOk(caller: Caller, externalId: string, hash: string | undefined): boolean {
-  if (caller.type === 'rest' || !caller.verifyIdentity) return true;
-  if (hash === undefined || hash.length !== 64) return false;
-  const expected = createHmac('sha256', caller.identitySecret).update(externalId).digest();
-  const given = Buffer.from(hash, 'hex');
-  // A non-hex or uppercase hash decodes short or differs from its lowercase form: refuse it.
-  if (given.length !== expected.length || given.toString('hex') !== hash) return false;
-  return timingSafeEqual(given, expected);
+/** A key as sent, or null when it cannot be one (empty, over 512 characters, or with a space). */
+export function keyToken(text: string): string | null {
+  return text.length > 0 && text.length <= 512 && !text.includes(' ') ? text : null;
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { hashedName, htmlPage, mediaType, type StaticFile } from './static-files.ts';
+import { hashedName, htmlPage, mediaType, type StaticFile } from './files.ts';
 
 /**
  * `GET /api/docs`: Swagger UI (the swagger-ui-dist package) over /api/openapi.json, every file

@@ -1,6 +1,6 @@
-import { encodeTags } from '../engine/state/tag-codec.ts';
-import type { IngestEntry } from '../schemas/ingest.ts';
-import type { EventBody, IdentifyBody, ReceiptBody, SdkOp, SubscriptionBody, TagsBody } from '../schemas/sdk.ts';
+import { encodeTags } from '../../engine/state/tag-codec.ts';
+import type { IngestEntry } from '../../schemas/ingest.ts';
+import type { EventBody, IdentifyBody, ReceiptBody, SdkOp, SubscriptionBody, TagsBody } from '../../schemas/sdk.ts';
 
 /**
  * Checked request bodies to ingest log entries (schemas/ingest.ts). Fields are copied one by one,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../engine/log.ts';
-import { CallerError, ErrorCodes, UnavailableError, type ErrorCode, type ErrorItem } from '../schemas/errors.ts';
+import type { Logger } from '../../engine/log.ts';
+import { CallerError, ErrorCodes, UnavailableError, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
 
 /**
  * The one catch boundary of the gateway: whatever a handler throws is classified once, here, as

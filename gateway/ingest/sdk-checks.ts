@@ -1,6 +1,6 @@
-import { CallerError, type ErrorItem } from '../schemas/errors.ts';
-import { capped, errorItem as item, ErrorList, violations, type TwoWayValidator } from '../engine/ajv-errors.ts';
-import { compileTwoWay } from '../engine/validator.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { errorItem as item, ErrorList, violations, type TwoWayValidator } from '../../engine/ajv-errors.ts';
+import { compileTwoWay } from '../../engine/validator.ts';
 import {
   BatchBody,
   BatchLimits,
@@ -11,24 +11,10 @@ import {
   type SdkOp,
   type SubscriptionBody as SubscriptionBodyT,
   type SubscriptionType,
-} from '../schemas/sdk.ts';
+} from '../../schemas/sdk.ts';
+import { checkWith, type Checked } from '../server/checked.ts';
 
-/** A checked value, or every violation found (paths are JSON pointers into the body). */
-export type Checked<T> = { ok: true; value: T } | { ok: false; errors: ErrorItem[] };
-
-type Check<T> = (value: unknown, prefix?: string) => Checked<T>;
-
-/** The checked value; throws the violations as a CallerError (400 validation_failed) at the route's catch boundary. */
-export function valid<T>(checked: Checked<T>): T {
-  if (!checked.ok) throw new CallerError('validation_failed', checked.errors);
-  return checked.value;
-}
-
-/** A checker of one schema: every violation, at most MAX_ERROR_ITEMS listed (engine/ajv-errors.ts). */
-export function schemaCheck<T>(schema: object): Check<T> {
-  const v = compileTwoWay(schema);
-  return (value, prefix = '') => checked<T>(v, value, prefix);
-}
+/** The checks of SDK writes one schema cannot say: a subscription and an operation by their kind, a batch entry by entry. */
 
 const batch = compileTwoWay(BatchBody);
 const byType = (make: (t: SubscriptionType) => TwoWayValidator): Record<SubscriptionType, TwoWayValidator> => ({
@@ -50,13 +36,13 @@ const opByName: Record<keyof typeof OpSchemas, TwoWayValidator> = {
 /** A subscription body, checked against the schema of its own `type`. */
 export function checkSubscription(value: unknown): Checked<SubscriptionBodyT> {
   const v = byTypeOf(subscriptionByType, value, '');
-  return Array.isArray(v) ? { ok: false, errors: v } : checked<SubscriptionBodyT>(v, value, '');
+  return Array.isArray(v) ? { ok: false, errors: v } : checkWith<SubscriptionBodyT>(v, value, '');
 }
 
 /** One batch or WebSocket operation; `prefix` is prepended to every error path. */
 export function checkOp(value: unknown, prefix = ''): Checked<SdkOp> {
   const v = opValidator(value, prefix);
-  return Array.isArray(v) ? { ok: false, errors: v } : checked<SdkOp>(v, value, prefix);
+  return Array.isArray(v) ? { ok: false, errors: v } : checkWith<SdkOp>(v, value, prefix);
 }
 
 /**
@@ -99,11 +85,6 @@ function opPasses(value: unknown): boolean {
 
 const opNames = ['identify', 'subscribe', 'tags', 'event', 'receipt'].join(', ');
 const typeNames = SubscriptionTypes.join(', ');
-
-function checked<T>(v: TwoWayValidator, value: unknown, prefix: string): Checked<T> {
-  const errors = violations(v, value, prefix);
-  return errors.length === 0 ? { ok: true, value: value as T } : { ok: false, errors: capped(errors, prefix) };
-}
 
 /** Picks the schema by `type` so the errors name that type's rules only; or why there is none. */
 function byTypeOf(fns: Record<SubscriptionType, TwoWayValidator>, value: unknown, prefix: string): TwoWayValidator | ErrorItem[] {

@@ -1,13 +1,13 @@
-import { writeConsent } from '../engine/state/consent.ts';
-import { CallerError } from '../schemas/errors.ts';
-import type { ConsentBody } from '../schemas/sdk.ts';
-import { identityOk } from './auth.ts';
-import type { Handle, Setup } from './route.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import type { ConsentBody } from '../../schemas/sdk.ts';
+import type { Handle, Setup } from '../server/route.ts';
+import { identityOk } from './identity.ts';
 
 /**
- * Opt-out and opt-in (docs/api.md#opt-out-and-opt-in): never buffered. The consent hash is written directly and
- * the 200 goes out only after Redis acknowledged it (503 when it cannot be confirmed). No user
- * record is needed, so consent for users not yet known is kept.
+ * Opt-out and opt-in (docs/api.md#opt-out-and-opt-in): never buffered. The consent hash is
+ * written directly and the 200 goes out only after Redis acknowledged it (503 when it cannot be
+ * confirmed). No user record is needed, so consent for users not yet known is kept.
  */
 export function consentHandler(optedOut: boolean): (setup: Setup) => Handle<'sdk', unknown, unknown, ConsentBody> {
   return ({ deps }) =>
