@@ -86,6 +86,26 @@ export class Topology {
     return this.userKey('consent', project, externalId);
   }
 
+  /** An event idempotency key of a user's project, in the user's partition (applyBatch sets it). */
+  eventIdempotency(partition: number, project: string, key: string): string {
+    return `${this.keyPrefix(partition, 'idem')}${project}:${key}`;
+  }
+
+  /** The last sequence number applied in partition N of a gateway writer's entries (applyBatch). */
+  writer(partition: number, writerId: string): string {
+    return `${this.keyPrefix(partition, 'writer')}${writerId}`;
+  }
+
+  /**
+   * The key prefixes of partition N that applyBatch completes inside Redis: with
+   * `<project>:<external_id>` for a user's keys, `<project>:<key>` for an event idempotency key, and
+   * the writer id for a writer's sequence. Only this class lays keys out.
+   */
+  applyKeyPrefixes(partition: number): Record<'user' | 'tags' | 'subs' | 'consent' | 'idem' | 'writer', string> {
+    const of = (kind: string): string => this.keyPrefix(partition, kind);
+    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent'), idem: of('idem'), writer: of('writer') };
+  }
+
   /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */
   userKeys(project: string, externalId: string): { partition: number; subs: string; tags: string; consent: string } {
     const partition = this.partitionOf(project, externalId);
@@ -215,7 +235,11 @@ export class Topology {
   }
 
   private keyIn(partition: number, kind: string, project: string, externalId: string): string {
-    return `${this.prefix}${kind}:${this.tag(partition)}:${project}:${externalId}`;
+    return `${this.keyPrefix(partition, kind)}${project}:${externalId}`;
+  }
+
+  private keyPrefix(partition: number, kind: string): string {
+    return `${this.prefix}${kind}:${this.tag(partition)}:`;
   }
 }
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Properties } from './sdk.ts';
+import { Properties, ReceiptKindSchema } from './sdk.ts';
 
 /**
  * One entry of a `changes:{pN}` stream (field `d`, JSON), written by the partition actor's apply
@@ -23,7 +23,7 @@ export const ReceiptChange = Type.Object({
   kind: Type.Literal('receipt'),
   ...base,
   svc_message_id: Type.String(),
-  receipt: Type.Union([Type.Literal('delivered'), Type.Literal('opened'), Type.Literal('clicked')]),
+  receipt: ReceiptKindSchema,
   ts: Type.Integer(),
 });
 

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { ExternalId, Properties, SubscriptionTypeSchema } from './sdk.ts';
+import { ExternalId, Properties, ReceiptKindSchema, SubscriptionTypeSchema } from './sdk.ts';
 
 /**
  * One entry of an ingest stream (`ingest:{pN}`, field `d`, JSON). The gateway writes them; the
@@ -47,7 +47,7 @@ export const IngestReceipt = Type.Object({
   op: Type.Literal('receipt'),
   ...base,
   svc_message_id: Type.String(),
-  kind: Type.Union([Type.Literal('delivered'), Type.Literal('opened'), Type.Literal('clicked')]),
+  kind: ReceiptKindSchema,
   ts: Type.Integer(),
 });
 /**

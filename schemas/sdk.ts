@@ -4,6 +4,7 @@ import Type, { type Static } from 'typebox';
 
 export const SubscriptionTypes = ['IOS_PUSH', 'ANDROID_PUSH', 'EMAIL', 'SMS', 'WEB_PUSH'] as const;
 export type SubscriptionType = (typeof SubscriptionTypes)[number];
+export const ReceiptKinds = ['delivered', 'opened', 'clicked'] as const;
 
 export const ExternalId = Type.String({ minLength: 1, maxLength: 128 });
 /**
@@ -19,6 +20,7 @@ export const SubscriptionTypeSchema = Type.Union([
   Type.Literal('SMS'),
   Type.Literal('WEB_PUSH'),
 ]);
+export const ReceiptKindSchema = Type.Union([Type.Literal('delivered'), Type.Literal('opened'), Type.Literal('clicked')]);
 const Timestamp = Type.String({ format: 'date-time' });
 
 /** Tag writes: a string (at most 1024 chars) or number sets, `""` or null deletes. */
@@ -98,7 +100,7 @@ export const ReceiptBody = Type.Object(
   {
     svc_message_id: Type.String({ minLength: 1, maxLength: 128 }),
     external_id: ExternalId,
-    kind: Type.Union([Type.Literal('delivered'), Type.Literal('opened'), Type.Literal('clicked')]),
+    kind: ReceiptKindSchema,
     timestamp: Type.Optional(Timestamp),
   },
   { additionalProperties: false },

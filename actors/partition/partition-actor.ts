@@ -5,8 +5,13 @@ import { APPLY_GROUP, type Topology } from '../../engine/topology.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
 import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
+import { ReceiptKinds, SubscriptionTypes } from '../../schemas/sdk.ts';
 import { ApplyLimits } from './limits.ts';
 import type { OutboxSettler } from './outbox-settler.ts';
+
+/** What an ingest entry may name, as applyBatch checks it: the schemas' lists, given to the script. */
+const subscriptionTypesJson = JSON.stringify(SubscriptionTypes);
+const receiptKindsJson = JSON.stringify(ReceiptKinds);
 
 export interface PartitionActorOptions {
   redis: RedisClient;
@@ -43,8 +48,9 @@ export class PartitionActor implements PartitionHandler {
       },
       args: {
         worker: workerId,
-        prefix: topology.prefix,
-        tag: topology.tag(partition),
+        keyPrefixes: JSON.stringify(topology.applyKeyPrefixes(partition)),
+        subscriptionTypes: subscriptionTypesJson,
+        receiptKinds: receiptKindsJson,
         group: APPLY_GROUP,
         idempotencyMs: ApplyLimits.idempotencyMs,
         maxTags: ApplyLimits.maxTags,

@@ -7,14 +7,13 @@
   (a fenced former owner may have read some of them; the runner re-reads the stream from there).
   Every ID of the batch is acknowledged, the last applied ID recorded and, once the stream holds
   more than 512 entries, the stream trimmed below it (never below an entry still pending in a
-  group), all in this one call. User keys are built
-  here from ARGV[2] .. kind .. ':' .. ARGV[3] .. ':proj:ext' as engine/topology.ts lays them out,
-  so they share the partition's slot.
+  group), all in this one call. User keys are built here by completing the prefixes of ARGV[2],
+  which engine/topology.ts lays out (applyKeyPrefixes), so they share the partition's slot.
 
   Entries (schemas/ingest.ts, JSON):
-    identify, tags  create the user; merge tags ("" deletes; new keys past ARGV[6] are ignored)
+    identify, tags  create the user; merge tags ("" deletes; new keys past ARGV[7] are ignored)
     subscribe       create the user; upsert subs field "TYPE:token" (schemas/state.ts
-                    StoredSubscription); past ARGV[7] drop the oldest by registered_at; append the
+                    StoredSubscription); past ARGV[8] drop the oldest by registered_at; append the
                     registration to outbox:{pN} so the token's owner record is settled afterwards
     event           create the user; with an idempotency_key, SET NX idem:{pN}:proj:key first and
                     drop the event if it was there; append to changes:{pN}
@@ -39,13 +38,15 @@
   KEYS[4] changes           changes:{pN}
   KEYS[5] outbox            outbox:{pN}
   ARGV[1] worker            worker id that must hold the lease
-  ARGV[2] prefix            key prefix
-  ARGV[3] tag               partition hash tag, "{pN}"
-  ARGV[4] group             consumer group of the ingest stream
-  ARGV[5] idempotencyMs     idempotency key lifetime, ms (also how long a writer's sequence is kept)
-  ARGV[6] maxTags           most tags per user
-  ARGV[7] maxSubscriptions  most subscriptions per user
-  ARGV[8], ARGV[9], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
+  ARGV[2] keyPrefixes       JSON object: key kind (user, tags, subs, consent, idem, writer) -> the
+                            partition's prefix of such keys
+  ARGV[3] subscriptionTypes JSON array: the subscription types an entry may name
+  ARGV[4] receiptKinds      JSON array: the receipt kinds an entry may name
+  ARGV[5] group             consumer group of the ingest stream
+  ARGV[6] idempotencyMs     idempotency key lifetime, ms (also how long a writer's sequence is kept)
+  ARGV[7] maxTags           most tags per user
+  ARGV[8] maxSubscriptions  most subscriptions per user
+  ARGV[9], ARGV[10], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
   2 gap; appliedId is the partition's last applied ID after the call; outbox is the length of
@@ -56,12 +57,12 @@
 -- #include streams
 
 local OK, NOT_OWNER, GAP = 0, 1, 2
-local FIRST_ENTRY = 8
+local FIRST_ENTRY = 9
 local TRIM_ABOVE = 512
 
 local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local worker, prefix, tag, group = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local idemTtl, maxTags, maxSubs = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local worker, keyPrefixes, group = ARGV[1], cjson.decode(ARGV[2]), ARGV[5]
+local idemTtl, maxTags, maxSubs = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 
 if redis.call('GET', leaseKey) ~= worker then
   return { NOT_OWNER, 0, 0, '', 0, 0 }
@@ -126,8 +127,12 @@ local function int(n) return string.format('%.0f', n) end
 local function isStr(v) return type(v) == 'string' end
 local function optStr(v) return v == nil or type(v) == 'string' end
 local function optTable(v) return v == nil or type(v) == 'table' end
-local SUB_TYPES = { IOS_PUSH = true, ANDROID_PUSH = true, EMAIL = true, SMS = true, WEB_PUSH = true }
-local RECEIPTS = { delivered = true, opened = true, clicked = true }
+local function setOf(json)
+  local set = {}
+  for _, v in ipairs(cjson.decode(json)) do set[v] = true end
+  return set
+end
+local SUB_TYPES, RECEIPTS = setOf(ARGV[3]), setOf(ARGV[4])
 local DEVICE_FIELDS = { 'device_model', 'device_os', 'app_version', 'web_auth', 'web_p256' }
 
 local function valid(e)
@@ -154,7 +159,7 @@ local function valid(e)
 end
 
 local function userKey(kind, e)
-  return prefix .. kind .. ':' .. tag .. ':' .. e.project .. ':' .. e.external_id
+  return keyPrefixes[kind] .. e.project .. ':' .. e.external_id
 end
 
 local function decodeSub(json)
@@ -269,7 +274,7 @@ end
 -- fields, op, at and the writer's stamp, ride along): encode() costs some 20 µs an event.
 local function event(e, id, json)
   if e.idempotency_key then
-    local marker = prefix .. 'idem:' .. tag .. ':' .. e.project .. ':' .. e.idempotency_key
+    local marker = keyPrefixes.idem .. e.project .. ':' .. e.idempotency_key
     if not redis.call('SET', marker, '1', 'NX', 'PX', idemTtl) then return end
   end
   if string.byte(json, 1) == 123 then
@@ -291,7 +296,7 @@ end
 
 -- Highest sequence applied per writer: as stored, then as this batch moves it.
 local writerSeq, writerMoved = {}, {}
-local function writerKey(w) return prefix .. 'writer:' .. tag .. ':' .. w end
+local function writerKey(w) return keyPrefixes.writer .. w end
 
 local function isCopy(e)
   if not isStr(e.w) or type(e.n) ~= 'number' then return false end

@@ -28,7 +28,7 @@ function applyCode(value: unknown): ApplyCode {
 export const applyBatch = defineScript({
   name: 'applyBatch',
   keys: ['lease', 'applied', 'ingest', 'changes', 'outbox'],
-  args: ['worker', 'prefix', 'tag', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions'],
+  args: ['worker', 'keyPrefixes', 'subscriptionTypes', 'receiptKinds', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions'],
   variadic: {
     name: 'entries',
     item: ['id', 'json'],

@@ -1,15 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { UnavailableError } from '../../schemas/errors.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { appendEntries } from '../../engine/ingest.ts';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { Topology } from '../../engine/topology.ts';
 import { readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
-
-/** Neither Redis nor the spill journal can take the write: the gateway answers 503. */
-export class UnavailableError extends Error {
-  readonly retryAfter = 1;
-}
 
 const replayChunkBytes = 4 * 1024 * 1024;
 

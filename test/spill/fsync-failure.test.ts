@@ -8,7 +8,8 @@ import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
-import { IngestWriter, UnavailableError } from '../../gateway/ingest/writer.ts';
+import { IngestWriter } from '../../gateway/ingest/writer.ts';
+import { UnavailableError } from '../../schemas/errors.ts';
 import { readJournal, SpillJournal, type JournalFile } from '../../gateway/ingest/spill-journal.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
 

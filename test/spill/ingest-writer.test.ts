@@ -8,7 +8,8 @@ import { createLogger } from '../../engine/log.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { newWorkerId, workerRunsHere } from '../../engine/worker-id.ts';
-import { IngestWriter, UnavailableError } from '../../gateway/ingest/writer.ts';
+import { IngestWriter } from '../../gateway/ingest/writer.ts';
+import { UnavailableError } from '../../schemas/errors.ts';
 import { SpillJournal } from '../../gateway/ingest/spill-journal.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
 
