@@ -8,17 +8,16 @@ import { workerRunsHere } from '../engine/worker-id.ts';
 import { buildApp } from './app.ts';
 import { CallerCache } from './auth.ts';
 import { Tracker, type GatewayDeps } from './context.ts';
-import { prebuildDashboard } from './dashboard/assets.ts';
 import { Failures } from './failure.ts';
 import { IngestWriter } from './ingest-writer.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { SpillJournal } from './spill-journal.ts';
 
 /**
- * The gateway role: the uWebSockets.js HTTP/WebSocket server of API.md sections 3, 6 and 7. It
- * logs `listening` with the real port (PORT 0 picks one) before it resolves, then bundles the
- * dashboard in the background. close() is idempotent: new requests get 503, in-flight ones finish
- * (at most SHUTDOWN_MS), then the listen socket and the WebSockets close and Redis is quit.
+ * The gateway role: the uWebSockets.js HTTP/WebSocket server of docs/api.md. It logs `listening`
+ * with the real port (PORT 0 picks one) before it resolves. close() is idempotent: new requests
+ * get 503, in-flight ones finish (at most SHUTDOWN_MS), then the listen socket and the WebSockets
+ * close and Redis is quit.
  */
 export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId, clickhouse }) => {
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
@@ -56,7 +55,6 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     throw err;
   }
   log.info('listening', { port: uWS.us_socket_local_port(listenSocket), host: config.HOST });
-  prebuildDashboard(log);
 
   let closing: Promise<void> | null = null;
   const shutdown = async (): Promise<void> => {

@@ -21,7 +21,9 @@ function packageName(specifier) {
 export async function resolve(specifier, context, nextResolve) {
   const name = packageName(specifier);
   if (name !== null && refuse.includes(name)) {
-    throw new Error(`import-guard: "${specifier}" may not be imported (from ${context.parentURL ?? 'the command line'})`);
+    // As Node fails for a package that is not installed.
+    const err = new Error(`import-guard: cannot find package "${name}" imported from ${context.parentURL ?? 'the command line'} (refused)`);
+    throw Object.assign(err, { code: 'ERR_MODULE_NOT_FOUND' });
   }
   const resolved = await nextResolve(specifier, context);
   if (record !== '') appendFileSync(record, `${resolved.url}\n`);
