@@ -13,7 +13,7 @@ if (process.env.ENGINE_FROM_SOURCE !== '1' && existsSync(built)) {
 } else {
   const tsx = await import('tsx/esm/api').catch((err) => {
     if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err;
-    process.stderr.write('engine: no build to run in dist/ (`npm run build` makes it), and no tsx to run the sources (a development package)\n');
+    process.stderr.write('engine: running the sources needs tsx, a development package; run the build instead (`npm run build`, without ENGINE_FROM_SOURCE=1)\n');
     process.exit(1);
   });
   tsx.register();
