@@ -8,9 +8,9 @@ import { UsageError, help, usage } from './usage.ts';
 /**
  * The `engine` command line (docs/configuration.md#the-engine-command). The roles come from the
  * composition root (bin/main.ts) because engine/ does not import the rooms that implement them.
- * The command line is checked before the configuration is read, so help needs no environment; it
- * loads only these small modules: the configuration's schema and each command's work load when a
- * command runs.
+ * The command line is checked before the configuration is read, so help needs no environment,
+ * and help and usage errors load nothing else: the configuration's schema loads once a command
+ * is chosen, and what the command does when it runs (./actions/).
  */
 export async function runCli(argv: string[], roles: Partial<Record<RoleName, RoleFactory>>): Promise<number> {
   const table = commandTable(roles);
