@@ -1,19 +1,15 @@
 /**
  * Composition root of the `engine` command: wires the roles of every room into the CLI of engine/.
+ * Each role's modules load only when `start` runs it, so the other commands (and help) do not pay
+ * for the HTTP server, Redis, ClickHouse and provider clients they never use.
  */
-import { dispatchRole } from '../actors/dispatch/role.ts';
-import { fanoutRole } from '../actors/fanout/role.ts';
-import { applyRole } from '../actors/partition/role.ts';
-import { recorderRole } from '../actors/recorder/role.ts';
-import { schedulerRole } from '../actors/scheduler/role.ts';
 import { runCli } from '../engine/cli/main.ts';
-import { gatewayRole } from '../gateway/role.ts';
 
 process.exit(await runCli(process.argv.slice(2), {
-    gateway: gatewayRole,
-    apply: applyRole,
-    fanout: fanoutRole,
-    dispatch: dispatchRole,
-    recorder: recorderRole,
-    scheduler: schedulerRole,
+    gateway: async (ctx) => (await import('../gateway/role.ts')).gatewayRole(ctx),
+    apply: async (ctx) => (await import('../actors/partition/role.ts')).applyRole(ctx),
+    fanout: async (ctx) => (await import('../actors/fanout/role.ts')).fanoutRole(ctx),
+    dispatch: async (ctx) => (await import('../actors/dispatch/role.ts')).dispatchRole(ctx),
+    recorder: async (ctx) => (await import('../actors/recorder/role.ts')).recorderRole(ctx),
+    scheduler: async (ctx) => (await import('../actors/scheduler/role.ts')).schedulerRole(ctx),
   }));

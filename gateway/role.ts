@@ -4,7 +4,6 @@ import { createRedis, type RedisClient } from '../engine/redis.ts';
 import type { RoleFactory } from '../engine/roles.ts';
 import { Topology } from '../engine/topology.ts';
 import { workerRunsHere } from '../engine/worker-id.ts';
-import { prebuildDashboard } from './dashboard/assets.ts';
 import { SpillJournal } from './ingest/spill-journal.ts';
 import { IngestWriter } from './ingest/writer.ts';
 import { routes } from './routes/table.ts';
@@ -17,9 +16,9 @@ import { Tracker } from './server/tracker.ts';
 
 /**
  * The gateway role: the HTTP/WebSocket server of the route table (gateway/routes/table.ts). It
- * logs `listening` with the real port (PORT 0 picks one) before it resolves, then bundles the
- * dashboard in the background. close() is idempotent: new requests get 503, in-flight ones finish
- * (at most SHUTDOWN_MS), then the listen socket and the WebSockets close and Redis is quit.
+ * logs `listening` with the real port (PORT 0 picks one) before it resolves. close() is
+ * idempotent: new requests get 503, in-flight ones finish (at most SHUTDOWN_MS), then the listen
+ * socket and the WebSockets close and Redis is quit.
  */
 export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId, clickhouse }) => {
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
@@ -56,7 +55,6 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     throw err;
   }
   log.info('listening', { port: server.port, host: config.HOST });
-  prebuildDashboard(log);
 
   let closing: Promise<void> | null = null;
   const shutdown = async (): Promise<void> => {

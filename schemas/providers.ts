@@ -1,4 +1,7 @@
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
+import type { ProviderName } from './provider-names.ts';
+
+export { ProviderNames, type ProviderName } from './provider-names.ts';
 
 /**
  * Provider credential files of `engine providers set <project> <provider> --file f`
@@ -70,10 +73,7 @@ export const ProviderCredentials = {
   webpush: WebPushCredentials,
   twilio: TwilioCredentials,
   sendgrid: SendGridCredentials,
-} as const;
-
-export type ProviderName = keyof typeof ProviderCredentials;
-export const ProviderNames = Object.keys(ProviderCredentials) as ProviderName[];
+} as const satisfies Record<ProviderName, TSchema>;
 
 /** The public endpoint each provider uses when a credential file names no base_url. */
 export const DefaultBaseUrls: Record<ProviderName, string | null> = {

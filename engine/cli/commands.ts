@@ -7,8 +7,9 @@ import { providersSet } from './providers.ts';
 import { startCommand } from './start.ts';
 
 /**
- * Every command of `engine` (docs/configuration.md#the-engine-command), in the order the usage lists them; each file
- * declares its own commands (./command.ts) and parsing and help derive from them.
+ * Every command of `engine` (docs/configuration.md#the-engine-command), in the order the usage
+ * lists them; each file declares its own commands (./command.ts) and parsing and help derive from
+ * them. What a command does is in ./actions/, imported when it runs, so help loads none of it.
  */
 export function commandTable(roles: Partial<Record<RoleName, RoleFactory>>): readonly Command[] {
   return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, migrateCommand];

@@ -27,8 +27,6 @@ const allowed: Record<Layer, readonly Layer[]> = {
 
 /** The layer of a file (a path under gateway/). */
 function layerOf(file: string): Layer {
-  // The former path of static/files.ts, re-exported for dashboard/assets.ts.
-  if (file === 'static-files.ts') return 'static';
   const top = file.split('/')[0] ?? '';
   if (!file.includes('/')) return 'role';
   if (top in allowed) return top as Layer;

@@ -51,11 +51,12 @@ export function runEngine(args: string[], env: Record<string, string>): Promise<
 
 /**
  * Starts `engine start --roles <roles> --port 0` and resolves once it logged "started" (and, with a
- * gateway, "listening" with its port).
+ * gateway, "listening" with its port). `entry` is what node runs: the sources through
+ * bin/engine.js, or node options and a build's bin/main.js.
  */
-export function startEngine(roles: string[], env: Record<string, string>): Promise<EngineProcess> {
+export function startEngine(roles: string[], env: Record<string, string>, entry: readonly string[] = [bin]): Promise<EngineProcess> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [bin, 'start', '--roles', roles.join(','), '--port', '0'], {
+    const proc = spawn(process.execPath, [...entry, 'start', '--roles', roles.join(','), '--port', '0'], {
       env: { ...process.env, ...fromSource, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

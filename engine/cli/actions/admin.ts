@@ -1,7 +1,7 @@
-import type { Config } from '../../schemas/config.ts';
-import { Keystore } from '../keystore.ts';
-import { createRedis } from '../redis.ts';
-import { Topology } from '../topology.ts';
+import type { Config } from '../../../schemas/config.ts';
+import { Keystore } from '../../keystore.ts';
+import { createRedis } from '../../redis.ts';
+import { Topology } from '../../topology.ts';
 
 /** Runs an admin action against a short-lived Redis connection and closes it. */
 export async function withKeystore<T>(config: Config, action: (keystore: Keystore) => Promise<T>): Promise<T> {

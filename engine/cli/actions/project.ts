@@ -1,0 +1,52 @@
+import type { Config } from '../../../schemas/config.ts';
+import { RateLimitBounds, type RateLimit } from '../../keystore.ts';
+import { UsageError } from '../usage.ts';
+import { withKeystore } from './admin.ts';
+
+/** What `engine project create` does: prints the project's id, keys and identity secret. */
+export async function createProject(config: Config, name: string, identityVerification: boolean, json: boolean): Promise<number> {
+  const created = await withKeystore(config, (ks) => ks.createProject(name, identityVerification));
+  if (json) console.log(JSON.stringify(created));
+  else for (const [k, v] of Object.entries(created)) console.log(`${k}: ${v}`);
+  return 0;
+}
+
+/** The settings `engine project update` was given; undefined ones stay as they are. */
+export interface ProjectUpdate {
+  identity: 'on' | 'off' | undefined;
+  rate: string | undefined;
+  burst: number | undefined;
+}
+
+/** What `engine project update` does: one setting or more. */
+export async function updateProject(config: Config, id: string, { identity, rate, burst }: ProjectUpdate): Promise<number> {
+  const limit = rateLimitOption(rate, burst);
+  if (identity === undefined && limit === undefined) throw new UsageError('project update needs --identity-verification or --rate-limit');
+  const found = await withKeystore(
+    config,
+    async (ks) => (identity === undefined || (await ks.setIdentityVerification(id, identity === 'on'))) && (limit === undefined || (await ks.setRateLimit(id, limit))),
+  );
+  if (!found) {
+    console.error(`engine: unknown project ${id}`);
+    return 1;
+  }
+  if (identity !== undefined) console.log(`identity verification ${identity} for project ${id}`);
+  if (limit !== undefined) console.log(`rate limit ${limit ? `${limit.per_second}/s per key, burst ${limit.burst}` : 'off'} for project ${id}`);
+  return 0;
+}
+
+/** `--rate-limit` with `--burst`: the limit to store, null to remove it, undefined when not asked. */
+function rateLimitOption(rate: string | undefined, burst: number | undefined): RateLimit | null | undefined {
+  if (rate === undefined || rate === 'off') {
+    if (burst !== undefined) throw new UsageError('--burst goes with --rate-limit <per-second>');
+    return rate === undefined ? undefined : null;
+  }
+  const { per_second: rates, burst: bursts } = RateLimitBounds;
+  const perSecond = Number(rate);
+  if (!/^\d+(\.\d+)?$/.test(rate) || perSecond < rates.min || perSecond > rates.max) {
+    throw new UsageError(`--rate-limit must be off or calls a second from ${rates.min} to ${rates.max}, got "${rate}"`);
+  }
+  const limit = { per_second: perSecond, burst: burst ?? Math.ceil(perSecond) };
+  if (limit.burst < bursts.min || limit.burst > bursts.max) throw new UsageError(`--burst must be from ${bursts.min} to ${bursts.max}, got ${limit.burst}`);
+  return limit;
+}
