@@ -80,6 +80,7 @@ export const DeliveryCodes = {
   timeout: def('RETRY', 'The provider did not answer in time; retried on a new connection.'),
   connection_error: def('RETRY', 'The connection to the provider failed; retried on a new connection (check network, DNS and PROVIDER_CA_FILE if it repeats).'),
   queue_full: def('RETRY', 'Every connection to the provider was busy and the send queue full; retried later (lower dispatch concurrency if it repeats).'),
+  provider_unavailable: def('RETRY', 'The provider left several sends in a row unanswered, so sends to it pause a few seconds and are retried then; nothing was sent (check the provider status and the network if it repeats).'),
   opted_out: def('FAIL', 'The user opted out of this channel; nothing was sent.'),
   no_subscription: def('FAIL', 'The user has no live subscription for this channel; nothing was sent.'),
   canceled: def('FAIL', 'The notification was canceled before this send; nothing was sent.'),
@@ -148,7 +149,7 @@ export function deliveryCode(provider: DeliveryProvider, status: number, reason?
 }
 
 /** A delivery answer for one of our own codes (transport failures and skips). */
-export function ownCode(code: 'timeout' | 'connection_error' | 'queue_full' | 'opted_out' | 'no_subscription' | 'canceled' | 'no_credentials'): DeliveryAnswer {
+export function ownCode(code: 'timeout' | 'connection_error' | 'queue_full' | 'provider_unavailable' | 'opted_out' | 'no_subscription' | 'canceled' | 'no_credentials'): DeliveryAnswer {
   const found = DeliveryCodes[code];
   return { code, action: found.action, hint: found.hint };
 }

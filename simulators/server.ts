@@ -73,6 +73,9 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
   const { protocol } = opts;
   const logs: Record<'requests' | 'tokenRequests', SimRequest[]> = { requests: [], tokenRequests: [] };
   let rules: { rule: ScriptRule; left: number }[] = [];
+  /** Answers held back by a rule's delay: cut short when the server closes, so no timer outlives it. */
+  const delays = new Set<() => void>();
+  let closed = false;
 
   const record = (name: 'requests' | 'tokenRequests', entry: SimRequest): void => {
     const log = logs[name];
@@ -111,6 +114,17 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
     return null;
   };
 
+  const delay = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        delays.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      delays.add(done);
+    });
+
   const onRequest = (req: AnyRequest, res: AnyResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -145,7 +159,10 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
     const entry: SimRequest = { at: Date.now(), method: req.method, path: req.path, headers: req.headers, body, status: 0 };
     record(protocol.log?.(req) ?? 'requests', entry);
     const rule = takeRule(req, protocol.tokens(req, body));
-    if (rule?.respond.delayMs) await sleep(rule.respond.delayMs);
+    if (rule?.respond.delayMs) {
+      await delay(rule.respond.delayMs);
+      if (closed) return;
+    }
     if (rule?.respond.goaway && req.session && req.stream) {
       goaway(req.session, req.stream);
       return;
@@ -203,6 +220,8 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= new Promise<void>((resolve) => {
+      closed = true;
+      for (const done of delays) done();
       protocol.close?.();
       server.close(() => resolve());
       for (const session of sessions) session.destroy();

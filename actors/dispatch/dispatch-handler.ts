@@ -20,13 +20,15 @@ import { render } from './render.ts';
 import type { Specs } from './specs.ts';
 
 /**
- * Sends in flight per provider and process. Each is at most what the provider's client runs at
- * once (32 HTTP/1.1 connections; HTTP/2 streams once the peer raised its limit: APNs allows 1 000
+ * Sends in flight per project and provider in a process (one client each). Each is at most what
+ * the client runs at once (32 HTTP/1.1 connections; HTTP/2 streams once the peer raised its limit: APNs allows 1 000
  * per connection, FCM about 100, over 4 connections), so a send never waits inside a client after
  * its consent and cancel checks. APNs gets the most: at 256 the sends in flight, not the CPU,
  * paced a broadcast (docs/performance.md, "Broadcast").
  */
 const SENDS_IN_FLIGHT: Record<ProviderName, number> = { apns: 1024, fcm: 256, webpush: 32, twilio: 32, sendgrid: 32 };
+/** Gates kept before idle ones are dropped: as many as the clients ProjectClients keeps. */
+const MAX_GATES = 5 * 1000;
 
 /** Attempts per subscription, the first included (docs/api.md#provider-behaviour). */
 export const MAX_ATTEMPTS = 5;
@@ -69,7 +71,8 @@ interface JobResult {
  * each provider client bounds its own requests in flight.
  */
 export class DispatchHandler {
-  private readonly gates = Object.fromEntries(Object.entries(SENDS_IN_FLIGHT).map(([p, n]) => [p, new Gate(n)])) as Record<ProviderName, Gate>;
+  /** One gate per project and provider, so a slow provider or project holds only its own slots. */
+  private readonly gates = new Map<string, Gate>();
 
   constructor(private readonly deps: DispatchDeps) {}
 
@@ -137,7 +140,7 @@ export class DispatchHandler {
     let retryAfter = 0;
     await Promise.all(
       subs.map(async (sub) => {
-        const release = await this.gates[providerFor(sub.type)].acquire();
+        const release = await this.gateOf(job.project, providerFor(sub.type)).acquire();
         try {
           // Checked with a slot in hand, right before the request goes out (docs/architecture.md#consent-first).
           const skip = await this.blocked(keys, sub);
@@ -168,6 +171,17 @@ export class DispatchHandler {
     const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, consent: keys.consent }, args: { type: sub.type } });
     if (canceled) return 'canceled';
     return consent !== null && parseConsent({ [sub.type]: consent })[sub.type]?.opted_out ? 'opted_out' : null;
+  }
+
+  private gateOf(project: string, provider: ProviderName): Gate {
+    const key = `${project}\0${provider}`;
+    let gate = this.gates.get(key);
+    if (gate === undefined) {
+      if (this.gates.size >= MAX_GATES) for (const [k, g] of this.gates) if (g.idle) this.gates.delete(k);
+      gate = new Gate(SENDS_IN_FLIGHT[provider]);
+      this.gates.set(key, gate);
+    }
+    return gate;
   }
 
   /** 0 to send now, else ms to wait: a token of the notification's rate, shared by every dispatch worker. */

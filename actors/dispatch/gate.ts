@@ -1,13 +1,18 @@
 /**
  * A counting semaphore: at most `size` holders at once, the others wait in arrival order. Dispatch
- * holds one slot of its provider's gate per send, so a slow provider fills its own gate, never
- * memory or the other providers' sends.
+ * holds one slot of its project's and provider's gate per send, so a slow provider fills its own
+ * gate, never memory or the other providers' and projects' sends.
  */
 export class Gate {
   private held = 0;
   private readonly waiting: (() => void)[] = [];
 
   constructor(readonly size: number) {}
+
+  /** No slot is held and nobody waits. */
+  get idle(): boolean {
+    return this.held === 0 && this.waiting.length === 0;
+  }
 
   /** Resolves with the release of a slot once one is free. */
   async acquire(): Promise<() => void> {

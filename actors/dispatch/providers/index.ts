@@ -8,6 +8,7 @@ import type {
   WebPushCredentials,
 } from '../../../schemas/providers.ts';
 import { ApnsClient } from './apns.ts';
+import { Breaker, breakerOptions } from './breaker.ts';
 import { FcmClient } from './fcm.ts';
 import { failure, type ClientOptions, type ProviderClient, type PushMessage, type SendResult, type Target } from './provider.ts';
 import { SendGridClient } from './sendgrid.ts';
@@ -44,14 +45,18 @@ export function providerFor(type: Target['type']): ProviderName {
   }
 }
 
-/** One client per configured provider of a project (long-lived: keep them, close them at shutdown). */
+/**
+ * One client per configured provider of a project, each behind its own circuit breaker
+ * (./breaker.ts), long-lived: keep them, close them at shutdown.
+ */
 export function createProviderClients(creds: ProjectCredentials, opts: ClientOptions = {}): ProviderClients {
   const clients: ProviderClients = {};
-  if (creds.apns) clients.apns = new ApnsClient(creds.apns, opts);
-  if (creds.fcm) clients.fcm = new FcmClient(creds.fcm, opts);
-  if (creds.webpush) clients.webpush = new WebPushClient(creds.webpush, opts);
-  if (creds.twilio) clients.twilio = new TwilioClient(creds.twilio, opts);
-  if (creds.sendgrid) clients.sendgrid = new SendGridClient(creds.sendgrid, opts);
+  const breaker = breakerOptions(opts.timeoutMs);
+  if (creds.apns) clients.apns = new Breaker(new ApnsClient(creds.apns, opts), breaker);
+  if (creds.fcm) clients.fcm = new Breaker(new FcmClient(creds.fcm, opts), breaker);
+  if (creds.webpush) clients.webpush = new Breaker(new WebPushClient(creds.webpush, opts), breaker);
+  if (creds.twilio) clients.twilio = new Breaker(new TwilioClient(creds.twilio, opts), breaker);
+  if (creds.sendgrid) clients.sendgrid = new Breaker(new SendGridClient(creds.sendgrid, opts), breaker);
   return clients;
 }
 
