@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import t from 'tap';
 import { deployment } from '../helpers/engine.ts';
 import { eventually } from '../helpers/http.ts';
@@ -95,5 +96,17 @@ t.test('Redis at its memory limit: refusals say overloaded, opt-out works, and e
   t.equal(user.consent['EMAIL']?.opted_out, true, 'the opt-out is applied');
   await eventually('the gateway ready again', async () => ((await fetch(`${engine.url}/readyz`)).status === 200 ? true : undefined), 10_000);
   t.equal(metric(await (await fetch(`${engine.url}/metrics`)).text(), 'svc_admission_shedding'), 0, 'and no longer holding writes back');
+  const peak = Number(/^used_memory_peak:(\d+)/m.exec(await raw(redis.url, 'memory'))?.[1]);
+  t.comment(`Redis's memory peaked at ${peak} bytes (maxmemory ${16 * 1024 * 1024})`);
   t.equal(await engine.stop(), 0, 'the engine stops cleanly');
 });
+
+/** INFO `section` of the Redis at `url`. */
+async function raw(url: string, section: string): Promise<string> {
+  const client = new Redis(url, { maxRetriesPerRequest: 2 });
+  try {
+    return await client.info(section);
+  } finally {
+    client.disconnect();
+  }
+}
