@@ -12,7 +12,7 @@ const replayChunkBytes = 4 * 1024 * 1024;
 /** The smallest replay chunk: the largest line (a body is at most 1 MiB) always fits in one. */
 const minReplayChunkBytes = 1024 * 1024;
 /** Retry-After of `overloaded`: the workers need seconds, not milliseconds, to make room. */
-const OVERLOADED_RETRY_S = 5;
+export const OVERLOADED_RETRY_S = 5;
 /** How long after refusing a write for overload the gateway still says it refuses (/readyz). */
 const REFUSING_FOR_MS = 5000;
 /** The journal can no longer take an SDK body (docs/api.md#limits): it refuses. */

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { OVERLOADED_RETRY_S } from '../ingest/writer.ts';
 import { httpRoute } from '../server/route.ts';
 import { pingWithin } from './health.ts';
 
@@ -17,7 +18,7 @@ export const readyz = httpRoute({
     async ({ ex }) => {
       if (deps.tracker.draining) return ex.unavailable();
       const refusing = deps.ingest.refusing?.() ?? null;
-      if (refusing !== null) return ex.answer({ code: 'overloaded', items: [{ code: 'overloaded', message: refusing }], retryAfter: 5 });
+      if (refusing !== null) return ex.answer({ code: 'overloaded', items: [{ code: 'overloaded', message: refusing }], retryAfter: OVERLOADED_RETRY_S });
       const [redis, clickhouse] = await Promise.all([pingWithin(deps.redis, READY_TIMEOUT_MS), deps.clickhouse.ping()]).catch(() => [false, false]);
       if (redis && clickhouse) ex.send(200, '{"ok":true}');
       else ex.unavailable();
