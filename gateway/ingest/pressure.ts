@@ -65,8 +65,12 @@ export class RedisPressure implements Admission {
 
   /** Reads once now, then every second. */
   async start(): Promise<void> {
+    let busy = false;
     this.timer = setInterval(() => {
-      this.reads = this.read();
+      // A reading still waiting (Redis slow or unreachable) is not doubled.
+      if (busy) return;
+      busy = true;
+      this.reads = this.read().finally(() => (busy = false));
     }, READ_EVERY_MS);
     this.timer.unref();
     this.reads = this.read();
