@@ -23,5 +23,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     });
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
-  return Object.freeze(raw as unknown as Config);
+  const config = raw as unknown as Config;
+  if (config.ADMISSION_LOW_PERCENT >= config.ADMISSION_HIGH_PERCENT) {
+    throw new ConfigError(
+      `invalid configuration: ADMISSION_LOW_PERCENT=${config.ADMISSION_LOW_PERCENT}: must be below ADMISSION_HIGH_PERCENT (${config.ADMISSION_HIGH_PERCENT})`,
+    );
+  }
+  return Object.freeze(config);
 }

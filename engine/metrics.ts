@@ -67,6 +67,57 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** used_memory of Redis (of its fullest master on a Cluster), as a gateway last read it. */
+  readonly redisMemoryUsed = new Gauge({
+    name: 'svc_redis_memory_used_bytes',
+    help: 'Redis used_memory (the fullest master on a Cluster), read by the gateway every second',
+    registers: [this.registry],
+  });
+
+  /** The memory limit admission works against: maxmemory, else REDIS_MEMORY_BUDGET, else the machine's. */
+  readonly redisMemoryLimit = new Gauge({
+    name: 'svc_redis_memory_limit_bytes',
+    help: 'Redis memory limit admission works against (maxmemory, else REDIS_MEMORY_BUDGET, else the machine)',
+    registers: [this.registry],
+  });
+
+  /** The admission watermarks in bytes: past `high` buffered writes are held back, under `low` admitted again. */
+  readonly admissionWatermark = new Gauge({
+    name: 'svc_admission_watermark_bytes',
+    help: 'Admission watermarks of Redis memory, bytes (level: high, low)',
+    labelNames: ['level'] as const,
+    registers: [this.registry],
+  });
+
+  /** 1 while this gateway holds buffered writes back from Redis (past the high watermark), else 0. */
+  readonly admissionShedding = new Gauge({
+    name: 'svc_admission_shedding',
+    help: '1 while buffered writes go to the spill journal because Redis is past its high watermark',
+    registers: [this.registry],
+  });
+
+  /** Buffered writes answered 503, by reason: `overloaded` (memory watermark) or `unavailable` (Redis unreachable). */
+  readonly refusedWrites = new Counter({
+    name: 'svc_refused_writes_total',
+    help: 'Buffered writes refused with 503 because the spill journal could not take them, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  /** Age of the oldest ingest entry not yet applied, seconds (0: none). */
+  readonly oldestUnapplied = new Gauge({
+    name: 'svc_oldest_unapplied_seconds',
+    help: 'Age of the oldest ingest entry the apply workers have not acknowledged, seconds',
+    registers: [this.registry],
+  });
+
+  /** Age of the oldest change or outcome not yet recorded in ClickHouse, seconds (0: none). */
+  readonly oldestUnrecorded = new Gauge({
+    name: 'svc_oldest_unrecorded_seconds',
+    help: 'Age of the oldest changes or outcomes entry the recorder has not acknowledged, seconds',
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -2,13 +2,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './scripts/apply-batch.ts';
+import { writeConsent } from './scripts/consent.ts';
 import type { AnyContract, Command } from './scripts/contract.ts';
 import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, releaseDue } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
-import { releaseLease, renewLease } from './scripts/lease.ts';
-import { settleBatch } from './scripts/settle-batch.ts';
+import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/lease.ts';
+import { markRound, settleBatch } from './scripts/settle-batch.ts';
+import { createGroup, oldestUnread } from './scripts/streams.ts';
 import { takeToken } from './scripts/take-token.ts';
-import { claimToken, clearDetach } from './scripts/token-claims.ts';
+import { appendDetach, claimToken, clearDetach } from './scripts/token-claims.ts';
 
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
@@ -16,7 +18,28 @@ const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
  * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`,
  * each with its contract declared once under engine/scripts. Call them through these wrappers.
  */
-export const scripts = { applyBatch, settleBatch, renewLease, releaseLease, claimToken, clearDetach, takeToken, appendJobs, loadRecipient, checkSend, recordAttempts, releaseDue, offerToken };
+export const scripts = {
+  applyBatch,
+  settleBatch,
+  heartbeat,
+  setIfAbsent,
+  renewLease,
+  releaseLease,
+  createGroup,
+  oldestUnread,
+  markRound,
+  writeConsent,
+  claimToken,
+  clearDetach,
+  appendDetach,
+  takeToken,
+  appendJobs,
+  loadRecipient,
+  checkSend,
+  recordAttempts,
+  releaseDue,
+  offerToken,
+};
 
 /** The commands loadScripts defines on a client; the wrappers in `scripts` call them. */
 export type ScriptCommands = Record<keyof typeof scripts, Command>;

@@ -6,6 +6,8 @@ export const APPLY_GROUP = 'apply';
 export const FANOUT_GROUP = 'fanout';
 /** Consumer group of the dispatch streams (dispatch workers). */
 export const DISPATCH_GROUP = 'dispatch';
+/** Consumer group of the changes and outcomes streams (the recorder). */
+export const RECORDER_GROUP = 'recorder';
 
 /**
  * Redis key and stream names, and partitioning. Every key an apply touches carries the partition's

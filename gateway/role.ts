@@ -4,6 +4,7 @@ import { createRedis, type RedisClient } from '../engine/redis.ts';
 import type { RoleFactory } from '../engine/roles.ts';
 import { Topology } from '../engine/topology.ts';
 import { workerRunsHere } from '../engine/worker-id.ts';
+import { RedisPressure } from './ingest/pressure.ts';
 import { SpillJournal } from './ingest/spill-journal.ts';
 import { IngestWriter } from './ingest/writer.ts';
 import { routes } from './routes/table.ts';
@@ -27,8 +28,15 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
   // of waiting in a queue that could still send it later, after the journal took it.
   const ingestRedis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS, offlineQueue: false });
   const journal = new SpillJournal(join(config.DATA_DIR, 'spill'), workerId, config.SPILL_MAX_BYTES);
-  const ingest = new IngestWriter(ingestRedis, topology, journal, log, { isLive: workerRunsHere });
+  // How full Redis is, read once a second for every request: past the watermark, writes spill.
+  const pressure = new RedisPressure(redis, topology, config, metrics, log);
+  const ingest = new IngestWriter(ingestRedis, topology, journal, log, {
+    isLive: workerRunsHere,
+    admission: pressure,
+    refused: (reason) => metrics.refusedWrites.labels(reason).inc(),
+  });
   await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
+  await pressure.start();
   await ingest.start();
   const tracker = new Tracker();
   const failures = new Failures(log);
@@ -51,6 +59,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
   } catch (err) {
     redis.disconnect();
     ingestRedis.disconnect();
+    await pressure.close();
     await ingest.close();
     throw err;
   }
@@ -61,6 +70,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     tracker.draining = true;
     await tracker.whenIdle(config.SHUTDOWN_MS);
     server.close();
+    await pressure.close();
     await ingest.close();
     await redis.quit().catch(() => redis.disconnect());
     await ingestRedis.quit().catch(() => ingestRedis.disconnect());

@@ -35,6 +35,12 @@ export const ConfigSchema = Type.Object(
     REDIS_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 50 }),
     /** Most bytes the gateway's spill journal (DATA_DIR/spill) holds while Redis is unreachable; past it, 503. */
     SPILL_MAX_BYTES: Type.Integer({ default: 1073741824, minimum: 0 }),
+    /** Past this share of Redis's memory limit (percent), gateways keep buffered writes in their spill journal. */
+    ADMISSION_HIGH_PERCENT: Type.Integer({ default: 80, minimum: 1, maximum: 100 }),
+    /** Below this share (percent, under ADMISSION_HIGH_PERCENT), gateways replay their journal and append to Redis again. */
+    ADMISSION_LOW_PERCENT: Type.Integer({ default: 70, minimum: 0, maximum: 99 }),
+    /** Redis's memory limit in bytes when it has no maxmemory; 0: the machine's memory as Redis reports it. */
+    REDIS_MEMORY_BUDGET: Type.Integer({ default: 0, minimum: 0 }),
     /** Development and tests: every answer is checked against its route's declared schema; one that breaks it is a 500 and an error log line. */
     CHECK_ANSWERS: Type.Boolean({ default: false }),
     /** Extra CA certificate (PEM file) trusted for provider connections, say a local simulator's. */

@@ -38,6 +38,11 @@ export const ErrorCodes = {
     hint: 'Find the error_id in the server log: that line carries the stack.',
   },
   unavailable: { status: 503, message: 'The service cannot meet this call now.', hint: 'Retry after Retry-After seconds.' },
+  overloaded: {
+    status: 503,
+    message: 'Redis is past its memory watermark and the spill journal is full: buffered writes are refused for now.',
+    hint: 'Retry after Retry-After seconds; operators: see the Redis memory and oldest unapplied metrics.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ErrorCodes;
@@ -53,13 +58,14 @@ export interface ErrorItem {
 
 /**
  * Errors by kind (docs/architecture.md#errors-by-kind). A thrown CallerError is answered with its code (4xx),
- * an UnavailableError with 503 and Retry-After; anything else thrown is a bug: 500 `internal`.
+ * an UnavailableError with 503 and Retry-After, an OverloadedError with 503 `overloaded` and Retry-After;
+ * anything else thrown is a bug: 500 `internal`.
  */
 
 /** The caller's mistake: answered with `code`'s status and `items` (the registry's default item when absent). */
 export class CallerError extends Error {
   constructor(
-    readonly code: Exclude<ErrorCode, 'internal' | 'unavailable'>,
+    readonly code: Exclude<ErrorCode, 'internal' | 'unavailable' | 'overloaded'>,
     readonly items?: ErrorItem[],
   ) {
     super(items?.[0]?.message ?? ErrorCodes[code].message);
@@ -76,5 +82,19 @@ export class UnavailableError extends Error {
   ) {
     super(message, options);
     this.name = 'UnavailableError';
+  }
+}
+
+/**
+ * Buffered writes refused before Redis is full (docs/api.md#errors): Redis is past its memory
+ * watermark and the gateway's spill journal cannot take them either. `message` says why.
+ */
+export class OverloadedError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfter: number,
+  ) {
+    super(message);
+    this.name = 'OverloadedError';
   }
 }

@@ -1,8 +1,9 @@
-import { appendEntry } from '../../engine/ingest.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { scripts } from '../../engine/scripts.ts';
 import type { Topology } from '../../engine/topology.ts';
+import type { IngestEntry } from '../../schemas/ingest.ts';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
+import type { OwedDetach } from '../../engine/scripts/token-claims.ts';
 import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
 
 /** One registration the apply script left in outbox:{pN} (field d, JSON). */
@@ -49,18 +50,27 @@ export class OutboxSettler {
     });
     await Promise.all(
       owed.map((detach) =>
-        appendEntry(this.redis, this.topology, {
-          op: 'detach',
-          project: reg.project,
-          external_id: detach.externalId,
-          at: Date.now(),
-          type: reg.type,
-          token: reg.token,
-          registered_at: Number(detach.registeredAt),
-        }).then(() => scripts.clearDetach(this.redis, { keys: token, args: { ...detach } })),
+        scripts
+          .appendDetach(this.redis, {
+            keys: { ingest: this.topology.ingest(this.topology.partitionOf(reg.project, detach.externalId)) },
+            args: { entry: JSON.stringify(detachEntry(reg, detach)) },
+          })
+          .then(() => scripts.clearDetach(this.redis, { keys: token, args: { ...detach } })),
       ),
     );
   }
+}
+
+function detachEntry(reg: Registration, detach: OwedDetach): IngestEntry {
+  return {
+    op: 'detach',
+    project: reg.project,
+    external_id: detach.externalId,
+    at: Date.now(),
+    type: reg.type,
+    token: reg.token,
+    registered_at: Number(detach.registeredAt),
+  };
 }
 
 function parseRegistration(row: StreamEntry): Registration | undefined {

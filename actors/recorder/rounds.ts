@@ -118,7 +118,7 @@ export class RecordRounds {
     if (token === null) return;
     const key = topology.recorderRound(token);
     let json = await redis.get(key);
-    if (json === null && (await redis.set(key, ABORTED, 'EX', this.limits.roundTtlSeconds, 'NX')) === null) json = await redis.get(key);
+    if (json === null && !(await this.setOnce(key, ABORTED))) json = await redis.get(key);
     const manifest = json === null || json === ABORTED ? null : (JSON.parse(json) as Manifest);
     const own = manifest?.parts.find((p) => p.stream === stream);
     if (manifest === null || own === undefined) {
@@ -199,10 +199,12 @@ export class RecordRounds {
    */
   private async begin(kind: StreamKind, joined: Waiter[], token: string): Promise<void> {
     const { redis, topology } = this.opts;
-    const marked = await Promise.allSettled(joined.map((w) => redis.hsetnx(topology.recorderMarks(w.part.partition), kind, token)));
+    const marked = await Promise.allSettled(
+      joined.map(async (w) => (await scripts.markRound(redis, { keys: { marks: topology.recorderMarks(w.part.partition) }, args: { kind, token } })).marked),
+    );
     const failed = marked.find((m) => m.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
-    if (marked.some((m) => m.status === 'fulfilled' && m.value === 0)) throw new Error('a partition still carries the mark of another round');
+    if (marked.some((m) => m.status === 'fulfilled' && !m.value)) throw new Error('a partition still carries the mark of another round');
     // A partition whose lease lapsed meanwhile may be another's, which found the mark and no manifest.
     if (joined.some((w) => w.part.lease.remainingMs() <= 0)) throw new Error('a lease may have lapsed while the round was marked');
     const manifest: Manifest = {
@@ -215,9 +217,15 @@ export class RecordRounds {
         count: part.entries.length,
       })),
     };
-    if ((await redis.set(topology.recorderRound(token), JSON.stringify(manifest), 'EX', this.limits.roundTtlSeconds, 'NX')) === null) {
+    if (!(await this.setOnce(topology.recorderRound(token), JSON.stringify(manifest)))) {
       throw new Error('a recovery gave the round up before its manifest was written');
     }
+  }
+
+  /** SET NX with the round's lifetime (roundTtlSeconds), at maxmemory too; whether it was set. */
+  private async setOnce(key: string, value: string): Promise<boolean> {
+    const { set } = await scripts.setIfAbsent(this.opts.redis, { keys: { key }, args: { value, ttlMs: this.limits.roundTtlSeconds * 1000 } });
+    return set;
   }
 
   /**

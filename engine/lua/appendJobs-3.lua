@@ -1,3 +1,4 @@
+#!lua
 --[[
   Appends the dispatch jobs of one fan-out chunk for the users of partition N
   (engine/notifications/lifecycle.ts). A user already appended for this notification is skipped,

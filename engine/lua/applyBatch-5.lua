@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Applies one batch of ingest entries of partition N, atomically (actors/partition/partition-actor.ts).
 

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   What stands in the way of one send (docs/architecture.md#consent-first), read by dispatch with the provider
   slot in hand, right before the request starts: the notification's cancel mark in the user's

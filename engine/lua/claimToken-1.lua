@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Records a user's registration of a subscription token in the token's ownership record and
   returns the detaches still owed (actors/partition/outbox-settler.ts). The newest registration

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Forgets a detach owed on a token once its detach entry is in the user's ingest stream
   (actors/partition/outbox-settler.ts). Only the exact value that was sent is cleared: a newer

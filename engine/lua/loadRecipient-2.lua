@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 --[[
   Loads what a dispatch job needs of its user (actors/dispatch/dispatch-handler.ts) in one call:
   their subscriptions of the notification's channel and their `language` tag. A subscription's

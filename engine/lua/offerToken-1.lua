@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Offers a freshly signed provider token for the token shared by every dispatch process
   (actors/dispatch/token-store.ts): it is stored unless another process already stored one that

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Records what one dispatch job came to (actors/dispatch/dispatch-handler.ts), once: the job is
   acknowledged, and only if it was still pending are its outcomes appended for the recorder, its

@@ -1,3 +1,4 @@
+#!lua
 --[[
   Moves the members of a sorted set whose score (a due time, ms) has passed onto a stream, at most
   `max` of them, atomically: a notification whose send_after came (scheduled -> notifications

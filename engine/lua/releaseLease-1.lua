@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Releases a partition lease, only while this worker still owns it (engine/runner/partition-runner.ts).
 

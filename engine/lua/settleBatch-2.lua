@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Settles a batch the recorder has inserted into ClickHouse (actors/recorder/rounds.ts):
   acknowledges its IDs, clears the partition's mark of the round that carried it, then trims the

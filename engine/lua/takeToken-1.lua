@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 --[[
   Takes one token from a key's rate-limit bucket (gateway/rate-limit.ts): a token bucket that
   holds at most `burst` tokens and refills at `rate` tokens a second. The clock is Redis's own

@@ -2,6 +2,7 @@ import { Cluster, type RedisOptions } from 'ioredis';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
+import { scripts } from '../scripts.ts';
 import { toEntries, toRawEntries, type RawStreamEntry, type StreamEntry } from './types.ts';
 
 /** Longest a read blocks unless its consumer says otherwise, ms. */
@@ -252,13 +253,9 @@ export class ConsumerLoop {
   }
 }
 
-/** Creates consumer group `group` on `stream` (and the stream) from its start, unless it exists. */
+/** Creates consumer group `group` on `stream` (and the stream) from its start, unless it exists; at maxmemory too. */
 export async function ensureGroup(redis: RedisClient, stream: string, group: string): Promise<void> {
-  try {
-    await redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
-  } catch (err) {
-    if (!(err instanceof Error && err.message.startsWith('BUSYGROUP'))) throw err;
-  }
+  await scripts.createGroup(redis, { keys: { stream }, args: { group } });
 }
 
 /**

@@ -115,11 +115,7 @@ export class PartitionRunner {
     const now = Date.now();
     let wanted = new Set<number>();
     if (!this.closing) {
-      const [, , live] = await Promise.all([
-        redis.zadd(workersKey, now + leaseMs, workerId),
-        redis.zremrangebyscore(workersKey, '-inf', now),
-        redis.zrangebyscore(workersKey, now, '+inf'),
-      ]);
+      const { live } = await scripts.heartbeat(redis, { keys: { workers: workersKey }, args: { worker: workerId, now, expiresAt: now + leaseMs } });
       wanted = this.rendezvous.assigned(live, workerId);
     }
     await Promise.all([...this.held.entries()].map(([p, held]) => this.keep(p, held, wanted.has(p), now)));
@@ -173,9 +169,9 @@ export class PartitionRunner {
 
   private async acquire(partition: number, now: number): Promise<void> {
     const { redis, leaseKey, workerId, leaseMs } = this.opts;
-    const taken = await redis.set(leaseKey(partition), workerId, 'PX', leaseMs, 'NX');
-    if (taken !== 'OK' || this.closing) {
-      if (taken === 'OK') await scripts.releaseLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId } });
+    const { set: taken } = await scripts.setIfAbsent(redis, { keys: { key: leaseKey(partition) }, args: { value: workerId, ttlMs: leaseMs } });
+    if (!taken || this.closing) {
+      if (taken) await scripts.releaseLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId } });
       return;
     }
     // `now` was taken before the lease was set, so the lease expires no sooner than LEASE_MS after it.

@@ -27,6 +27,7 @@ function applyCode(value: unknown): ApplyCode {
 /** engine/lua/applyBatch-5.lua: applies a batch of one partition's ingest entries, fenced and deduplicated. */
 export const applyBatch = defineScript({
   name: 'applyBatch',
+  oom: 'allow', // the only way accepted writes leave the ingest log
   keys: ['lease', 'applied', 'ingest', 'changes', 'outbox'],
   args: ['worker', 'keyPrefixes', 'subscriptionTypes', 'receiptKinds', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions'],
   variadic: {

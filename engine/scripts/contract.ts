@@ -4,6 +4,19 @@ export type Arg = string | number;
 /** A command defineCommand put on a client; its reply is parsed by the script's contract. */
 export type Command = (...args: Arg[]) => Promise<unknown>;
 
+/**
+ * What a script may do when Redis is at maxmemory (docs/architecture.md#progress-at-the-memory-limit),
+ * declared in its first line, a Redis 7 shebang:
+ * - `allow`: `#!lua flags=allow-oom`, it runs at maxmemory: it frees memory, or it is the bounded
+ *   step that lets the workers free it;
+ * - `refuse`: `#!lua`, refused whole at maxmemory (never half run): it brings new work;
+ * - `read`: `#!lua flags=no-writes`, it only reads, which Redis allows at maxmemory.
+ */
+export type OomPolicy = 'allow' | 'refuse' | 'read';
+
+/** The shebang line of each policy. */
+export const SHEBANGS: Record<OomPolicy, string> = { allow: '#!lua flags=allow-oom', refuse: '#!lua', read: '#!lua flags=no-writes' };
+
 /** The trailing ARGV of a script that takes a list: its header name, and how a call fills it. */
 export interface Variadic<V> {
   readonly name: string;
@@ -27,6 +40,7 @@ export interface ScriptContract<N extends string, K extends string, A extends st
   readonly name: N;
   readonly keys: readonly K[];
   readonly args: readonly A[];
+  readonly oom: OomPolicy;
   readonly variadic?: Variadic<V>;
   readonly reply: Reply<R>;
 }
@@ -48,6 +62,7 @@ export interface AnyContract {
   readonly name: string;
   readonly keys: readonly string[];
   readonly args: readonly string[];
+  readonly oom: OomPolicy;
   readonly variadic?: { readonly name: string; readonly item?: readonly string[] };
   readonly reply: { readonly fields?: readonly string[] };
 }

@@ -3,6 +3,7 @@ import { defineScript, fields, flag, int, str } from './contract.ts';
 /** engine/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
 export const appendJobs = defineScript({
   name: 'appendJobs',
+  oom: 'refuse', // new work: the fan-out waits for room
   keys: ['dispatch', 'fanned', 'counts'],
   args: ['notification', 'project', 'keepSeconds', 'jobsField'],
   variadic: { name: 'users', spread: (call: { users: readonly string[] }) => [...call.users] },
@@ -12,6 +13,7 @@ export const appendJobs = defineScript({
 /** engine/lua/recordAttempts-5.lua: acknowledges a dispatch job and records its outcomes, once. */
 export const recordAttempts = defineScript({
   name: 'recordAttempts',
+  oom: 'allow', // records sends already made: refused, they would be sent again
   keys: ['dispatch', 'counts', 'outcomes', 'retries', 'ingest'],
   args: ['group', 'entryId', 'counters', 'lastAtField', 'now', 'retry', 'retryAt', 'outcomeCount'],
   variadic: {
@@ -26,6 +28,7 @@ const recipientFields = ['language', 'subs'] as const;
 /** engine/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel and language tag. */
 export const loadRecipient = defineScript({
   name: 'loadRecipient',
+  oom: 'read',
   keys: ['subs', 'tags'],
   args: ['types', 'limited'],
   variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
@@ -45,6 +48,7 @@ const sendCheckFields = ['canceled', 'consent'] as const;
 /** engine/lua/checkSend-2.lua: the cancel mark and the consent a send is checked against, slot in hand. */
 export const checkSend = defineScript({
   name: 'checkSend',
+  oom: 'read',
   keys: ['canceled', 'consent'],
   args: ['type'],
   reply: {
@@ -59,6 +63,7 @@ export const checkSend = defineScript({
 /** engine/lua/releaseDue-2.lua: moves due members of a sorted set onto a stream. */
 export const releaseDue = defineScript({
   name: 'releaseDue',
+  oom: 'refuse', // new work: scheduled notifications wait for room
   keys: ['waiting', 'stream'],
   args: ['now', 'max'],
   reply: { parse: (raw) => ({ moved: int('releaseDue', raw) }) },
@@ -67,6 +72,7 @@ export const releaseDue = defineScript({
 /** engine/lua/offerToken-1.lua: stores a provider token unless another is in force; answers the one in force. */
 export const offerToken = defineScript({
   name: 'offerToken',
+  oom: 'allow', // one key; dispatch finishes the jobs already fanned out
   keys: ['token'],
   args: ['json', 'replacing', 'ttlMs'],
   reply: { parse: (raw) => ({ json: str('offerToken', raw) }) },

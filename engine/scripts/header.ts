@@ -1,7 +1,9 @@
-import type { AnyContract } from './contract.ts';
+import { SHEBANGS, type AnyContract } from './contract.ts';
 
 /** What a script's header comment declares (docs/architecture.md#lua-scripts). */
 export interface Header {
+  /** The first line when it is a shebang (`#!lua flags=allow-oom`). */
+  shebang?: string;
   keys: { index: number; name: string }[];
   args: { index: number; name: string }[];
   /** A trailing list from ARGV[first]; `item` names the slots of one item when it takes several. */
@@ -14,13 +16,16 @@ export interface Header {
 export const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)\.lua$/;
 
 /**
- * Parses the header of a script: lines `KEYS[i] name  description`, `ARGV[i] name  description`,
+ * Parses the header of a script, after its shebang line: lines `KEYS[i] name  description`, `ARGV[i] name  description`,
  * `ARGV[i], ARGV[i+1], ...  name  description` for a trailing list (`name {a, b}` when each item
  * takes several slots), and `Returns {field, ...}`.
  */
 export function parseHeader(source: string): Header {
-  const comment = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1] ?? '';
+  const shebang = /^#!.*/.exec(source)?.[0];
+  const body = shebang === undefined ? source : source.slice(shebang.length + 1);
+  const comment = /^--\[\[([\s\S]*?)\]\]/.exec(body)?.[1] ?? '';
   const header: Header = { keys: [], args: [] };
+  if (shebang !== undefined) header.shebang = shebang;
   for (const line of comment.split('\n')) {
     const key = /^\s*KEYS\[(\d+)\]\s+([A-Za-z]\w*)/.exec(line);
     const list = /^\s*ARGV\[(\d+)\], ARGV\[\d+\], \.\.\.\s+([A-Za-z]\w*)(?: \{([^}]*)\})?/.exec(line);
@@ -55,6 +60,7 @@ export function headerProblems(file: string, source: string, contract: AnyContra
   if (match?.[1] !== contract.name) problems.push(`file name does not name command ${contract.name}`);
   if (Number(match?.[2]) !== contract.keys.length) problems.push(`file name says ${match?.[2]} keys, declared ${contract.keys.length}`);
   const header = parseHeader(source);
+  if (header.shebang !== SHEBANGS[contract.oom]) problems.push(`first line is ${JSON.stringify(header.shebang ?? '')}, declared oom '${contract.oom}' needs ${JSON.stringify(SHEBANGS[contract.oom])}`);
   problems.push(...sameList('KEYS', header.keys, contract.keys), ...sameList('ARGV', header.args, contract.args));
   const list = header.variadic;
   const declared = contract.variadic;

@@ -1,10 +1,11 @@
-import { defineScript, fields, int, str } from './contract.ts';
+import { defineScript, fields, flag, int, str } from './contract.ts';
 
 const replyFields = ['pending', 'trimmedTo'] as const;
 
 /** engine/lua/settleBatch-2.lua: acknowledges a recorded batch, clears its round's mark and trims its stream safely below it. */
 export const settleBatch = defineScript({
   name: 'settleBatch',
+  oom: 'allow', // acknowledges and trims: frees memory
   keys: ['stream', 'marks'],
   args: ['group', 'lastId', 'kind', 'token'],
   variadic: { name: 'ids', spread: (call: { ids: readonly string[] }) => [...call.ids] },
@@ -15,4 +16,13 @@ export const settleBatch = defineScript({
       return { pending: int('settleBatch pending', r.pending), trimmedTo: str('settleBatch trimmedTo', r.trimmedTo) };
     },
   },
+});
+
+/** engine/lua/markRound-1.lua: marks a partition's batch as held by a recorder round, where no mark is. */
+export const markRound = defineScript({
+  name: 'markRound',
+  oom: 'allow', // the round's insert and settle trim the streams
+  keys: ['marks'],
+  args: ['kind', 'token'],
+  reply: { parse: (raw) => ({ marked: flag('markRound', raw) }) },
 });

@@ -19,6 +19,7 @@ function owedDetaches(raw: unknown): OwedDetach[] {
 /** engine/lua/claimToken-1.lua: records a registration of a token (newest wins); returns the detaches owed. */
 export const claimToken = defineScript({
   name: 'claimToken',
+  oom: 'allow', // settles an apply already made (the outbox)
   keys: ['token'],
   args: ['externalId', 'registeredAt'],
   reply: { parse: (raw) => ({ owed: owedDetaches(raw) }) },
@@ -27,7 +28,17 @@ export const claimToken = defineScript({
 /** engine/lua/clearDetach-1.lua: forgets an owed detach once sent, if it still has the value sent. */
 export const clearDetach = defineScript({
   name: 'clearDetach',
+  oom: 'allow', // settles an apply already made (the outbox)
   keys: ['token'],
   args: ['externalId', 'registeredAt'],
   reply: { parse: (raw) => ({ cleared: flag('clearDetach', raw) }) },
+});
+
+/** engine/lua/appendDetach-1.lua: appends an owed detach to the losing user's ingest stream. */
+export const appendDetach = defineScript({
+  name: 'appendDetach',
+  oom: 'allow', // part of an apply already made
+  keys: ['ingest'],
+  args: ['entry'],
+  reply: { parse: (raw) => ({ id: str('appendDetach', raw) }) },
 });

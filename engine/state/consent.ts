@@ -2,11 +2,12 @@ import type { UserChange } from '../../schemas/changes.ts';
 import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { StoredConsent } from '../../schemas/state.ts';
 import type { RedisClient } from '../redis.ts';
+import { scripts } from '../scripts.ts';
 import type { Topology } from '../topology.ts';
 
 /**
  * Writes one user's consent for a subscription type, with a `user` change for the ClickHouse
- * mirror in the same transaction. Never through the ingest log, so it holds for users not known
+ * mirror in the same script call, which runs at maxmemory too. Never through the ingest log, so it holds for users not known
  * yet (docs/architecture.md, "Consent writes").
  */
 export async function writeConsent(
@@ -20,13 +21,10 @@ export async function writeConsent(
 ): Promise<StoredConsent> {
   const stored: StoredConsent = { opted_out: optedOut, at };
   const change: UserChange = { kind: 'user', project, external_id: externalId };
-  const results = await redis
-    .multi()
-    .hset(topology.consent(project, externalId), type, JSON.stringify(stored))
-    .xadd(topology.changes(topology.partitionOf(project, externalId)), '*', 'd', JSON.stringify(change))
-    .exec();
-  const failed = results?.find(([err]) => err !== null)?.[0];
-  if (results === null || failed) throw failed ?? new Error('consent transaction aborted');
+  await scripts.writeConsent(redis, {
+    keys: { consent: topology.consent(project, externalId), changes: topology.changes(topology.partitionOf(project, externalId)) },
+    args: { type, stored: JSON.stringify(stored), change: JSON.stringify(change) },
+  });
   return stored;
 }
 

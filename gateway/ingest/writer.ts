@@ -1,24 +1,43 @@
 import { randomBytes } from 'node:crypto';
-import { UnavailableError } from '../../schemas/errors.ts';
+import { OverloadedError, UnavailableError } from '../../schemas/errors.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { appendEntries } from '../../engine/ingest.ts';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { Topology } from '../../engine/topology.ts';
+import type { Admission } from './pressure.ts';
 import { readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
 
 const replayChunkBytes = 4 * 1024 * 1024;
+/** The smallest replay chunk: the largest line (a body is at most 1 MiB) always fits in one. */
+const minReplayChunkBytes = 1024 * 1024;
+/** Retry-After of `overloaded`: the workers need seconds, not milliseconds, to make room. */
+export const OVERLOADED_RETRY_S = 5;
+/** How long after refusing a write for overload the gateway still says it refuses (/readyz). */
+const REFUSING_FOR_MS = 5000;
+/** The journal can no longer take an SDK body (docs/api.md#limits): it refuses. */
+const SDK_BODY_BYTES = 64 * 1024;
+
+/** Why writes go to the journal: Redis cannot be reached, or it is past its memory watermark. */
+type SpillCause = 'unreachable' | 'overloaded';
+
+const alwaysAdmits: Admission = { admits: true, appended: () => {}, room: () => Infinity, describe: () => '' };
 
 export interface IngestWriterOptions {
   /** How often a spilling writer checks whether Redis is back, ms (default 250). */
   replayEveryMs?: number;
   /** Whether the gateway a journal is named after still runs (its journal is no orphan); default: none does. */
   isLive?: (name: string) => boolean;
+  /** How full Redis is (gateway/ingest/pressure.ts); default: always room. */
+  admission?: Admission;
+  /** Told of each write refused with 503, by reason. */
+  refused?: (reason: 'overloaded' | 'unavailable') => void;
 }
 
 /**
  * Where a buffered write becomes durable: the user's partition stream, or the spill journal while
- * Redis is unreachable (then every later write spills too until the replay, so order holds). Each
+ * Redis is unreachable or past its memory watermark (then every later write spills too until the
+ * replay, so order holds); the replay waits for the low watermark. Each
  * entry carries this writer's id and sequence (`w`, `n`) so copies apply once (docs/architecture.md,
  * "Copies in the log" and "The spill journal and its replay").
  */
@@ -29,10 +48,14 @@ export class IngestWriter {
   /** Settles once every write so far is in Redis, queued in the journal, or refused. */
   private placed: Promise<void> = Promise.resolve();
   private spilling = false;
+  private cause: SpillCause = 'unreachable';
+  private refusedAt = 0;
   private replaying = false;
   private replayOffset = 0;
   private orphans: string[] = [];
   private timer: NodeJS.Timeout | null = null;
+
+  private readonly admission: Admission;
 
   constructor(
     private readonly redis: RedisClient,
@@ -40,11 +63,20 @@ export class IngestWriter {
     private readonly journal: SpillJournal,
     private readonly log: Logger,
     private readonly options: IngestWriterOptions = {},
-  ) {}
+  ) {
+    this.admission = options.admission ?? alwaysAdmits;
+  }
 
   /** True while writes go to the spill journal. */
   get isSpilling(): boolean {
     return this.spilling;
+  }
+
+  /** Why buffered writes are refused now for overload (`/readyz`), or null while they are taken. */
+  refusing(): string | null {
+    if (!this.spilling || this.cause !== 'overloaded') return null;
+    if (Date.now() - this.refusedAt >= REFUSING_FOR_MS && this.journal.fits(SDK_BODY_BYTES)) return null;
+    return this.overloadMessage();
   }
 
   /** Adopts journals a crashed gateway left behind (replayed before anything new) and starts replaying. */
@@ -81,21 +113,28 @@ export class IngestWriter {
 
   /** `place` is called once the write is queued in the journal: later writes may queue behind it. */
   private async writeInOrder(entries: IngestEntry[], earlier: Promise<void>, place: () => void): Promise<void> {
-    if (!this.spilling && this.redis.status === 'ready') {
+    const lines = entries.map((e) => JSON.stringify(e));
+    if (!this.spilling && this.redis.status === 'ready' && this.admission.admits) {
       try {
-        await appendEntries(this.redis, this.topology, entries);
+        await appendEntries(this.redis, this.topology, entries, lines);
+        this.admission.appended(lines.reduce((n, l) => n + l.length, 0));
         return;
       } catch (err) {
-        this.startSpilling(err);
+        this.startSpilling(isOutOfMemory(err) ? 'overloaded' : 'unreachable', err);
       }
-    } else if (!this.spilling) {
-      this.startSpilling(new Error(`redis ${this.redis.status}`));
+    } else if (this.redis.status !== 'ready') {
+      this.startSpilling('unreachable', new Error(`redis ${this.redis.status}`));
+    } else if (!this.admission.admits) {
+      this.startSpilling('overloaded', new Error(this.admission.describe()));
     }
     // An earlier append may still be in flight, to fail later: the journal keeps sequence order.
     await earlier;
-    const lines = entries.map((e) => JSON.stringify(e));
     if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
-      throw new UnavailableError('Redis is unreachable and the spill journal is full');
+      const overloaded = this.cause === 'overloaded';
+      this.options.refused?.(overloaded ? 'overloaded' : 'unavailable');
+      if (!overloaded) throw new UnavailableError('Redis is unreachable and the spill journal is full');
+      this.refusedAt = Date.now();
+      throw new OverloadedError(this.overloadMessage(), OVERLOADED_RETRY_S);
     }
     const appended = this.journal.append(lines);
     // Queued in order; the fsync it waits for is shared with the writes queued behind it.
@@ -104,8 +143,13 @@ export class IngestWriter {
       await appended;
     } catch (err) {
       this.log.error('spill journal append failed', { err });
+      this.options.refused?.('unavailable');
       throw new UnavailableError('Redis is unreachable and the spill journal cannot be written');
     }
+  }
+
+  private overloadMessage(): string {
+    return `Buffered writes are refused: ${this.admission.describe()}, and this gateway's spill journal is full. Retry later; what was accepted before is still applied.`;
   }
 
   async close(): Promise<void> {
@@ -117,21 +161,29 @@ export class IngestWriter {
     });
   }
 
-  private startSpilling(err: unknown): void {
+  /** Writes go to the journal from now on; the latest cause is the one a refusal names. */
+  private startSpilling(cause: SpillCause, err: unknown): void {
+    this.cause = cause;
     if (this.spilling) return;
     this.spilling = true;
-    this.log.warn('redis unreachable; writes go to the spill journal', { err });
+    if (cause === 'overloaded') this.log.warn('redis past its memory watermark; writes go to the spill journal', { detail: this.admission.describe() });
+    else this.log.warn('redis unreachable; writes go to the spill journal', { err });
   }
 
-  /** One replay pass: adopted files first, then this process's journal up to what is durable. */
+  /**
+   * One replay pass: adopted files first, then this process's journal up to what is durable. It
+   * waits while Redis is past its watermark, and appends no more than the room under it before the
+   * next reading says there is more.
+   */
   private async replay(): Promise<void> {
-    if (!this.spilling || this.replaying || this.redis.status !== 'ready') return;
+    if (!this.spilling || this.replaying || this.redis.status !== 'ready' || !this.admission.admits) return;
     this.replaying = true;
     try {
       while (this.orphans[0] !== undefined) {
         const path = this.orphans[0];
         for (let offset = 0; ; ) {
-          const chunk = await readJournal(path, offset, replayChunkBytes);
+          if (!this.admission.admits) return;
+          const chunk = await readJournal(path, offset, this.chunkBytes());
           if (chunk.lines.length === 0) break;
           await this.appendLines(chunk.lines);
           offset = chunk.next;
@@ -142,7 +194,8 @@ export class IngestWriter {
       // Only up to what is durable: bytes past it may belong to a commit whose fsync is still
       // running and may yet fail, and whose writes are then refused.
       while (this.replayOffset < this.journal.durable) {
-        const chunk = await readJournal(this.journal.path, this.replayOffset, Math.min(replayChunkBytes, this.journal.durable - this.replayOffset));
+        if (!this.admission.admits) return;
+        const chunk = await readJournal(this.journal.path, this.replayOffset, Math.min(this.chunkBytes(), this.journal.durable - this.replayOffset));
         await this.appendLines(chunk.lines);
         this.replayOffset = chunk.next;
       }
@@ -166,6 +219,11 @@ export class IngestWriter {
     this.log.info('spill journal replayed; writes go to Redis again');
   }
 
+  /** A replay chunk: at most the room under the high watermark, and never less than one line. */
+  private chunkBytes(): number {
+    return Math.max(minReplayChunkBytes, Math.min(replayChunkBytes, this.admission.room()));
+  }
+
   private async appendLines(lines: string[]): Promise<void> {
     const entries: IngestEntry[] = [];
     for (const line of lines) {
@@ -176,5 +234,11 @@ export class IngestWriter {
       }
     }
     await appendEntries(this.redis, this.topology, entries);
+    this.admission.appended(lines.reduce((n, l) => n + l.length, 0));
   }
+}
+
+/** Redis refused a write at maxmemory (`OOM command not allowed ...`). */
+function isOutOfMemory(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('OOM ');
 }

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { OVERLOADED_RETRY_S } from '../ingest/writer.ts';
 import { httpRoute } from '../server/route.ts';
 import { pingWithin } from './health.ts';
 
@@ -9,13 +10,15 @@ export const readyz = httpRoute({
   method: 'get',
   path: '/readyz',
   auth: 'none',
-  summary: 'Redis and ClickHouse answer',
+  summary: 'Redis and ClickHouse answer, and buffered writes are taken',
   answers: { 200: Type.Object({ ok: Type.Literal(true) }) },
-  errors: ['unavailable'],
+  errors: ['unavailable', 'overloaded'],
   handler:
     ({ deps }) =>
     async ({ ex }) => {
       if (deps.tracker.draining) return ex.unavailable();
+      const refusing = deps.ingest.refusing?.() ?? null;
+      if (refusing !== null) return ex.answer({ code: 'overloaded', items: [{ code: 'overloaded', message: refusing }], retryAfter: OVERLOADED_RETRY_S });
       const [redis, clickhouse] = await Promise.all([pingWithin(deps.redis, READY_TIMEOUT_MS), deps.clickhouse.ping()]).catch(() => [false, false]);
       if (redis && clickhouse) ex.send(200, '{"ok":true}');
       else ex.unavailable();

@@ -16,7 +16,7 @@ export const sdkBatch = httpRoute({
   summary: '1 to 1000 operations, all or nothing (buffered)',
   body: { schema: BatchRequest, limit: 1024 * 1024, check: checkBatch },
   answers: { 202: BatchAccepted },
-  errors: ['identity_verification_failed'],
+  errors: ['identity_verification_failed', 'overloaded'],
   handler:
     ({ deps }) =>
     ({ ex, caller, body: ops }) => {

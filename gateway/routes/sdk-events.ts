@@ -11,7 +11,7 @@ export const sdkEvents = httpRoute({
   identityHeader: true,
   body: { schema: EventBody, limit: SDK_LIMIT },
   answers: { 202: Accepted },
-  errors: ['identity_verification_failed'],
+  errors: ['identity_verification_failed', 'overloaded'],
   handler:
     ({ deps }) =>
     ({ ex, caller, body, identityHash }) =>

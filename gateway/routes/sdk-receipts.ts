@@ -11,7 +11,7 @@ export const sdkReceipts = httpRoute({
   identityHeader: true,
   body: { schema: ReceiptBody, limit: SDK_LIMIT },
   answers: { 202: Accepted },
-  errors: ['identity_verification_failed'],
+  errors: ['identity_verification_failed', 'overloaded'],
   handler:
     ({ deps }) =>
     ({ ex, caller, body, identityHash }) =>

@@ -14,7 +14,7 @@ export const sdkSubscriptions = httpRoute({
   identityHeader: true,
   body: { schema: SubscriptionBody, limit: SDK_LIMIT, check: checkSubscription },
   answers: { 202: Accepted },
-  errors: ['identity_verification_failed'],
+  errors: ['identity_verification_failed', 'overloaded'],
   handler:
     ({ deps }) =>
     ({ ex, caller, params, body, identityHash }) =>

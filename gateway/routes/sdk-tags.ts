@@ -13,7 +13,7 @@ export const sdkTags = httpRoute({
   identityHeader: true,
   body: { schema: TagsBody, limit: SDK_LIMIT },
   answers: { 202: Accepted },
-  errors: ['identity_verification_failed'],
+  errors: ['identity_verification_failed', 'overloaded'],
   handler:
     ({ deps }) =>
     ({ ex, caller, params, body, identityHash }) =>

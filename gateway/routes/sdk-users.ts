@@ -10,7 +10,7 @@ export const sdkUsers = httpRoute({
   summary: 'Create or identify a user, merge tags (buffered)',
   body: { schema: IdentifyBody, limit: SDK_LIMIT },
   answers: { 202: Accepted },
-  errors: ['identity_verification_failed'],
+  errors: ['identity_verification_failed', 'overloaded'],
   handler:
     ({ deps }) =>
     ({ ex, caller, body }) =>

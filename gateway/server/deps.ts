@@ -37,4 +37,6 @@ export interface GatewayDeps {
  */
 export interface IngestSink {
   write(entries: IngestEntry[]): Promise<void>;
+  /** Why it refuses buffered writes for overload now (`/readyz` answers 503 with it), or null. */
+  refusing?(): string | null;
 }

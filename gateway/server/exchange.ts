@@ -118,7 +118,8 @@ export class Exchange {
   /** The answer to a classified failure (gateway/server/failure.ts); a 503 carries Retry-After. */
   answer(outcome: Outcome): void {
     if (outcome.code === 'unavailable') return this.unavailable(outcome.retryAfter);
-    this.fail(outcome.code, outcome.items);
+    const retry: Header[] = outcome.retryAfter === undefined ? [] : [['Retry-After', String(outcome.retryAfter)]];
+    this.fail(outcome.code, outcome.items, retry);
   }
 
   /** A CORS preflight (OPTIONS): which methods and request headers a browser may use on the path. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../engine/log.ts';
-import { CallerError, ErrorCodes, UnavailableError, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
+import { CallerError, ErrorCodes, OverloadedError, UnavailableError, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
 
 /**
  * The one catch boundary of the gateway: whatever a handler throws is classified once, here, as
@@ -9,7 +9,11 @@ import { CallerError, ErrorCodes, UnavailableError, type ErrorCode, type ErrorIt
  * What counts as unavailable is listed in docs/architecture.md, "Errors by kind".
  */
 
-export type Failure = { kind: 'caller'; error: CallerError } | { kind: 'unavailable'; retryAfter: number } | { kind: 'bug' };
+export type Failure =
+  | { kind: 'caller'; error: CallerError }
+  | { kind: 'overloaded'; error: OverloadedError }
+  | { kind: 'unavailable'; retryAfter: number }
+  | { kind: 'bug' };
 
 /** How to answer a failure: the code, its items (the registry's default item when absent), Retry-After seconds. */
 export interface Outcome {
@@ -67,6 +71,7 @@ export function classify(err: unknown): Failure {
   for (let e: unknown = err; typeof e === 'object' && e !== null && !seen.has(e); e = (e as Described).cause) {
     seen.add(e);
     if (e instanceof CallerError) return { kind: 'caller', error: e };
+    if (e instanceof OverloadedError) return { kind: 'overloaded', error: e };
     const retryAfter = (e as Described).retryAfter;
     if (e instanceof UnavailableError || (typeof retryAfter === 'number' && retryAfter > 0 && Number.isFinite(retryAfter))) {
       return { kind: 'unavailable', retryAfter: typeof retryAfter === 'number' ? Math.ceil(retryAfter) : 1 };
@@ -104,6 +109,9 @@ export class Failures {
     switch (failure.kind) {
       case 'caller':
         return failure.error.items === undefined ? { code: failure.error.code } : { code: failure.error.code, items: failure.error.items };
+      case 'overloaded':
+        this.warn(what, err);
+        return { code: 'overloaded', items: [{ code: 'overloaded', message: failure.error.message }], retryAfter: failure.error.retryAfter };
       case 'unavailable':
         this.warn(what, err);
         return { code: 'unavailable', retryAfter: failure.retryAfter };

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
+import { loadConfig } from '../../engine/config.ts';
 import type { Command, OptionSpec, ParsedValue } from '../../engine/cli/command.ts';
 import { commandTable } from '../../engine/cli/commands.ts';
 import { parseCommandLine } from '../../engine/cli/parse.ts';
@@ -41,6 +42,12 @@ t.test('a bad environment value stops the command with a message naming the vari
   const { code, stderr } = await runEngine(['keys', 'list', 'p1'], { ...env, PARTITIONS: 'abc' });
   t.equal(code, 2);
   t.match(stderr, /PARTITIONS="abc"/);
+});
+
+t.test('admission watermarks: the low one must be below the high one', async (t) => {
+  t.throws(() => loadConfig({ ADMISSION_HIGH_PERCENT: '60', ADMISSION_LOW_PERCENT: '60' }), /ADMISSION_LOW_PERCENT=60: must be below ADMISSION_HIGH_PERCENT \(60\)/);
+  t.throws(() => loadConfig({ ADMISSION_HIGH_PERCENT: '101' }), /ADMISSION_HIGH_PERCENT=101: must be <= 100/);
+  t.match(loadConfig({}), { ADMISSION_HIGH_PERCENT: 80, ADMISSION_LOW_PERCENT: 70, REDIS_MEMORY_BUDGET: 0 }, 'defaults: 80 and 70 percent');
 });
 
 t.test('a bad environment value stops start before any role runs', async (t) => {

@@ -13,10 +13,12 @@ export class PrivateRedis {
   private constructor(
     readonly port: number,
     private readonly dataDir: string | undefined,
+    private readonly maxmemory: string | undefined,
   ) {}
 
-  static async start(opts: { dataDir?: string } = {}): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(await freePort(), opts.dataDir);
+  /** `maxmemory` (say `24mb`) caps its memory with `noeviction`, as a Redis that holds state must run. */
+  static async start(opts: { dataDir?: string; maxmemory?: string } = {}): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort(), opts.dataDir, opts.maxmemory);
     await redis.restart();
     return redis;
   }
@@ -28,7 +30,8 @@ export class PrivateRedis {
   /** Starts (again) on the same port and waits until it answers PING. */
   async restart(): Promise<void> {
     const storage = this.dataDir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dataDir];
-    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage], {
+    const memory = this.maxmemory === undefined ? [] : ['--maxmemory', this.maxmemory, '--maxmemory-policy', 'noeviction'];
+    this.proc = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage, ...memory], {
       stdio: 'ignore',
     });
     const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

@@ -21,6 +21,7 @@ t.test('every script file has a declaration, every declaration a file, and each 
 
 t.test('headers parse into named KEYS and ARGV, the trailing list and the reply fields', async (t) => {
   t.same(parseHeader(source('settleBatch-2.lua')), {
+    shebang: '#!lua flags=allow-oom',
     keys: [
       { index: 1, name: 'stream' },
       { index: 2, name: 'marks' },
@@ -46,7 +47,7 @@ t.test('a declaration that disagrees with its header is refused', async (t) => {
     /variadic ARGV starts at 9, declared after ARGV\[7\]/,
   ]);
   t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, variadic: { name: 'entries' } }), [/item: header \{id, json\}, declared \{\}/]);
-  const withoutIds = { name: settle.name, keys: settle.keys, args: settle.args, reply: settle.reply };
+  const withoutIds = { name: settle.name, keys: settle.keys, args: settle.args, oom: settle.oom, reply: settle.reply };
   t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), withoutIds), [/ids from 5, none declared/]);
   t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), { ...settle, reply: { fields: ['trimmedTo', 'pending'] } }), [/reply: header returns \{pending, trimmedTo\}/]);
   t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), { ...settle, keys: ['stream'] }), [
@@ -79,4 +80,12 @@ t.test('applyBatch: its Lua code constants are ApplyCode, and entries start righ
   const values = (codes?.[2] ?? '').split(', ').map(Number);
   t.same(Object.fromEntries(names.map((n, i) => [n, values[i]])), { Ok: ApplyCode.Ok, NotOwner: ApplyCode.NotOwner, Gap: ApplyCode.Gap });
   t.match(lua, new RegExp(`^local FIRST_ENTRY = ${apply.args.length + 1}$`, 'm'));
+});
+
+t.test('a script whose first line disagrees with its declared oom policy is refused', async (t) => {
+  const real = source('settleBatch-2.lua');
+  t.same(parseHeader(real).shebang, '#!lua flags=allow-oom');
+  t.match(headerProblems('settleBatch-2.lua', real.replace('#!lua flags=allow-oom', '#!lua'), settle), [/first line is "#!lua", declared oom 'allow' needs "#!lua flags=allow-oom"/]);
+  t.match(headerProblems('settleBatch-2.lua', real.replace('#!lua flags=allow-oom\n', ''), settle), [/first line is "", declared oom 'allow'/]);
+  t.same(headerProblems('settleBatch-2.lua', real, settle), []);
 });

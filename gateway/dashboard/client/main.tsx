@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { onKeyRefused, storedKey, storeKey } from './api.ts';
 import { DeliveriesView } from './deliveries.tsx';
+import { HealthBanner } from './health.tsx';
 import { KeyGate } from './key-gate.tsx';
 import { LiveView } from './live.tsx';
 import { NotificationDetail } from './notification.tsx';
@@ -75,6 +76,7 @@ function App() {
           Forget key
         </button>
       </header>
+      <HealthBanner />
       <main>
         <View place={place} />
       </main>

@@ -1,0 +1,112 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { deployment } from '../helpers/engine.ts';
+import { eventually } from '../helpers/http.ts';
+import { appliedCount, compare, Ledger, metric, recordedOf, USERS } from '../helpers/overload.ts';
+import { PrivateRedis } from '../helpers/private-redis.ts';
+
+// A Redis that holds state runs with maxmemory and noeviction. The gateway alone takes SDK batches
+// until it refuses; then the engine runs every role on the same Redis and data directory. Before,
+// a full Redis refused the XADD (the gateway spilled, then answered 503 unavailable) and then the
+// lease round's ZADD, the group creation and the replay: nothing applied, ever. Now the gateway
+// holds writes back in its journal past the high watermark, refuses `503 overloaded` only once the
+// journal is full too, and the workers drain Redis and the journal by themselves.
+const MAXMEMORY = '16mb';
+const SPILL_MAX_BYTES = 1024 * 1024;
+const SENDERS = 4;
+/** The bound this test holds the engine to: every accepted event applied and recorded within it. */
+const DRAIN_MS = 60_000;
+
+t.test('Redis at its memory limit: refusals say overloaded, opt-out works, and every 202 is applied and recorded once', async (t) => {
+  const redis = await PrivateRedis.start({ maxmemory: MAXMEMORY });
+  t.teardown(() => redis.stop());
+  const d = await deployment(t, { env: { REDIS_URL: redis.url, SPILL_MAX_BYTES: String(SPILL_MAX_BYTES) } });
+  const { sdk_key: sdk, rest_key: rest } = d.project;
+  const gateway = await d.start(['gateway']);
+
+  // Until the gateway has refused a few batches.
+  const ledger = new Ledger();
+  const started = Date.now();
+  await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      while (ledger.overloaded.length < 3 && ledger.other.length === 0 && Date.now() - started < 60_000) await ledger.sendBatch(gateway.url, sdk);
+    }),
+  );
+  t.comment(`${ledger.accepted.size} events accepted by the gateway alone in ${Date.now() - started} ms, then ${ledger.overloaded.length} batches refused`);
+  t.same(ledger.other, [], 'every answer was 202 or 503 overloaded');
+  t.ok(ledger.overloaded.length >= 3, 'the gateway refused once Redis and its journal were full');
+  t.ok(ledger.overloaded.every((r) => r.retryAfter !== null && Number(r.retryAfter) >= 1), 'every refusal carries Retry-After');
+  t.match(ledger.overloaded[0]?.message, /Redis holds .* of its .* limit .*spill journal is full/, 'and says why');
+  t.ok(readdirSync(join(d.env['DATA_DIR'] ?? '', 'spill')).some((f) => f.endsWith('.journal')), 'writes past the watermark were kept in the journal');
+
+  const ready = await fetch(`${gateway.url}/readyz`);
+  const readyBody = (await ready.json()) as { errors: { code: string }[] };
+  t.equal(ready.status, 503, '/readyz answers 503 while the gateway refuses');
+  t.equal(readyBody.errors[0]?.code, 'overloaded', 'naming the reason');
+  const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+  t.equal(metric(metrics, 'svc_admission_shedding'), 1, 'the metrics show writes held back');
+  t.ok((metric(metrics, 'svc_refused_writes_total{reason="overloaded"}') ?? 0) >= 3, 'and the refusals by reason');
+  t.equal(metric(metrics, 'svc_redis_memory_limit_bytes'), 16 * 1024 * 1024, 'and the memory limit read from Redis');
+  t.comment(`Redis used ${metric(metrics, 'svc_redis_memory_used_bytes')} bytes`);
+
+  // Consent is never lost to overload.
+  const optOut = await fetch(`${gateway.url}/api/sdk/opt-out`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${sdk}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ external_id: 'u0', subscription_type: 'EMAIL' }),
+  });
+  t.equal(optOut.status, 200, 'an opt-out sent while the gateway refuses is answered 200');
+
+  // Every role on the same Redis and data directory: the journal is adopted and replayed.
+  t.equal(await gateway.stop(), 0, 'the gateway alone stops cleanly');
+  const engine = await d.start(['gateway', 'apply', 'recorder']);
+  const recovery = Date.now();
+  const accepted = Array.from({ length: USERS }, (_, u) => ledger.acceptedOf(u));
+  const recordedAll = (): Promise<number[][]> => Promise.all(accepted.map((_, u) => recordedOf(engine.url, rest, u)));
+  const lists = await eventually(
+    'every accepted event recorded',
+    async () => {
+      const lists = await recordedAll();
+      return lists.every((seqs, u) => seqs.length >= (accepted[u]?.length ?? 0)) ? lists : undefined;
+    },
+    DRAIN_MS,
+  ).catch(async (err: unknown) => {
+    const lists = await recordedAll();
+    t.comment(`recorded ${lists.reduce((n, l) => n + l.length, 0)} of ${ledger.accepted.size}; applied ${await appliedCount(redis.url, d.prefix)}`);
+
+    throw err;
+  });
+  t.comment(`every accepted event recorded ${Date.now() - recovery} ms after every role started`);
+  await new Promise((r) => setTimeout(r, 2000));
+  const final = await recordedAll();
+  t.same(final, lists, 'nothing more recorded later');
+  const sum = { lost: 0, doubled: 0, unknown: 0 };
+  final.forEach((seqs, u) => {
+    const c = compare(accepted[u] ?? [], seqs);
+    sum.lost += c.lost;
+    sum.doubled += c.doubled;
+    sum.unknown += c.unknown;
+  });
+  t.same(sum, { lost: 0, doubled: 0, unknown: 0 }, 'recorded: each accepted event exactly once, nothing refused');
+  t.equal(await appliedCount(redis.url, d.prefix), ledger.accepted.size, 'applied: one idempotency marker per accepted event');
+
+  const user = (await (await fetch(`${engine.url}/api/users/u0`, { headers: { authorization: `Bearer ${rest}` } })).json()) as { consent: Record<string, { opted_out: boolean }> };
+  t.equal(user.consent['EMAIL']?.opted_out, true, 'the opt-out is applied');
+  await eventually('the gateway ready again', async () => ((await fetch(`${engine.url}/readyz`)).status === 200 ? true : undefined), 10_000);
+  t.equal(metric(await (await fetch(`${engine.url}/metrics`)).text(), 'svc_admission_shedding'), 0, 'and no longer holding writes back');
+  const peak = Number(/^used_memory_peak:(\d+)/m.exec(await raw(redis.url, 'memory'))?.[1]);
+  t.comment(`Redis's memory peaked at ${peak} bytes (maxmemory ${16 * 1024 * 1024})`);
+  t.equal(await engine.stop(), 0, 'the engine stops cleanly');
+});
+
+/** INFO `section` of the Redis at `url`. */
+async function raw(url: string, section: string): Promise<string> {
+  const client = new Redis(url, { maxRetriesPerRequest: 2 });
+  try {
+    return await client.info(section);
+  } finally {
+    client.disconnect();
+  }
+}

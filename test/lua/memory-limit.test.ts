@@ -1,0 +1,89 @@
+import t, { type Test } from 'tap';
+import { Redis } from 'ioredis';
+import { loadConfig } from '../../engine/config.ts';
+import { createLogger } from '../../engine/log.ts';
+import { createRedis } from '../../engine/redis.ts';
+import { ensureGroup } from '../../engine/runner/consumer-loop.ts';
+import { PartitionRunner } from '../../engine/runner/partition-runner.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
+import { Topology } from '../../engine/topology.ts';
+import { eventually } from '../helpers/http.ts';
+import { PrivateRedis } from '../helpers/private-redis.ts';
+
+/**
+ * Redis at maxmemory with noeviction refuses every command that may grow memory. What frees memory
+ * must still run (docs/architecture.md#progress-at-the-memory-limit): each script declares whether
+ * it runs there, and the lease round, group creation and consent writes go through such scripts.
+ */
+
+const OOM = /^OOM command not allowed/;
+
+async function fullRedis(t: Test): Promise<{ url: string; raw: Redis }> {
+  const server = await PrivateRedis.start({ maxmemory: '4mb' });
+  const raw = new Redis(server.url, { maxRetriesPerRequest: 0 });
+  t.teardown(async () => {
+    raw.disconnect();
+    await server.stop();
+  });
+  // Values until Redis refuses one, then smaller ones (a large one is refused early: its query
+  // buffer counts too); Redis checks the limit before a command, so the last one accepted takes it
+  // past maxmemory.
+  let i = 0;
+  for (const size of [256 * 1024, 16 * 1024, 1024, 64]) {
+    const ballast = 'x'.repeat(size);
+    while ((await raw.set(`ballast:${i++}`, ballast).catch(() => null)) === 'OK');
+  }
+  await t.rejects(raw.xadd('probe', '*', 'd', '1'), OOM, 'a plain XADD is refused: Redis is full');
+  await t.rejects(raw.zadd('probe:z', 1, 'a'), OOM, 'so is a plain ZADD');
+  return { url: server.url, raw };
+}
+
+t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse is refused whole', async (t) => {
+  const { url, raw } = await fullRedis(t);
+  const redis = createRedis(loadConfig({ REDIS_URL: url, KEY_PREFIX: 'm:', PARTITIONS: '4' }));
+  t.teardown(() => redis.disconnect());
+  const topology = new Topology('m:', 4);
+
+  const { live } = await scripts.heartbeat(redis, { keys: { workers: topology.workers() }, args: { worker: 'w1', now: Date.now(), expiresAt: Date.now() + 3000 } });
+  t.same(live, ['w1'], 'heartbeat');
+  t.same(await scripts.setIfAbsent(redis, { keys: { key: topology.lease(0) }, args: { value: 'w1', ttlMs: 3000 } }), { set: true }, 'a lease is taken');
+  t.same(await scripts.renewLease(redis, { keys: { lease: topology.lease(0) }, args: { worker: 'w1', leaseMs: 3000 } }), { renewed: true }, 'and renewed');
+  await ensureGroup(redis, topology.ingest(0), 'apply');
+  await ensureGroup(redis, topology.ingest(0), 'apply');
+  t.equal(((await raw.xinfo('GROUPS', topology.ingest(0))) as unknown[]).length, 1, 'a consumer group is created (once)');
+  t.same(await scripts.markRound(redis, { keys: { marks: topology.recorderMarks(0) }, args: { kind: 'changes', token: 'r1' } }), { marked: true }, 'a recorder round is marked');
+  const stored = await writeConsent(redis, topology, 'proj', 'u1', 'EMAIL', true, 1234);
+  t.same(JSON.parse((await raw.hget(topology.consent('proj', 'u1'), 'EMAIL')) ?? 'null'), stored, 'an opt-out is written');
+  t.equal(await raw.xlen(topology.changes(topology.partitionOf('proj', 'u1'))), 1, 'with its change for the recorder');
+
+  const jobs = scripts.appendJobs(redis, {
+    keys: { dispatch: 'm:dispatch:{p0}', fanned: 'm:nfan:{p0}:n1', counts: 'm:ncount:{p0}:n1' },
+    args: { notification: 'n1', project: 'proj', keepSeconds: 60, jobsField: 'jobs' },
+    users: ['u1', 'u2'],
+  });
+  await t.rejects(jobs, OOM, 'new work (a fan-out chunk) is refused');
+  t.equal(await raw.exists('m:dispatch:{p0}', 'm:nfan:{p0}:n1', 'm:ncount:{p0}:n1'), 0, 'and nothing of it was written');
+});
+
+t.test('at maxmemory a partition runner still heartbeats and takes its leases', async (t) => {
+  const { url, raw } = await fullRedis(t);
+  const redis = createRedis(loadConfig({ REDIS_URL: url, KEY_PREFIX: 'm:' }));
+  t.teardown(() => redis.disconnect());
+  const owned = new Set<number>();
+  const runner = new PartitionRunner({
+    redis,
+    partitions: 4,
+    leaseKey: (p) => `m:lease:{p${p}}`,
+    workersKey: 'm:workers',
+    workerId: 'w1',
+    leaseMs: 600,
+    log: createLogger('error'),
+    work: (p) => ({ start: () => owned.add(p), stop: async () => {} }),
+  });
+  runner.start();
+  t.teardown(() => runner.close());
+  await eventually('every partition owned', async () => (owned.size === 4 ? true : undefined));
+  t.same(await raw.zrange('m:workers', 0, -1), ['w1'], 'the worker set holds the runner');
+  t.equal(await raw.get('m:lease:{p3}'), 'w1', 'the leases name it');
+});
