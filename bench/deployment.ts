@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
-import { RECORDER_GROUP } from '../actors/recorder/limits.ts';
+import { RECORDER_GROUP } from '../engine/topology.ts';
 import { APPLY_GROUP, type Topology } from '../engine/topology.ts';
 import { startChild, type Child } from './child.ts';
 

@@ -32,5 +32,3 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
   roundTtlSeconds: 7 * 24 * 3600,
 };
 
-/** Consumer group of the changes and outcomes streams (declared with the topology, which the gateway reads too). */
-export { RECORDER_GROUP } from '../../engine/topology.ts';

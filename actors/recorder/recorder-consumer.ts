@@ -5,7 +5,8 @@ import type { LeaseView, PartitionWork } from '../../engine/runner/partition-run
 import { ConsumerLoop } from '../../engine/runner/consumer-loop.ts';
 import type { RawStreamEntry } from '../../engine/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
-import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
+import { RECORDER_GROUP } from '../../engine/topology.ts';
+import { RecorderLimits } from './limits.ts';
 import type { RecordRounds } from './rounds.ts';
 import type { StreamKind } from './sink.ts';
 

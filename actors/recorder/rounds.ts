@@ -5,7 +5,8 @@ import type { LeaseView } from '../../engine/runner/partition-runner.ts';
 import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
 import { scripts } from '../../engine/scripts.ts';
 import type { Topology } from '../../engine/topology.ts';
-import { RECORDER_GROUP, RecorderLimits } from './limits.ts';
+import { RECORDER_GROUP } from '../../engine/topology.ts';
+import { RecorderLimits } from './limits.ts';
 import type { RecorderSink, StreamKind } from './sink.ts';
 
 /** One partition's batch of one stream, handed to a round. */
