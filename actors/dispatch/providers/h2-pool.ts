@@ -49,6 +49,8 @@ interface Pending {
   resolve: (answer: H2Response) => void;
   reject: (err: Error) => void;
   replays: number;
+  /** When its time is up (ms): a queued request past it never goes out, however late its timer runs. */
+  deadline: number;
   done: boolean;
   stream: ClientHttp2Stream | null;
   conn: Conn | null;
@@ -105,7 +107,7 @@ export class H2Pool {
     if (this.#queue.length >= this.#maxQueued) return Promise.reject(new TransportError('queue_full', `${this.#queue.length} requests wait for ${this.#origin}`));
     if (signal?.aborted) return Promise.reject(new TransportError('canceled', 'aborted before the send'));
     return new Promise<H2Response>((resolve, reject) => {
-      const timer = setTimeout(() => this.#abandon(p, new TransportError('timeout', `no answer from ${this.#origin} in ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      const timer = setTimeout(() => this.#abandon(p, this.#timedOut()), this.#timeoutMs);
       const onAbort = (): void => this.#abandon(p, new TransportError('canceled', 'aborted by the caller'));
       signal?.addEventListener('abort', onAbort, { once: true });
       const p: Pending = {
@@ -114,6 +116,7 @@ export class H2Pool {
         resolve,
         reject,
         replays: 0,
+        deadline: Date.now() + this.#timeoutMs,
         done: false,
         stream: null,
         conn: null,
@@ -156,7 +159,9 @@ export class H2Pool {
     while (this.#queue.length > 0) {
       const conn = this.#free();
       if (!conn) break;
-      this.#start(conn, this.#queue.shift() as Pending);
+      const p = this.#queue.shift() as Pending;
+      if (Date.now() >= p.deadline) this.#finish(p, this.#timedOut());
+      else this.#start(conn, p);
     }
     if (this.#queue.length === 0) return;
     const live = [...this.#conns].filter((c) => !c.draining);
@@ -273,6 +278,10 @@ export class H2Pool {
     }
     p.replays += 1;
     this.#queue.unshift(p);
+  }
+
+  #timedOut(): TransportError {
+    return new TransportError('timeout', `no answer from ${this.#origin} in ${this.#timeoutMs} ms`);
   }
 
   #abandon(p: Pending, err: TransportError): void {

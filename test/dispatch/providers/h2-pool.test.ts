@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { H2Pool } from '../../../actors/dispatch/providers/h2-pool.ts';
 import { TransportError } from '../../../actors/dispatch/providers/provider.ts';
+import { eventually } from '../../helpers/http.ts';
 import { sleep } from './helpers.ts';
 
 /**
@@ -100,11 +101,12 @@ t.test('a stream limit raised by a later SETTINGS frame is followed on the same 
   const srv = await local(t, (stream) => held.push(stream), { maxConcurrentStreams: 2 });
   const p = pool(t, srv.url, { maxSessions: 1 });
   const sends = Array.from({ length: 5 }, (_, i) => p.request({ ':path': `/s${i}` }, ''));
+  const stats = (active: number) => eventually(`${active} streams active`, async () => (p.stats().active === active ? p.stats() : undefined));
+  t.same(await stats(2), { sessions: 1, active: 2, queued: 3, maxStreams: [2] }, 'two streams used, three wait');
   await sleep(100);
-  t.same(p.stats(), { sessions: 1, active: 2, queued: 3, maxStreams: [2] }, 'two streams used, three wait');
+  t.same(p.stats(), { sessions: 1, active: 2, queued: 3, maxStreams: [2] }, 'and no more while the limit holds');
   held[0]?.session?.settings({ maxConcurrentStreams: 10 });
-  await sleep(100);
-  t.same(p.stats(), { sessions: 1, active: 5, queued: 0, maxStreams: [10] }, 'the waiting three go out once the peer allows 10');
+  t.same(await stats(5), { sessions: 1, active: 5, queued: 0, maxStreams: [10] }, 'the waiting three go out once the peer allows 10');
   for (const stream of held) ok(stream);
   t.ok((await Promise.all(sends)).every((a) => a.status === 200));
   t.equal(p.connects, 1);
