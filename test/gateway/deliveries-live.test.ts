@@ -6,6 +6,7 @@ import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 import { openTail, type LiveTail } from '../helpers/live-tail.ts';
+import { PrivateRedis } from '../helpers/private-redis.ts';
 import { outcome } from '../recorder/outcomes.ts';
 
 /**
@@ -62,7 +63,11 @@ async function append(outcomes: OutcomeEntry[]): Promise<void> {
 }
 
 t.before(async () => {
-  gw = await inProcessGateway(t);
+  // A Redis of this file's own: the test that cuts the subscriber's connection finds it among the
+  // server's clients, which tests running alongside would add to. Stopped after the gateway.
+  const server = await PrivateRedis.start();
+  t.teardown(() => server.stop());
+  gw = await inProcessGateway(t, { REDIS_URL: server.url });
   await gw.run(recorderRole);
   other = await new Keystore(gw.redis, gw.topology).createProject('other', false);
 });
@@ -174,7 +179,7 @@ t.test('when the subscriber loses its connection, every open tail gets a gap not
   const others = await channelSubscribers();
   const first = await tail(t, '?notification_id=resub');
   const second = await tail(t, '?notification_id=resub&status=failed');
-  // Only the client that appeared with the tails: the Redis may serve other processes.
+  // Only the client that appeared with the tails.
   const ours = [...(await channelSubscribers())].filter((id) => !others.has(id));
   t.equal(ours.length, 1, 'one new subscriber: the gateway');
   await gw.redis.call('CLIENT', 'KILL', 'ID', ours[0] ?? '');
