@@ -19,11 +19,11 @@ export async function runInServerMode(dir: string): Promise<void> {
     .map((f) => `${dir}/${f}`)
     .filter((file) => !sameInBothModes.has(file))
     .sort();
-  // Each file keeps tap's per-file limit (package.json, 120 s); this file runs them all.
-  t.setTimeout(files.length * 120_000);
+  // Each file keeps tap's per-file limit (package.json, 300 s); this file runs them all.
+  t.setTimeout(files.length * 300_000);
   const standIn = await startClickHouseStandIn();
   t.teardown(() => standIn.close());
   for (const file of files) {
-    await t.spawn(process.execPath, ['--import=tsx', file], { cwd: root, env: { ...process.env, TEST_CLICKHOUSE_URL: standIn.url }, timeout: 120_000 }, `${file} in server mode`);
+    await t.spawn(process.execPath, ['--import=tsx', file], { cwd: root, env: { ...process.env, TEST_CLICKHOUSE_URL: standIn.url }, timeout: 300_000 }, `${file} in server mode`);
   }
 }
