@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import t, { type Test } from 'tap';
 import { WINDOW } from '../../actors/dispatch/role.ts';
 import { loadConfig } from '../../engine/config.ts';
@@ -169,6 +170,9 @@ t.test('a fan-out process SIGKILLed mid-broadcast and restarted appends every re
   // The fan-out process waits for the first notification: polling starts as soon as it is
   // accepted, and the process is killed once the first chunk (1000 of its 6000 users) is appended.
   const fanout = await s.d.start(['fanout']);
+  // At the lowest CPU priority: on a busy machine the fan-out would otherwise append every chunk
+  // before this process, waiting for its turn, sees the first one.
+  if (fanout.proc.pid !== undefined) setPriority(fanout.proc.pid, 19);
   const [push, ...others] = audiences(users);
   const first = await post(s, ...(push as [string, string[]]));
   const deadline = Date.now() + 60_000;
