@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { startClickHouseStandIn } from './stand-in.ts';
@@ -14,7 +15,7 @@ const sameInBothModes = new Set(['test/query/unavailable.test.ts']);
  * several processes included. One test file per directory, so tap runs them alongside others.
  */
 export async function runInServerMode(dir: string): Promise<void> {
-  const files = readdirSync(`${root}/${dir}`)
+  const files = readdirSync(join(root, dir))
     .filter((f) => f.endsWith('.test.ts'))
     .map((f) => `${dir}/${f}`)
     .filter((file) => !sameInBothModes.has(file))
