@@ -11,10 +11,12 @@ import { call } from '../helpers/http.ts';
  */
 
 const FILE = 'api-docs';
+// One gateway for the file; each test has a project of its own.
+const d = await deployment(t);
+const gw = await d.start(['gateway']);
 
 t.test('the reference lists every path, tries a call with the key, and loads nothing from elsewhere', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   const doc = (await call(`${gw.url}/api/openapi.json`, 'GET', null)).body as { paths: Record<string, Record<string, unknown>> };
   const p = await openPage(t, FILE);
   const sent: { url: string; authorization: string | undefined }[] = [];
@@ -31,7 +33,7 @@ t.test('the reference lists every path, tries a call with the key, and loads not
   // Authorize: the REST key under the REST scheme.
   await p.page.click('.auth-wrapper button.authorize');
   const scheme = p.page.locator('.auth-container', { has: p.page.locator('h4', { hasText: /^\s*restKey\b/ }) });
-  await scheme.locator('input').fill(d.project.rest_key);
+  await scheme.locator('input').fill(project.rest_key);
   await scheme.locator('button.authorize').click();
   await p.screenshot('authorized');
   await p.page.click('.modal-ux button.btn-done, .modal-ux .close-modal');
@@ -45,18 +47,17 @@ t.test('the reference lists every path, tries a call with the key, and loads not
   t.equal((await status.first().textContent())?.trim(), '200', 'the page shows 200');
   t.match(await op.locator('.live-responses-table .response .response-col_description').first().textContent(), /"segments"/, 'and the body');
   const tried = sent.find((r) => r.url === `${gw.url}/api/segments`);
-  t.equal(tried?.authorization, `Bearer ${d.project.rest_key}`, 'the call carried the key');
+  t.equal(tried?.authorization, `Bearer ${project.rest_key}`, 'the call carried the key');
   t.equal(p.page.url().split('#')[1], '/default/getSegments', 'deep linking: the open call is in the address');
-  await finish(t, p, 'tried', gw.url, [d.project.rest_key]);
+  await finish(t, p, 'tried', gw.url, [project.rest_key]);
   t.same(p.errors, [], 'no page or console errors');
 });
 
 t.test('a deep link opens its operation', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   const p = await openPage(t, FILE);
   await p.page.goto(`${gw.url}/api/docs#/default/postNotifications`);
   await p.page.locator('#operations-default-postNotifications .opblock-body').waitFor();
-  await finish(t, p, 'deep-link', gw.url, [d.project.rest_key]);
+  await finish(t, p, 'deep-link', gw.url, [project.rest_key]);
   t.same(p.errors, [], 'no page or console errors');
 });

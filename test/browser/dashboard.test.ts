@@ -214,6 +214,9 @@ t.test('a revoked key sends the page back to the key prompt and is forgotten', a
   const key = await keystore.createKey(s.d.project.project_id, 'rest');
   const p = await signedIn(t, s, '', key);
   await rowIds(p);
+  // The charts' calls answered first: one refused would send the page to the prompt before the
+  // click below, on a machine slow enough.
+  await p.page.waitForFunction(() => document.querySelector('.charts figure.chart') !== null && !Array.from(document.querySelectorAll('.charts p.empty')).some((e) => e.textContent?.startsWith('Loading')));
   await keystore.revokeKey(key);
   await eventually('the gateway refuses the revoked key', async () => ((await call(`${s.engine.url}/api/deliveries?limit=1`, 'GET', key)).status === 401 ? true : undefined));
   await p.page.click('header nav a:has-text("Notifications")');

@@ -3,7 +3,7 @@ import { createClient } from '@clickhouse/client';
 
 /**
  * The ClickHouse server the store and recorder suites run against, when set: the stand-in of
- * test/clickhouse-server/suites.test.ts, or a real server. Unset, they use the embedded engine.
+ * test/clickhouse-server/*-suite.test.ts, or a real server. Unset, they use the embedded engine.
  */
 export const TEST_CLICKHOUSE_URL = process.env['TEST_CLICKHOUSE_URL'];
 

@@ -94,7 +94,8 @@ async function requestCounts(s: Stage): Promise<Record<SimName, number>> {
   return Object.fromEntries(names.map((n, k) => [n, lists[k]?.length ?? 0])) as Record<SimName, number>;
 }
 
-// Eight broadcasts, each on a deployment of its own: longer than the default 120 s of a file.
+// Nine broadcasts, each on a deployment of its own: longer than the default 300 s of a file when the
+// machine is busy.
 t.setTimeout(480_000);
 
 const body = { headings: { en: 'Hi' }, contents: { en: 'Control test' } };

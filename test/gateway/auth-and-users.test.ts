@@ -12,18 +12,21 @@ import { entriesOf } from './support.ts';
 
 const identityError = { code: 'identity_verification_failed', message: 'identity_hash is missing or does not match external_id.' };
 
+// One gateway for the file; each test has a project of its own.
+const d = await deployment(t);
+const gw = await d.start(['gateway']);
+
 t.test('identity verification: body, header and per-op hashes for SDK keys; REST keys skip it', async (t) => {
-  const d = await deployment(t, { identityVerification: true });
-  const gw = await d.start(['gateway']);
-  const sdk = d.project.sdk_key;
-  const hash = (id: string) => createHmac('sha256', d.project.identity_secret).update(id).digest('hex');
+  const p = await d.createProject({ identityVerification: true });
+  const sdk = p.sdk_key;
+  const hash = (id: string) => createHmac('sha256', p.identity_secret).update(id).digest('hex');
   const users = `${gw.url}/api/sdk/users`;
 
   t.same((await call(users, 'POST', sdk, { external_id: 'ada' })).body, { errors: [identityError] }, 'missing in the body');
   t.equal((await call(users, 'POST', sdk, { external_id: 'ada' })).status, 401);
   t.equal((await call(users, 'POST', sdk, { external_id: 'ada', identity_hash: hash('bob') })).status, 401, 'hash of another user');
   t.equal((await call(users, 'POST', sdk, { external_id: 'ada', identity_hash: hash('ada') })).status, 202);
-  t.equal((await call(users, 'POST', d.project.rest_key, { external_id: 'ada' })).status, 202, 'REST key: no check');
+  t.equal((await call(users, 'POST', p.rest_key, { external_id: 'ada' })).status, 202, 'REST key: no check');
 
   const tags = `${gw.url}/api/sdk/users/ada/tags`;
   t.equal((await call(tags, 'PUT', sdk, { a: 1 })).status, 401, 'header missing');
@@ -60,24 +63,23 @@ t.test('identity verification: body, header and per-op hashes for SDK keys; REST
   t.equal(good.status, 202);
   const logged = JSON.stringify(gw.logs);
   t.notOk(logged.includes(hash('ada')) || logged.includes(hash('bob')), 'no identity hash in the log');
-  const written = JSON.stringify(await entriesOf(d.prefix, d.project.project_id, 'bob'));
+  const written = JSON.stringify(await entriesOf(d.prefix, p.project_id, 'bob'));
   t.notOk(written.includes('identity_hash'), 'no identity hash in the ingest log');
 
   const config = loadConfig(d.env);
   const redis = createRedis(config);
   t.teardown(() => redis.disconnect());
-  await new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).setIdentityVerification(d.project.project_id, false);
+  await new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).setIdentityVerification(p.project_id, false);
   await eventually('identity verification off', async () => ((await call(tags, 'PUT', sdk, { a: 2 })).status === 202 ? true : undefined), 5000);
 });
 
 t.test('a revoked key is refused within 5 seconds', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const p = await d.createProject();
   const config = loadConfig(d.env);
   const redis = createRedis(config);
   t.teardown(() => redis.disconnect());
   const keystore = new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS));
-  const key = await keystore.createKey(d.project.project_id, 'sdk');
+  const key = await keystore.createKey(p.project_id, 'sdk');
   t.equal((await call(`${gw.url}/api/sdk/users`, 'POST', key, { external_id: 'x' })).status, 202, 'the new key works (and is cached)');
   t.ok(await keystore.revokeKey(key));
   const answer = await eventually(
@@ -92,10 +94,9 @@ t.test('a revoked key is refused within 5 seconds', async (t) => {
 });
 
 t.test('GET /api/users/{external_id} shows the stored state; 404 unknown, 403 SDK key', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
-  const rest = d.project.rest_key;
-  const project = d.project.project_id;
+  const p = await d.createProject();
+  const rest = p.rest_key;
+  const project = p.project_id;
   const topology = new Topology(d.prefix, 8);
   const redis = testRedis();
   t.teardown(() => redis.disconnect());
@@ -142,7 +143,7 @@ t.test('GET /api/users/{external_id} shows the stored state; 404 unknown, 403 SD
 
   const missing = await call(`${gw.url}/api/users/nobody`, 'GET', rest);
   t.same([missing.status, missing.body], [404, { errors: [{ code: 'not_found', message: 'Not found.' }] }]);
-  const sdk = await call(`${gw.url}/api/users/ada`, 'GET', d.project.sdk_key);
+  const sdk = await call(`${gw.url}/api/users/ada`, 'GET', p.sdk_key);
   t.same([sdk.status, sdk.body], [403, { errors: [{ code: 'wrong_key_type', message: 'This surface needs a REST key.' }] }]);
   t.equal((await call(`${gw.url}/api/users/ada`, 'GET', null)).status, 401);
   t.equal((await call(`${gw.url}/api/users/ada`, 'GET', 'rest_revoked')).status, 401);

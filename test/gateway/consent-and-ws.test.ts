@@ -6,24 +6,27 @@ import { call } from '../helpers/http.ts';
 import { testRedis } from '../helpers/redis.ts';
 import { entriesOf } from './support.ts';
 
+// One gateway for the file; each test has a project of its own.
+const d = await deployment(t);
+const gw = await d.start(['gateway']);
+
 t.test('opt-out and opt-in are stored before the 200, also for unknown users', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   const redis = testRedis();
   t.teardown(() => redis.disconnect());
-  const consentKey = new Topology(d.prefix, 8).consent(d.project.project_id, 'never-seen');
+  const consentKey = new Topology(d.prefix, 8).consent(project.project_id, 'never-seen');
 
-  const out = await call(`${gw.url}/api/sdk/opt-out`, 'POST', d.project.sdk_key, { external_id: 'never-seen', subscription_type: 'EMAIL' });
+  const out = await call(`${gw.url}/api/sdk/opt-out`, 'POST', project.sdk_key, { external_id: 'never-seen', subscription_type: 'EMAIL' });
   t.equal(out.status, 200);
   const stored = JSON.parse((await redis.hget(consentKey, 'EMAIL')) ?? 'null') as { opted_out: boolean; at: number };
   t.same(out.body, { external_id: 'never-seen', subscription_type: 'EMAIL', opted_out: true, at: new Date(stored.at).toISOString() });
   t.equal(stored.opted_out, true, 'the consent hash holds the opt-out right after the answer');
 
-  const back = await call(`${gw.url}/api/sdk/opt-in`, 'POST', d.project.rest_key, { external_id: 'never-seen', subscription_type: 'EMAIL' });
+  const back = await call(`${gw.url}/api/sdk/opt-in`, 'POST', project.rest_key, { external_id: 'never-seen', subscription_type: 'EMAIL' });
   t.match(back, { status: 200, body: { opted_out: false } });
   t.match(JSON.parse((await redis.hget(consentKey, 'EMAIL')) ?? 'null'), { opted_out: false });
 
-  const bad = await call(`${gw.url}/api/sdk/opt-out`, 'POST', d.project.sdk_key, { external_id: 'x', subscription_type: 'FAX', extra: 1 });
+  const bad = await call(`${gw.url}/api/sdk/opt-out`, 'POST', project.sdk_key, { external_id: 'x', subscription_type: 'FAX', extra: 1 });
   t.same([bad.status, bad.body], [
     400,
     {
@@ -33,7 +36,7 @@ t.test('opt-out and opt-in are stored before the 200, also for unknown users', a
       ],
     },
   ]);
-  t.equal((await call(`${gw.url}/api/sdk/opt-in`, 'GET', d.project.sdk_key)).status, 405);
+  t.equal((await call(`${gw.url}/api/sdk/opt-in`, 'GET', project.sdk_key)).status, 405);
 });
 
 /** An open socket and the answers it received, in order. */
@@ -57,11 +60,10 @@ async function waitFor(answers: unknown[], n: number): Promise<void> {
 }
 
 t.test('WebSocket channel: ops answered in arrival order, bad frames answered, subprotocol auth', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   const url = `ws://127.0.0.1:${gw.port}/api/sdk/ws`;
 
-  const { ws, answers } = await open(url, [], { authorization: `Bearer ${d.project.sdk_key}` });
+  const { ws, answers } = await open(url, [], { authorization: `Bearer ${project.sdk_key}` });
   t.teardown(() => ws.close());
   const ops = [
     { seq: 1, op: 'identify', external_id: 'wsu', tags: { a: 1 } },
@@ -93,13 +95,13 @@ t.test('WebSocket channel: ops answered in arrival order, bad frames answered, s
     { seq: 10, accepted: true },
   ]);
   t.same(
-    (await entriesOf(d.prefix, d.project.project_id, 'wsu')).map((e) => e.op),
+    (await entriesOf(d.prefix, project.project_id, 'wsu')).map((e) => e.op),
     ['identify', 'subscribe', 'event', 'tags', 'receipt'],
     'accepted ops are in the log in order',
   );
 
-  const viaProtocol = await open(url, [`bearer.${d.project.rest_key}`]);
-  t.equal(viaProtocol.ws.protocol, `bearer.${d.project.rest_key}`, 'the chosen subprotocol is echoed');
+  const viaProtocol = await open(url, [`bearer.${project.rest_key}`]);
+  t.equal(viaProtocol.ws.protocol, `bearer.${project.rest_key}`, 'the chosen subprotocol is echoed');
   viaProtocol.ws.send(JSON.stringify({ seq: 1, op: 'event', external_id: 'p', name: 'n' }));
   await waitFor(viaProtocol.answers, 1);
   t.same(viaProtocol.answers, [{ seq: 1, accepted: true }]);
@@ -122,9 +124,8 @@ t.test('WebSocket channel: ops answered in arrival order, bad frames answered, s
 });
 
 t.test('identity verification applies to each WebSocket operation', async (t) => {
-  const d = await deployment(t, { identityVerification: true });
-  const gw = await d.start(['gateway']);
-  const { ws, answers } = await open(`ws://127.0.0.1:${gw.port}/api/sdk/ws`, [`bearer.${d.project.sdk_key}`]);
+  const project = await d.createProject({ identityVerification: true });
+  const { ws, answers } = await open(`ws://127.0.0.1:${gw.port}/api/sdk/ws`, [`bearer.${project.sdk_key}`]);
   t.teardown(() => ws.close());
   ws.send(JSON.stringify({ seq: 1, op: 'event', external_id: 'v', name: 'n' }));
   await waitFor(answers, 1);
@@ -137,16 +138,15 @@ t.test('identity verification applies to each WebSocket operation', async (t) =>
 });
 
 t.test('without Redis: /readyz and writes answer 503 with Retry-After, and the gateway stops cleanly', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway'], { REDIS_URL: 'redis://127.0.0.1:1', REDIS_TIMEOUT_MS: '200' });
-  const ready = await call(`${gw.url}/readyz`, 'GET', null);
+  const down = await d.start(['gateway'], { REDIS_URL: 'redis://127.0.0.1:1', REDIS_TIMEOUT_MS: '200' });
+  const ready = await call(`${down.url}/readyz`, 'GET', null);
   t.same([ready.status, ready.headers.get('retry-after')], [503, '1']);
-  const write = await call(`${gw.url}/api/sdk/users`, 'POST', d.project.sdk_key, { external_id: 'x' });
+  const write = await call(`${down.url}/api/sdk/users`, 'POST', d.project.sdk_key, { external_id: 'x' });
   t.same([write.status, write.body, write.headers.get('retry-after')], [
     503,
     { errors: [{ code: 'unavailable', message: 'The service cannot meet this call now.' }] },
     '1',
   ]);
-  t.equal((await call(`${gw.url}/healthz`, 'GET', null)).status, 200);
-  t.equal(await gw.stop(), 0, 'SIGTERM: closes and exits 0');
+  t.equal((await call(`${down.url}/healthz`, 'GET', null)).status, 200);
+  t.equal(await down.stop(), 0, 'SIGTERM: closes and exits 0');
 });

@@ -6,6 +6,7 @@ import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 import { openTail, type LiveTail } from '../helpers/live-tail.ts';
+import { PrivateRedis } from '../helpers/private-redis.ts';
 import { outcome } from '../recorder/outcomes.ts';
 
 /**
@@ -62,7 +63,11 @@ async function append(outcomes: OutcomeEntry[]): Promise<void> {
 }
 
 t.before(async () => {
-  gw = await inProcessGateway(t);
+  // A Redis of this file's own: the test that cuts the subscriber's connection finds it among the
+  // server's clients, which tests running alongside would add to. Stopped after the gateway.
+  const server = await PrivateRedis.start();
+  t.teardown(() => server.stop());
+  gw = await inProcessGateway(t, { REDIS_URL: server.url });
   await gw.run(recorderRole);
   other = await new Keystore(gw.redis, gw.topology).createProject('other', false);
 });
@@ -145,10 +150,15 @@ t.test('a reader that stops reading gets a gap notice, never an unbounded buffer
   const filler = 'x'.repeat(1500);
   const lines = (from: number, count: number): string =>
     Array.from({ length: count }, (_, n) => JSON.stringify({ stream_id: `0-${from + n}`, ...outcome(p, from + n, { notification_id: 'flood', hint: filler }) })).join('\n');
-  // Published as the recorder does, directly: 40 inserts of 500 records, about 40 MB.
+  // Published as the recorder does, directly: 40 inserts of 500 records, about 40 MB. Each waits
+  // for the reading connection to get the one before, as a recorder's inserts come a while apart:
+  // published all at once on a busy machine, they could pass what Redis buffers for a subscriber
+  // (32 MB) and have it cut the gateway's connection, which is another test's fault.
   const total = 40 * 500;
-  for (let i = 0; i < 40; i++) await gw.redis.publish(gw.topology.liveDeliveries(), lines(100_000 + i * 500, 500));
-  await eventually('the reading connection got them all', async () => (fast.records().length >= total ? true : undefined), 60_000);
+  for (let i = 0; i < 40; i++) {
+    await gw.redis.publish(gw.topology.liveDeliveries(), lines(100_000 + i * 500, 500));
+    await eventually(`the reading connection got insert ${i + 1}`, async () => (fast.records().length >= (i + 1) * 500 ? true : undefined), 60_000);
+  }
   t.equal(fast.records().length, total, 'a connection that reads misses nothing');
   t.notOk(fast.frames.some((f) => 'gap' in f), 'and gets no gap notice');
   slow.ws.resume();
@@ -174,7 +184,7 @@ t.test('when the subscriber loses its connection, every open tail gets a gap not
   const others = await channelSubscribers();
   const first = await tail(t, '?notification_id=resub');
   const second = await tail(t, '?notification_id=resub&status=failed');
-  // Only the client that appeared with the tails: the Redis may serve other processes.
+  // Only the client that appeared with the tails.
   const ours = [...(await channelSubscribers())].filter((id) => !others.has(id));
   t.equal(ours.length, 1, 'one new subscriber: the gateway');
   await gw.redis.call('CLIENT', 'KILL', 'ID', ours[0] ?? '');

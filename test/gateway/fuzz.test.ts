@@ -29,7 +29,7 @@ const ONLY = process.env['FUZZ_ONLY'] ? new RegExp(process.env['FUZZ_ONLY']) : n
 const TIMEOUT_MS = 5000;
 /** Bounds each operation's fast-check run, shrinking included, so the file stays within its timeout. */
 const OPERATION_TIME_LIMIT_MS = 20_000;
-/** And all of them together (the file's timeout is 120 s). */
+/** And all of them together (the file's timeout is 300 s, package.json). */
 const TOTAL_TIME_LIMIT_MS = 75_000;
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import t from 'tap';
-import { deployment } from '../helpers/engine.ts';
+import { deployment, type TestDeployment } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { entriesOf } from './support.ts';
 
@@ -10,49 +10,50 @@ const raw = (url: string, key: string, body: string) =>
     body: (await res.json()) as unknown,
   }));
 
+// One gateway for the tests that need no other role, each with a project of its own.
+const d: TestDeployment = await deployment(t);
+const gw = await d.start(['gateway']);
+
 t.test('a lone UTF-16 surrogate escape is refused with 400 invalid_json, not accepted and lost later', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   for (const body of [
     '{"external_id":"\\ud800"}',
     '{"external_id":"ok","tags":{"k":"x\\uDFFFy"}}',
     '{"external_id":"ok","tags":{"\\udbff":"v"}}',
   ]) {
-    const answer = await raw(`${gw.url}/api/sdk/users`, d.project.sdk_key, body);
+    const answer = await raw(`${gw.url}/api/sdk/users`, project.sdk_key, body);
     t.equal(answer.status, 400, body);
     t.match(answer.body, { errors: [{ code: 'invalid_json' }] });
   }
-  const pair = await raw(`${gw.url}/api/sdk/users`, d.project.sdk_key, '{"external_id":"ok","tags":{"emoji":"\\ud83d\\ude00"}}');
+  const pair = await raw(`${gw.url}/api/sdk/users`, project.sdk_key, '{"external_id":"ok","tags":{"emoji":"\\ud83d\\ude00"}}');
   t.equal(pair.status, 202, 'a well-formed surrogate pair is fine');
-  t.same((await entriesOf(d.prefix, d.project.project_id, 'ok')).map((e) => (e.op === 'identify' ? e.tags : null)), [{ emoji: 's😀' }]);
+  t.same((await entriesOf(d.prefix, project.project_id, 'ok')).map((e) => (e.op === 'identify' ? e.tags : null)), [{ emoji: 's😀' }]);
 });
 
 t.test('a tag named __proto__ is kept like any other tag', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway', 'apply']);
-  t.equal((await raw(`${gw.url}/api/sdk/users`, d.project.sdk_key, '{"external_id":"p1","tags":{"__proto__":"x","b":1}}')).status, 202);
+  // Applied state is read back: a deployment of its own, whose apply worker touches no other test's log.
+  const own = await deployment(t);
+  const applying = await own.start(['gateway', 'apply']);
+  t.equal((await raw(`${applying.url}/api/sdk/users`, own.project.sdk_key, '{"external_id":"p1","tags":{"__proto__":"x","b":1}}')).status, 202);
   const tags = await eventually('applied', async () => {
-    const res = await call(`${gw.url}/api/users/p1`, 'GET', d.project.rest_key);
+    const res = await call(`${applying.url}/api/users/p1`, 'GET', own.project.rest_key);
     return res.status === 200 ? (res.body as { tags: Record<string, unknown> }).tags : undefined;
   });
   t.same(Object.entries(tags).sort(), [['__proto__', 'x'], ['b', 1]]);
 });
 
 t.test('a malformed identity_hash in the body is an identity failure (401), not a schema error', async (t) => {
-  const d = await deployment(t, { identityVerification: true });
-  const gw = await d.start(['gateway']);
-  const good = createHmac('sha256', d.project.identity_secret).update('v1').digest('hex');
+  const project = await d.createProject({ identityVerification: true });
+  const good = createHmac('sha256', project.identity_secret).update('v1').digest('hex');
   for (const hash of ['nothex', good.toUpperCase(), good.slice(1)]) {
-    const answer = await call(`${gw.url}/api/sdk/users`, 'POST', d.project.sdk_key, { external_id: 'v1', identity_hash: hash });
+    const answer = await call(`${gw.url}/api/sdk/users`, 'POST', project.sdk_key, { external_id: 'v1', identity_hash: hash });
     t.equal(answer.status, 401, hash);
     t.match(answer.body, { errors: [{ code: 'identity_verification_failed' }] });
   }
-  t.equal((await call(`${gw.url}/api/sdk/users`, 'POST', d.project.sdk_key, { external_id: 'v1', identity_hash: good })).status, 202);
+  t.equal((await call(`${gw.url}/api/sdk/users`, 'POST', project.sdk_key, { external_id: 'v1', identity_hash: good })).status, 202);
 });
 
 t.test('the OpenAPI document and the docs page are served without a key', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
   const doc = await call(`${gw.url}/api/openapi.json`, 'GET', null);
   t.equal(doc.status, 200);
   t.match(doc.body, { openapi: '3.1.0' });
@@ -79,8 +80,7 @@ t.test('the OpenAPI document and the docs page are served without a key', async 
 });
 
 t.test('browsers may call the API cross-origin: OPTIONS preflight and Access-Control-Allow-Origin', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   const pre = await fetch(`${gw.url}/api/sdk/users/u1/tags`, {
     method: 'OPTIONS',
     headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,content-type' },
@@ -91,7 +91,7 @@ t.test('browsers may call the API cross-origin: OPTIONS preflight and Access-Con
   t.match(pre.headers.get('access-control-allow-headers'), /Authorization.*Content-Type.*X-Identity-Hash/);
   const accepted = await fetch(`${gw.url}/api/sdk/users`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${d.project.sdk_key}`, 'content-type': 'application/json', origin: 'https://app.example' },
+    headers: { authorization: `Bearer ${project.sdk_key}`, 'content-type': 'application/json', origin: 'https://app.example' },
     body: '{"external_id":"u1"}',
   });
   t.equal(accepted.status, 202);
@@ -103,10 +103,9 @@ t.test('browsers may call the API cross-origin: OPTIONS preflight and Access-Con
 });
 
 t.test('a leap-second timestamp is placed at the next minute, not replaced by the receive time', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
+  const project = await d.createProject();
   const body = { external_id: 'leap', name: 'tick', timestamp: '2016-12-31T23:59:60Z' };
-  t.equal((await call(`${gw.url}/api/sdk/events`, 'POST', d.project.sdk_key, body)).status, 202);
-  const [entry] = await entriesOf(d.prefix, d.project.project_id, 'leap');
+  t.equal((await call(`${gw.url}/api/sdk/events`, 'POST', project.sdk_key, body)).status, 202);
+  const [entry] = await entriesOf(d.prefix, project.project_id, 'leap');
   t.equal(entry?.op === 'event' ? entry.ts : null, Date.parse('2017-01-01T00:00:00Z'));
 });

@@ -4,12 +4,12 @@ import t from 'tap';
 import WebSocket from 'ws';
 import type { Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
+import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { MAX_BACKPRESSURE } from '../../gateway/server/socket.ts';
 import { AnswerQueue, SEND_HIGH_WATER, type AnswerSocket } from '../../gateway/ws/answer-queue.ts';
-import { deployment, type TestDeployment } from '../helpers/engine.ts';
+import { deployment } from '../helpers/engine.ts';
 import { entriesOf } from './support.ts';
 
 /** Regression tests of the WebSocket channel: key changes on open sockets, slow readers, floods, big frames. */
@@ -68,8 +68,13 @@ function seqs(answers: Answer[]): (number | null)[] {
   return answers.map((a) => a.seq);
 }
 
+// One gateway for the file; each test has a project of its own. Key changes are seen within
+// KEY_CACHE_MS: a short one keeps the tests that wait for them short.
+const d = await deployment(t);
+const gw = await d.start(['gateway'], { KEY_CACHE_MS: '500' });
+
 /** The deployment's keystore, as `engine keys` uses it. */
-function keystore(t: Test, d: TestDeployment): Keystore {
+function keystore(t: Test): Keystore {
   const config = loadConfig(d.env);
   const redis = createRedis(config);
   t.teardown(() => redis.disconnect());
@@ -77,20 +82,19 @@ function keystore(t: Test, d: TestDeployment): Keystore {
 }
 
 /** How many ingest entries of `externalId` the log holds. */
-async function logged(d: TestDeployment, externalId: string): Promise<number> {
-  return (await entriesOf(d.prefix, d.project.project_id, externalId)).length;
+async function logged(project: CreatedProject, externalId: string): Promise<number> {
+  return (await entriesOf(d.prefix, project.project_id, externalId)).length;
 }
 
 t.test('revoking the key: the open socket answers invalid_key within the cache time, then closes with 1008', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
-  const client = await open(gw.port, d.project.sdk_key);
+  const project = await d.createProject();
+  const client = await open(gw.port, project.sdk_key);
   t.teardown(() => client.ws.terminate());
   const event = (seq: number): object => ({ seq, op: 'event', external_id: 'rev', name: 'n' });
   client.ws.send(JSON.stringify(event(1)));
   await until('the first answer', () => client.answers.length === 1);
 
-  t.equal(await keystore(t, d).revokeKey(d.project.sdk_key), true);
+  t.equal(await keystore(t).revokeKey(project.sdk_key), true);
   await sendUntil(client, event, (a) => a.errors?.[0]?.code === 'invalid_key');
 
   t.equal(await client.closed, 1008, 'closed as a policy violation');
@@ -102,22 +106,21 @@ t.test('revoking the key: the open socket answers invalid_key within the cache t
 });
 
 t.test('turning identity verification on applies to an open socket', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
-  const client = await open(gw.port, d.project.sdk_key);
+  const project = await d.createProject();
+  const client = await open(gw.port, project.sdk_key);
   t.teardown(() => client.ws.terminate());
   client.ws.send(JSON.stringify({ seq: 1, op: 'event', external_id: 'idv', name: 'n' }));
   await until('the first answer', () => client.answers.length === 1);
   t.same(client.answers, [{ seq: 1, accepted: true }]);
 
-  t.equal(await keystore(t, d).setIdentityVerification(d.project.project_id, true), true);
+  t.equal(await keystore(t).setIdentityVerification(project.project_id, true), true);
   const last = await sendUntil(
     client,
     (seq) => ({ seq, op: 'event', external_id: 'idv', name: 'n' }),
     (a) => a.errors?.[0]?.code === 'identity_verification_failed',
   );
   await until('every answer', () => client.answers.length === last);
-  const hash = createHmac('sha256', d.project.identity_secret).update('idv').digest('hex');
+  const hash = createHmac('sha256', project.identity_secret).update('idv').digest('hex');
   client.ws.send(JSON.stringify({ seq: last + 1, op: 'event', external_id: 'idv', name: 'n', identity_hash: hash }));
   await until('the signed answer', () => client.answers.length === last + 1);
   t.same(client.answers.at(-1), { seq: last + 1, accepted: true }, 'a signed operation still goes through');
@@ -129,9 +132,8 @@ t.test('turning identity verification on applies to an open socket', async (t) =
 });
 
 t.test('a client that stops reading loses no answer: they wait and go out in order once it reads', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
-  const client = await open(gw.port, d.project.sdk_key);
+  const project = await d.createProject();
+  const client = await open(gw.port, project.sdk_key);
   t.teardown(() => client.ws.terminate());
   // Each bad frame (61 KB, 120 unknown fields of 500 characters) is answered with its first 100
   // violations and their total, ~105 KB: the 60 of them pass what the kernel buffers on loopback
@@ -149,7 +151,7 @@ t.test('a client that stops reading loses no answer: they wait and go out in ord
       const extra = isBad(seq) ? unknownFields : {};
       client.ws.send(JSON.stringify({ seq, op: 'event', external_id: 'slow', name: `e${seq}`, ...extra }));
     }
-    await until(`round ${round}`, async () => (await logged(d, 'slow')) === (round + 1) * (perRound - badPerRound));
+    await until(`round ${round}`, async () => (await logged(project, 'slow')) === (round + 1) * (perRound - badPerRound));
   }
   client.socket.resume();
   await until('every answer', () => client.answers.length >= total || client.ws.readyState === WebSocket.CLOSED);
@@ -162,16 +164,15 @@ t.test('a client that stops reading loses no answer: they wait and go out in ord
 });
 
 t.test('a flood of frames is answered frame by frame (refused past the bound), never cut off', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
-  const client = await open(gw.port, d.project.sdk_key);
+  const project = await d.createProject();
+  const client = await open(gw.port, project.sdk_key);
   t.teardown(() => client.ws.terminate());
   const total = 20000;
   client.socket.pause();
   for (let seq = 1; seq <= total; seq++) client.ws.send(JSON.stringify({ seq, op: 'event', external_id: 'flood', name: `e${seq}` }));
   // The first 4096 frames fill the in-flight bound, so they are never refused: once they are in the
   // log, the gateway has been answering while the client did not read.
-  await until('a full bound of appends', async () => (await logged(d, 'flood')) >= 4096);
+  await until('a full bound of appends', async () => (await logged(project, 'flood')) >= 4096);
   client.socket.resume();
   await until('every answer', () => client.answers.length >= total || client.ws.readyState === WebSocket.CLOSED);
   t.same(seqs(client.answers), Array.from({ length: total }, (_, i) => i + 1), 'one answer per frame, in order');
@@ -180,7 +181,7 @@ t.test('a flood of frames is answered frame by frame (refused past the bound), n
     refused.every((a) => a.errors?.[0]?.code === 'unavailable'),
     'a frame is accepted or refused as unavailable',
   );
-  const names = (await entriesOf(d.prefix, d.project.project_id, 'flood')).map((e) => (e.op === 'event' ? e.name : e.op));
+  const names = (await entriesOf(d.prefix, project.project_id, 'flood')).map((e) => (e.op === 'event' ? e.name : e.op));
   t.same(
     names,
     client.answers.filter((a) => a.accepted === true).map((a) => `e${a.seq}`),
@@ -190,9 +191,8 @@ t.test('a flood of frames is answered frame by frame (refused past the bound), n
 });
 
 t.test('a frame between 64 KiB and 1 MiB is answered payload_too_large and the socket stays usable', async (t) => {
-  const d = await deployment(t);
-  const gw = await d.start(['gateway']);
-  const client = await open(gw.port, d.project.sdk_key);
+  const project = await d.createProject();
+  const client = await open(gw.port, project.sdk_key);
   t.teardown(() => client.ws.terminate());
   client.ws.send(JSON.stringify({ seq: 1, op: 'event', external_id: 'big', name: 'n', pad: 'x'.repeat(900 * 1024) }));
   client.ws.send(JSON.stringify({ seq: 2, op: 'event', external_id: 'big', name: 'n' }));

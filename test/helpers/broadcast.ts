@@ -114,13 +114,23 @@ export async function register(s: Stage, count: number, from = 0): Promise<void>
     },
     60_000,
   );
-  // The lag counts entries not yet read; a batch read and still being applied is not in it.
-  for (let i = from; i < from + count; i += 50) {
-    const ids = Array.from({ length: Math.min(50, from + count - i) }, (_, k) => `u${i + k}`);
-    await eventually(`users ${ids[0] ?? ''}.. applied`, async () => {
-      const users = await Promise.all(ids.map((id) => call(`${s.engine.url}/api/users/${id}`, 'GET', s.rest)));
-      return users.every((u) => u.status === 200 && ((u.body as { subscriptions?: unknown[] }).subscriptions?.length ?? 0) > 0) ? true : undefined;
-    });
+  // The lag counts entries not yet read; a batch read and still being applied is not in it. What
+  // GET /api/users shows (a user hash with created_at and a subscription), read from Redis at once.
+  const redis = createRedis(loadConfig(s.d.env));
+  const topology = new Topology(s.d.env['KEY_PREFIX'] ?? '', Number(s.d.env['PARTITIONS']));
+  const project = s.d.project.project_id;
+  try {
+    await eventually(`users u${from}.. applied`, async () => {
+      const pipeline = redis.pipeline();
+      for (let i = from; i < from + count; i++) {
+        pipeline.hexists(topology.user(project, `u${i}`), 'created_at');
+        pipeline.hlen(topology.subs(project, `u${i}`));
+      }
+      const replies = (await pipeline.exec()) ?? [];
+      return replies.every(([err, n]) => err === null && Number(n) > 0) ? true : undefined;
+    }, 60_000);
+  } finally {
+    redis.disconnect();
   }
 }
 

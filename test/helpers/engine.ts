@@ -115,6 +115,11 @@ export interface TestDeployment {
   prefix: string;
   env: Record<string, string>;
   project: CreatedProject;
+  /**
+   * Another project under this deployment's prefix: a test that shares its file's engine process
+   * with the others starts from a project of its own (keys, settings and users).
+   */
+  createProject(opts?: { identityVerification?: boolean }): Promise<CreatedProject>;
   /** Starts an engine process under this deployment's prefix; it is killed when the test ends. */
   start(roles: string[], env?: Record<string, string>): Promise<EngineProcess>;
 }
@@ -130,12 +135,15 @@ export async function deployment(t: Test, opts: { identityVerification?: boolean
   const database = opts.env?.['CLICKHOUSE_URL'] === undefined ? await testDatabase() : undefined;
   const env = testEnv(prefix, { ...database?.env, ...opts.env });
   const config = loadConfig(env);
-  const redis = createRedis(config);
-  const project = await new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).createProject(
-    'test',
-    opts.identityVerification ?? false,
-  );
-  redis.disconnect();
+  const createProject = async (more: { identityVerification?: boolean } = {}): Promise<CreatedProject> => {
+    const redis = createRedis(config);
+    try {
+      return await new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)).createProject('test', more.identityVerification ?? false);
+    } finally {
+      redis.disconnect();
+    }
+  };
+  const project = await createProject(opts);
   const started: EngineProcess[] = [];
   t.teardown(async () => {
     await Promise.all(started.map((p) => p.kill()));
@@ -146,6 +154,7 @@ export async function deployment(t: Test, opts: { identityVerification?: boolean
     prefix,
     env,
     project,
+    createProject,
     start: async (roles, extra = {}) => {
       const proc = await startEngine(roles, { ...env, ...extra });
       started.push(proc);

@@ -62,12 +62,22 @@ export class PrivateRedis {
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A free port below the ephemeral range (32 768 and up on Linux), so no client socket of the
+ * machine can take it while the server is down between a stop and a restart, and below the ports
+ * of test/helpers/private-cluster.ts.
+ */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * 5_000);
+    if (await bindable(port)) return port;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
