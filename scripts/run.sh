@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make run`: everything a fresh Debian machine with Node 20 needs to try the engine locally.
+# `make run`: everything a fresh Debian machine with Node 20, 22, 24 or 26 needs to try the engine
+# locally.
 # Installs npm packages, builds dist/, starts a local Redis if none answers at REDIS_URL, creates a
 # demo project on first run (kept in $DATA_DIR/demo-project.json), starts the provider simulators
 # in demo mode and registers them as the demo project's providers, prints ready-to-paste curl
