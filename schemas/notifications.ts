@@ -55,12 +55,19 @@ export const NotificationStatus = Type.Union([
   Type.Literal('canceled'),
 ]);
 
+/** One entry of `warnings` in the 201 answer: a field taken but not acted on, and why. */
+export const NotificationWarning = Type.Object({ field: Type.String(), message: Type.String() });
+
 export const NotificationCreated = Type.Object({
   id: Type.String(),
   svc_message_id: Type.String(),
   recipients: Type.Integer({ minimum: 0 }),
   status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled')]),
   errors: Type.Object({ invalid_external_user_ids: Type.Array(Type.String()) }),
+  /** OneSignal's answer carries it (its older idempotency key); always null here. */
+  external_id: Type.Null(),
+  /** Fields taken but not acted on (docs/api.md#moving-from-onesignal). */
+  warnings: Type.Array(NotificationWarning),
 });
 
 export const NotificationCounts = Type.Object({
@@ -82,7 +89,22 @@ export const NotificationView = Type.Object({
   completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   canceled: Type.Boolean(),
   counts: NotificationCounts,
+  /** OneSignal's names of the counts (docs/api.md#moving-from-onesignal). */
+  successful: Type.Integer({ minimum: 0 }),
+  failed: Type.Integer({ minimum: 0 }),
+  errored: Type.Integer({ minimum: 0 }),
+  converted: Type.Integer({ minimum: 0 }),
+  received: Type.Integer({ minimum: 0 }),
+  remaining: Type.Integer({ minimum: 0 }),
+  /** created_at in Unix seconds. */
+  queued_at: Type.Integer({ minimum: 0 }),
 });
+
+/** DELETE /api/notifications/{id}: the view, and OneSignal's `success`. */
+export const NotificationCanceled = Type.Object({ ...NotificationView.properties, success: Type.Literal(true) });
+
+/** `app_id`, which OneSignal's clients add to GET and DELETE: when present, the key's project. */
+export const NotificationQuery = Type.Object({ app_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) }, { additionalProperties: false });
 
 /** GET /api/notifications: one page of a project's notifications, newest first. */
 export const NotificationPageLimits = { default: 20, maximum: 100 } as const;
@@ -133,7 +155,9 @@ export const DispatchJob = Type.Object({
 
 export type NotificationBody = Static<typeof NotificationBody>;
 export type NotificationCreated = Static<typeof NotificationCreated>;
+export type NotificationWarning = Static<typeof NotificationWarning>;
 export type NotificationView = Static<typeof NotificationView>;
+export type NotificationCanceled = Static<typeof NotificationCanceled>;
 export type NotificationsQuery = Static<typeof NotificationsQuery>;
 export type NotificationStatus = Static<typeof NotificationStatus>;
 export type NotificationCounts = Static<typeof NotificationCounts>;

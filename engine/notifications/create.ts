@@ -5,7 +5,7 @@ import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationSpec } from '../../schemas/notifications.ts';
+import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationSpec, type NotificationWarning } from '../../schemas/notifications.ts';
 import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
 import { acceptedState, Notifications } from './lifecycle.ts';
@@ -32,7 +32,13 @@ interface Targeting {
  * answers the 201 body. Throws a CallerError for unknown segments (400) and a reused
  * idempotency_key (409); Redis and ClickHouse failures propagate (503 at the gateway).
  */
-export async function createNotification(deps: NotificationDeps, project: string, body: NotificationBody, now = Date.now()): Promise<NotificationCreated> {
+export async function createNotification(
+  deps: NotificationDeps,
+  project: string,
+  body: NotificationBody,
+  warnings: NotificationWarning[] = [],
+  now = Date.now(),
+): Promise<NotificationCreated> {
   const keys = new IdempotencyKeys(deps.redis, deps.topology);
   const key = body.idempotency_key;
   const hash = key === undefined ? '' : bodyHash(body);
@@ -70,6 +76,8 @@ export async function createNotification(deps: NotificationDeps, project: string
     recipients: targeting.recipients,
     status: state,
     errors: { invalid_external_user_ids: targeting.invalid },
+    external_id: null,
+    warnings,
   };
 
   let claim: Claim | null = null;

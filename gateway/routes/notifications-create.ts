@@ -1,6 +1,8 @@
 import { checkNotificationBody } from '../../engine/notifications/body.ts';
 import { createNotification } from '../../engine/notifications/create.ts';
-import { NotificationBody, NotificationCreated, NotificationLimits } from '../../schemas/notifications.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import { NotificationCreated, NotificationLimits } from '../../schemas/notifications.ts';
+import { NotificationRequest } from '../../schemas/onesignal.ts';
 import { httpRoute } from '../server/route.ts';
 
 export const notificationsCreate = httpRoute({
@@ -8,12 +10,14 @@ export const notificationsCreate = httpRoute({
   path: '/api/notifications',
   auth: 'rest',
   summary: 'Send a notification now or at send_after; an idempotency_key makes a repeat answer the same',
-  body: { schema: NotificationBody, limit: NotificationLimits.body, check: checkNotificationBody },
+  body: { schema: NotificationRequest, limit: NotificationLimits.body, check: checkNotificationBody },
   answers: { 201: NotificationCreated },
-  errors: ['idempotency_conflict'],
+  errors: ['project_mismatch', 'idempotency_conflict'],
   handler:
     ({ deps }) =>
     async ({ ex, caller, body }) => {
-      ex.send(201, JSON.stringify(await createNotification(deps, caller.project, body)));
+      // OneSignal's clients name the app; a key of another project is refused (docs/api.md#moving-from-onesignal).
+      if (body.app_id !== null && body.app_id !== caller.project) throw new CallerError('project_mismatch');
+      ex.send(201, JSON.stringify(await createNotification(deps, caller.project, body.body, body.warnings)));
     },
 });

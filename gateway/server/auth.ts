@@ -86,10 +86,17 @@ export class CallerCache {
   }
 }
 
-/** The key of `Authorization: Bearer <key>`, or null when the header is missing or malformed. */
-export function bearerKey(header: string): string | null {
-  if (header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') return null;
-  return keyToken(header.slice(7).trim());
+/**
+ * The schemes a key may come with: `Bearer`, and `Key` and `Basic` as OneSignal's clients send it
+ * (docs/api.md#keys-and-projects); any case.
+ */
+const SCHEMES = ['bearer ', 'key ', 'basic '];
+
+/** The key of `Authorization: <scheme> <key>`, or null when the header is missing or malformed. */
+export function authorizationKey(header: string): string | null {
+  const lower = header.slice(0, 7).toLowerCase();
+  const scheme = SCHEMES.find((s) => lower.startsWith(s));
+  return scheme === undefined ? null : keyToken(header.slice(scheme.length).trim());
 }
 
 /** A key as sent, or null when it cannot be one (empty, over 512 characters, or with a space). */

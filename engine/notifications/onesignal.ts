@@ -1,0 +1,71 @@
+import { errorItem } from '../ajv-errors.ts';
+import type { ErrorItem } from '../../schemas/errors.ts';
+import { NotificationBody, type NotificationWarning } from '../../schemas/notifications.ts';
+import { OneSignalIgnored, OneSignalRefused } from '../../schemas/onesignal.ts';
+import { sendAfterText } from './send-after.ts';
+
+/**
+ * OneSignal's create-notification body translated into the engine's own
+ * (docs/api.md#moving-from-onesignal). The input has passed the request schema, so each field
+ * present has its documented type; what is left to say here is how fields combine.
+ */
+export interface Translated {
+  /** The engine's body, still to be checked against its own schema. */
+  body: Record<string, unknown>;
+  app_id: string | null;
+  warnings: NotificationWarning[];
+  errors: ErrorItem[];
+}
+
+const ownFields = new Set(Object.keys(NotificationBody.properties));
+
+export function fromOneSignal(request: Record<string, unknown>): Translated {
+  const body: Record<string, unknown> = {};
+  const warnings: NotificationWarning[] = [];
+  const errors: ErrorItem[] = [];
+  for (const [field, value] of Object.entries(request)) {
+    if (ownFields.has(field)) body[field] = value;
+    else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by subscription or token is not supported; target users with include_aliases.external_id'));
+    else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
+  }
+
+  const { priority, throttle_rate_per_minute: throttle, send_after: sendAfter } = request;
+  if (typeof priority === 'number') body['priority'] = priority >= 10 ? 'high' : 'normal';
+  if (typeof throttle === 'string') body['throttle_rate_per_minute'] = Number(throttle);
+  if (typeof sendAfter === 'string') body['send_after'] = sendAfterText(sendAfter);
+
+  const aliases = request['include_aliases'] as { external_id: string[] } | undefined;
+  if (aliases !== undefined) {
+    if (body['include_external_user_ids'] !== undefined) errors.push(errorItem('/include_aliases', 'give include_aliases or include_external_user_ids, not both'));
+    else body['include_external_user_ids'] = aliases.external_id;
+  }
+  const target = request['target_channel'];
+  if (typeof target === 'string') {
+    const channel = target.toUpperCase();
+    if (body['channel'] !== undefined && body['channel'] !== channel) errors.push(errorItem('/target_channel', `disagrees with channel ${String(body['channel'])}`));
+    body['channel'] = channel;
+  }
+  const oldKey = request['external_id'];
+  if (typeof oldKey === 'string') {
+    if (body['idempotency_key'] !== undefined && body['idempotency_key'] !== oldKey) errors.push(errorItem('/external_id', 'disagrees with idempotency_key'));
+    body['idempotency_key'] = oldKey;
+  }
+  emailFields(request, body, warnings);
+  const appId = request['app_id'];
+  return { body, app_id: typeof appId === 'string' ? appId : null, warnings, errors };
+}
+
+/** `email_subject` and `email_body` stand for `headings` and `contents` of an EMAIL notification. */
+function emailFields(request: Record<string, unknown>, body: Record<string, unknown>, warnings: NotificationWarning[]): void {
+  const pairs = [
+    ['email_subject', 'headings'],
+    ['email_body', 'contents'],
+  ] as const;
+  for (const [field, own] of pairs) {
+    const text = request[field];
+    if (typeof text !== 'string') continue;
+    if (body['channel'] !== 'EMAIL') warnings.push({ field, message: 'accepted and ignored: the notification is not an email' });
+    else if (body[own] !== undefined) warnings.push({ field, message: `accepted and ignored: ${own} is given` });
+    else body[own] = { en: text };
+  }
+}
