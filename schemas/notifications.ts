@@ -119,6 +119,47 @@ export const NotificationsQuery = Type.Object(
 
 export const NotificationsPage = Type.Object({ notifications: Type.Array(NotificationView), next_cursor: Type.Union([Type.String(), Type.Null()]) });
 
+const Link = Type.String({ minLength: 1, maxLength: 2048 });
+const Action = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }), text: Type.String({ maxLength: 256 }), icon: Type.Optional(Link), url: Type.Optional(Link) });
+
+/**
+ * What a notification asks of each provider besides its text, under OneSignal's names
+ * (docs/api.md#moving-from-onesignal; docs/providers.md says where each one goes).
+ */
+export const NotificationOptions = Type.Object(
+  {
+    /** Opened on a click: `app_url` on mobile, `web_url` on the web, `url` on both. */
+    url: Type.Optional(Link),
+    app_url: Type.Optional(Link),
+    web_url: Type.Optional(Link),
+    subtitle: Type.Optional(Localized),
+    ios_sound: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    ios_badgeType: Type.Optional(Type.Union([Type.Literal('None'), Type.Literal('SetTo'), Type.Literal('Increase')])),
+    ios_badgeCount: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    thread_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    ios_category: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    mutable_content: Type.Optional(Type.Boolean()),
+    content_available: Type.Optional(Type.Boolean()),
+    ios_interruption_level: Type.Optional(Type.Union([Type.Literal('passive'), Type.Literal('active'), Type.Literal('time_sensitive'), Type.Literal('critical')])),
+    ios_attachments: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Link, { maxProperties: 10 })),
+    android_channel_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    android_sound: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    big_picture: Type.Optional(Link),
+    chrome_web_image: Type.Optional(Link),
+    chrome_web_icon: Type.Optional(Link),
+    chrome_web_badge: Type.Optional(Link),
+    web_buttons: Type.Optional(Type.Array(Action, { maxItems: 2 })),
+    email_from_name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    email_from_address: Type.Optional(Type.String({ format: 'email', maxLength: 254 })),
+    email_preheader: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    /** The email's body is HTML: it came as `email_body`. */
+    email_html: Type.Optional(Type.Boolean()),
+    sms_from: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    sms_media_urls: Type.Optional(Type.Array(Link, { minItems: 1, maxItems: 10 })),
+  },
+  { additionalProperties: false },
+);
+
 /**
  * The notification as fan-out and dispatch read it (field `spec` of its record, JSON): the
  * request with defaults filled, and what the gateway resolved at accept.
@@ -141,6 +182,8 @@ export const NotificationSpec = Type.Object({
   filters: Type.Union([Filters, Type.Null()]),
   created_at: Type.Integer(),
   send_after: Type.Union([Type.Integer(), Type.Null()]),
+  /** Absent on notifications created before 0.8.0. */
+  options: Type.Optional(NotificationOptions),
 });
 
 /** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */
@@ -162,4 +205,5 @@ export type NotificationsQuery = Static<typeof NotificationsQuery>;
 export type NotificationStatus = Static<typeof NotificationStatus>;
 export type NotificationCounts = Static<typeof NotificationCounts>;
 export type NotificationSpec = Static<typeof NotificationSpec>;
+export type NotificationOptions = Static<typeof NotificationOptions>;
 export type DispatchJob = Static<typeof DispatchJob>;

@@ -1,5 +1,5 @@
 import Type, { type TSchema } from 'typebox';
-import { NotificationBody } from './notifications.ts';
+import { NotificationBody, NotificationOptions } from './notifications.ts';
 import { ExternalId } from './sdk.ts';
 
 /**
@@ -23,6 +23,14 @@ export const OneSignalTranslated = {
   email_subject: Type.String({ minLength: 1, maxLength: 4096 }),
   email_body: Type.String({ minLength: 1, maxLength: 4096 }),
 } as const;
+
+/** Fields sent on to the providers, kept as the notification's options (NotificationOptions). */
+export const OneSignalOptions = {
+  ...Object.fromEntries(Object.entries(NotificationOptions.properties).filter(([k]) => k !== 'email_html')),
+  /** The official client's spellings of ios_badgeType and ios_badgeCount. */
+  ios_badge_type: NotificationOptions.properties.ios_badgeType,
+  ios_badge_count: NotificationOptions.properties.ios_badgeCount,
+} as Record<string, TSchema>;
 
 /** Targeting by subscription or token: refused, since ignoring it would send to someone else. */
 export const OneSignalRefused = {
@@ -48,8 +56,6 @@ export const OneSignalIgnored: Record<string, { schema: TSchema; message: string
   name: { schema: Text, message: 'accepted and ignored: notifications have no name' },
   aggregation: { schema: Text, message: 'accepted and ignored' },
   kind: { schema: Type.Integer(), message: 'accepted and ignored' },
-  id: { schema: Text, message: 'accepted and ignored' },
-  value: { schema: Type.Number(), message: 'accepted and ignored' },
   template_id: { schema: Text, message: 'accepted and ignored: templates are not supported yet' },
   custom_data: { schema: AnyObject, message: 'accepted and ignored: templates are not supported yet' },
   delayed_option: { schema: Text, message: 'accepted and ignored: sent at send_after, not per user' },
@@ -83,55 +89,32 @@ export const OneSignalIgnored: Record<string, { schema: TSchema; message: string
   ),
   ...Object.fromEntries(['huawei_visibility', 'huawei_badge_add_num', 'huawei_badge_set_num'].map((f) => [f, { schema: Type.Number(), message: otherPlatform }])),
   adm_group_message: { schema: AnyObject, message: otherPlatform },
-  subtitle: { schema: AnyObject, message: notSent },
-  ios_attachments: { schema: AnyObject, message: notSent },
   apns_alert: { schema: AnyObject, message: notSent },
   android_background_layout: { schema: AnyObject, message: notSent },
   buttons: { schema: Type.Array(Button, { maxItems: 10 }), message: notSent },
-  web_buttons: { schema: Type.Array(Button, { maxItems: 10 }), message: notSent },
-  sms_media_urls: { schema: Type.Array(Text, { maxItems: 10 }), message: notSent },
   email_bcc: { schema: Type.Array(Text, { maxItems: 100 }), message: notSent },
   email_warm_up: { schema: AnyObject, message: notSent },
-  ...Object.fromEntries(['content_available', 'mutable_content', 'disable_email_click_tracking'].map((f) => [f, { schema: Type.Boolean(), message: notSent }])),
-  ...Object.fromEntries(['ios_badgeCount', 'ios_badge_count', 'android_visibility', 'summary_arg_count', 'ios_relevance_score'].map((f) => [f, { schema: Type.Number(), message: notSent }])),
+  ...Object.fromEntries(['disable_email_click_tracking'].map((f) => [f, { schema: Type.Boolean(), message: notSent }])),
+  ...Object.fromEntries(['android_visibility', 'summary_arg_count', 'ios_relevance_score'].map((f) => [f, { schema: Type.Number(), message: notSent }])),
   ...Object.fromEntries(
     [
-      'url',
-      'web_url',
-      'app_url',
       'target_content_identifier',
-      'big_picture',
       'global_image',
       'chrome_big_picture',
-      'chrome_web_image',
-      'ios_category',
-      'android_channel_id',
       'existing_android_channel_id',
       'small_icon',
       'large_icon',
-      'chrome_web_icon',
-      'chrome_web_badge',
       'firefox_icon',
       'chrome_icon',
-      'ios_sound',
-      'android_sound',
       'android_led_color',
       'android_accent_color',
-      'ios_badgeType',
-      'ios_badge_type',
       'web_push_topic',
       'apns_push_type_override',
       'android_group',
       'android_group_message',
-      'thread_id',
       'summary_arg',
-      'ios_interruption_level',
-      'email_from_name',
-      'email_from_address',
       'email_reply_to_address',
-      'email_preheader',
       'email_sender_domain',
-      'sms_from',
     ].map((f) => [f, { schema: Text, message: notSent }]),
   ),
 };
@@ -155,6 +138,7 @@ export const NotificationRequest = Type.Object(
     ...NotificationBody.properties,
     ...Object.fromEntries(Object.entries(OneSignalSpellings).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalTranslated).map(([k, s]) => [k, Type.Optional(s)])),
+    ...Object.fromEntries(Object.entries(OneSignalOptions).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalRefused).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalIgnored).map(([k, f]) => [k, Type.Optional(f.schema)])),
   },

@@ -1,4 +1,4 @@
-import type { NotificationSpec } from '../../schemas/notifications.ts';
+import type { NotificationOptions, NotificationSpec } from '../../schemas/notifications.ts';
 import type { PushMessage } from './providers/index.ts';
 
 /**
@@ -22,6 +22,8 @@ function lowered(localized: Record<string, string>): Map<string, string> {
   }
   return byLower;
 }
+
+const NO_OPTIONS: NotificationOptions = {};
 
 /** Most locales whose last message is kept per spec (a locale is a user's tag: any string). */
 const MAX_LOCALES = 64;
@@ -51,6 +53,8 @@ export function render(spec: NotificationSpec, locale: string | null, now: numbe
     priority: spec.priority,
     ttlSeconds,
     collapseId: spec.collapse_id,
+    subtitle: spec.options?.subtitle === undefined ? null : pick(spec.options.subtitle, locale),
+    options: spec.options ?? NO_OPTIONS,
   };
   if (last === undefined && byLocale.size >= MAX_LOCALES) byLocale.clear();
   byLocale.set(key, message);

@@ -3,7 +3,7 @@ import { capped, errorItem, violations } from '../ajv-errors.ts';
 import { checkFilters } from '../clickhouse/filters/check.ts';
 import { compileTwoWay } from '../validator.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { NotificationBody, NotificationLimits, type NotificationWarning } from '../../schemas/notifications.ts';
+import { NotificationBody, NotificationLimits, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
 import { NotificationRequest, OneSignalSpellings } from '../../schemas/onesignal.ts';
 import { fromOneSignal } from './onesignal.ts';
 
@@ -36,6 +36,7 @@ const modes = ['include_external_user_ids', 'included_segments', 'filters'] as c
 /** A body the engine takes: its own, the `app_id` it named, and what was taken but ignored. */
 export interface AcceptedBody {
   body: NotificationBody;
+  options: NotificationOptions;
   app_id: string | null;
   warnings: NotificationWarning[];
 }
@@ -55,7 +56,7 @@ export function checkNotificationBody(input: unknown): CheckedBody {
   }
   errors.push(...targetingErrors(body), ...dataErrors(body['data']));
   if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { body: body as NotificationBody, app_id: translated.app_id, warnings: translated.warnings } };
+  return { ok: true, value: { body: body as NotificationBody, options: translated.options, app_id: translated.app_id, warnings: translated.warnings } };
 }
 
 function targetingErrors(body: Record<string, unknown>): ErrorItem[] {

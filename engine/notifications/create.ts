@@ -5,7 +5,7 @@ import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationSpec, type NotificationWarning } from '../../schemas/notifications.ts';
+import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationOptions, type NotificationSpec, type NotificationWarning } from '../../schemas/notifications.ts';
 import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
 import { acceptedState, Notifications } from './lifecycle.ts';
@@ -15,6 +15,12 @@ export interface NotificationDeps {
   redis: RedisClient;
   topology: Topology;
   clickhouse: Pick<ClickHouseStore, 'get'>;
+}
+
+/** What a body brings besides the engine's own fields (engine/notifications/onesignal.ts). */
+export interface Extras {
+  options: NotificationOptions;
+  warnings: NotificationWarning[];
 }
 
 /** Who is targeted and how many of them will get a delivery attempt. */
@@ -36,12 +42,15 @@ export async function createNotification(
   deps: NotificationDeps,
   project: string,
   body: NotificationBody,
-  warnings: NotificationWarning[] = [],
+  extras: Extras = { options: {}, warnings: [] },
   now = Date.now(),
 ): Promise<NotificationCreated> {
   const keys = new IdempotencyKeys(deps.redis, deps.topology);
   const key = body.idempotency_key;
-  const hash = key === undefined ? '' : bodyHash(body);
+  const { options, warnings } = extras;
+  const withOptions = Object.keys(options).length > 0;
+  // Options count in the hash; without any, the hash is the one of bodies older than them.
+  const hash = key === undefined ? '' : bodyHash(withOptions ? { ...body, options } : body);
   if (key !== undefined) {
     const prior = await keys.read(project, key);
     if (prior !== null) return keys.repeat(project, key, prior, hash);
@@ -68,6 +77,7 @@ export async function createNotification(
     filters: targeting.filters,
     created_at: now,
     send_after: sendAfter,
+    ...(withOptions ? { options } : {}),
   };
   const state = acceptedState(spec, now);
   const answer: NotificationCreated = {

@@ -1,7 +1,7 @@
 import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { NotificationBody, type NotificationWarning } from '../../schemas/notifications.ts';
-import { OneSignalIgnored, OneSignalRefused } from '../../schemas/onesignal.ts';
+import { NotificationBody, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
+import { OneSignalIgnored, OneSignalOptions, OneSignalRefused } from '../../schemas/onesignal.ts';
 import { sendAfterText } from './send-after.ts';
 
 /**
@@ -12,6 +12,8 @@ import { sendAfterText } from './send-after.ts';
 export interface Translated {
   /** The engine's body, still to be checked against its own schema. */
   body: Record<string, unknown>;
+  /** What goes on to the providers; empty when nothing does. */
+  options: NotificationOptions;
   app_id: string | null;
   warnings: NotificationWarning[];
   errors: ErrorItem[];
@@ -23,8 +25,10 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
   const body: Record<string, unknown> = {};
   const warnings: NotificationWarning[] = [];
   const errors: ErrorItem[] = [];
+  const options: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(request)) {
     if (ownFields.has(field)) body[field] = value;
+    else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
     else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by subscription or token is not supported; target users with include_aliases.external_id'));
     else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
   }
@@ -50,13 +54,21 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     if (body['idempotency_key'] !== undefined && body['idempotency_key'] !== oldKey) errors.push(errorItem('/external_id', 'disagrees with idempotency_key'));
     body['idempotency_key'] = oldKey;
   }
-  emailFields(request, body, warnings);
+  emailFields(request, body, options, warnings);
+  if (options['ios_badgeType'] === 'Increase') {
+    warnings.push({ field: 'ios_badgeType', message: 'accepted and ignored: badge counts are not kept per device; use SetTo' });
+    delete options['ios_badgeType'];
+    delete options['ios_badgeCount'];
+  }
   const appId = request['app_id'];
-  return { body, app_id: typeof appId === 'string' ? appId : null, warnings, errors };
+  return { body, options: options as NotificationOptions, app_id: typeof appId === 'string' ? appId : null, warnings, errors };
 }
 
+/** The official client's spellings of two options. */
+const spellings: Record<string, string> = { ios_badge_type: 'ios_badgeType', ios_badge_count: 'ios_badgeCount' };
+
 /** `email_subject` and `email_body` stand for `headings` and `contents` of an EMAIL notification. */
-function emailFields(request: Record<string, unknown>, body: Record<string, unknown>, warnings: NotificationWarning[]): void {
+function emailFields(request: Record<string, unknown>, body: Record<string, unknown>, options: Record<string, unknown>, warnings: NotificationWarning[]): void {
   const pairs = [
     ['email_subject', 'headings'],
     ['email_body', 'contents'],
@@ -66,6 +78,10 @@ function emailFields(request: Record<string, unknown>, body: Record<string, unkn
     if (typeof text !== 'string') continue;
     if (body['channel'] !== 'EMAIL') warnings.push({ field, message: 'accepted and ignored: the notification is not an email' });
     else if (body[own] !== undefined) warnings.push({ field, message: `accepted and ignored: ${own} is given` });
-    else body[own] = { en: text };
+    else {
+      body[own] = { en: text };
+      // OneSignal's email_body is HTML; the engine's contents are text.
+      if (field === 'email_body') options['email_html'] = true;
+    }
   }
 }
