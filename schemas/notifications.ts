@@ -184,6 +184,10 @@ export const NotificationSpec = Type.Object({
   send_after: Type.Union([Type.Integer(), Type.Null()]),
   /** Absent on notifications created before 0.8.0. */
   options: Type.Optional(NotificationOptions),
+  /** Some text holds placeholders, filled per user at dispatch (docs/api.md#personal-content). */
+  personal: Type.Optional(Type.Literal(true)),
+  /** Sent at this minute of each user's local day (docs/api.md#local-time); absent: at once. */
+  local_time: Type.Optional(Type.Object({ minute: Type.Integer({ minimum: 0, maximum: 1439 }), default_timezone: Type.String() })),
 });
 
 /** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */
@@ -194,6 +198,8 @@ export const DispatchJob = Type.Object({
   attempt: Type.Integer({ minimum: 1 }),
   /** Retries only: the subscriptions (`TYPE:token`) still to retry; absent means every live one. */
   subs: Type.Optional(Type.Array(Type.String())),
+  /** A local-time job put off to the user's local time: when it was due (ms); it is not put off again. */
+  due: Type.Optional(Type.Integer()),
 });
 
 export type NotificationBody = Static<typeof NotificationBody>;

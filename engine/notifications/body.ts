@@ -6,6 +6,7 @@ import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, NotificationLimits, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
 import { NotificationRequest, OneSignalSpellings } from '../../schemas/onesignal.ts';
 import { fromOneSignal } from './onesignal.ts';
+import { personalTextError } from './personal.ts';
 
 /**
  * The gateway's check of a POST /api/notifications body (docs/api.md#the-notification-body), in
@@ -37,6 +38,7 @@ const modes = ['include_external_user_ids', 'included_segments', 'filters'] as c
 export interface AcceptedBody {
   body: NotificationBody;
   options: NotificationOptions;
+  localMinute: number | null;
   app_id: string | null;
   warnings: NotificationWarning[];
 }
@@ -54,9 +56,23 @@ export function checkNotificationBody(input: unknown): CheckedBody {
     const filters = checkFilters(body['filters'], '/filters');
     if (!filters.ok) errors.push(...filters.errors);
   }
-  errors.push(...targetingErrors(body), ...dataErrors(body['data']));
+  errors.push(...targetingErrors(body), ...dataErrors(body['data']), ...personalErrors(body));
   if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { body: body as NotificationBody, options: translated.options, app_id: translated.app_id, warnings: translated.warnings } };
+  return { ok: true, value: { body: body as NotificationBody, options: translated.options, localMinute: translated.localMinute, app_id: translated.app_id, warnings: translated.warnings } };
+}
+
+/** Placeholders the engine would not fill (engine/notifications/personal.ts), by the text's path. */
+function personalErrors(body: Record<string, unknown>): ErrorItem[] {
+  const errors: ErrorItem[] = [];
+  for (const field of ['headings', 'contents']) {
+    const texts = body[field];
+    if (!isObject(texts)) continue;
+    for (const [locale, text] of Object.entries(texts)) {
+      const error = typeof text === 'string' ? personalTextError(text) : null;
+      if (error !== null) errors.push(errorItem(`/${field}/${locale}`, error));
+    }
+  }
+  return errors;
 }
 
 function targetingErrors(body: Record<string, unknown>): ErrorItem[] {

@@ -9,6 +9,7 @@ import { NotificationLimits, type NotificationBody, type NotificationCreated, ty
 import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
 import { acceptedState, Notifications } from './lifecycle.ts';
+import { isPersonal } from './personal.ts';
 
 /** What creating, reading and cancelling notifications needs (the gateway's deps fit it). */
 export interface NotificationDeps {
@@ -17,10 +18,17 @@ export interface NotificationDeps {
   clickhouse: Pick<ClickHouseStore, 'get'>;
 }
 
+/** True when a heading or content holds placeholders to fill per user. */
+function hasPersonal(body: NotificationBody): boolean {
+  return [...Object.values(body.headings ?? {}), ...Object.values(body.contents)].some(isPersonal);
+}
+
 /** What a body brings besides the engine's own fields (engine/notifications/onesignal.ts). */
 export interface Extras {
   options: NotificationOptions;
   warnings: NotificationWarning[];
+  /** Minute of each user's local day to send at, with the zone of users without one; null: at once. */
+  localTime?: { minute: number; default_timezone: string } | null;
 }
 
 /** Who is targeted and how many of them will get a delivery attempt. */
@@ -48,9 +56,10 @@ export async function createNotification(
   const keys = new IdempotencyKeys(deps.redis, deps.topology);
   const key = body.idempotency_key;
   const { options, warnings } = extras;
+  const localTime = extras.localTime ?? null;
   const withOptions = Object.keys(options).length > 0;
-  // Options count in the hash; without any, the hash is the one of bodies older than them.
-  const hash = key === undefined ? '' : bodyHash(withOptions ? { ...body, options } : body);
+  // Options and local time count in the hash; without them, the hash is the one of bodies older than them.
+  const hash = key === undefined ? '' : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }) });
   if (key !== undefined) {
     const prior = await keys.read(project, key);
     if (prior !== null) return keys.repeat(project, key, prior, hash);
@@ -78,6 +87,8 @@ export async function createNotification(
     created_at: now,
     send_after: sendAfter,
     ...(withOptions ? { options } : {}),
+    ...(localTime === null ? {} : { local_time: localTime }),
+    ...(hasPersonal(body) ? { personal: true as const } : {}),
   };
   const state = acceptedState(spec, now);
   const answer: NotificationCreated = {

@@ -2,6 +2,7 @@ import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
 import { OneSignalIgnored, OneSignalOptions, OneSignalRefused } from '../../schemas/onesignal.ts';
+import { minuteOfDay } from '../local-time.ts';
 import { sendAfterText } from './send-after.ts';
 
 /**
@@ -14,6 +15,8 @@ export interface Translated {
   body: Record<string, unknown>;
   /** What goes on to the providers; empty when nothing does. */
   options: NotificationOptions;
+  /** `delayed_option: timezone`: minutes after midnight of each user's local clock; else null. */
+  localMinute: number | null;
   app_id: string | null;
   warnings: NotificationWarning[];
   errors: ErrorItem[];
@@ -55,13 +58,28 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     body['idempotency_key'] = oldKey;
   }
   emailFields(request, body, options, warnings);
+  const localMinute = localTime(request, warnings, errors);
   if (options['ios_badgeType'] === 'Increase') {
     warnings.push({ field: 'ios_badgeType', message: 'accepted and ignored: badge counts are not kept per device; use SetTo' });
     delete options['ios_badgeType'];
     delete options['ios_badgeCount'];
   }
   const appId = request['app_id'];
-  return { body, options: options as NotificationOptions, app_id: typeof appId === 'string' ? appId : null, warnings, errors };
+  return { body, options: options as NotificationOptions, localMinute, app_id: typeof appId === 'string' ? appId : null, warnings, errors };
+}
+
+/** `delayed_option` with `delivery_time_of_day` (docs/api.md#local-time): the minute of day, or null. */
+function localTime(request: Record<string, unknown>, warnings: NotificationWarning[], errors: ErrorItem[]): number | null {
+  const option = request['delayed_option'];
+  const time = request['delivery_time_of_day'];
+  if (option === 'last-active') warnings.push({ field: 'delayed_option', message: 'accepted and ignored: last-active is not supported; sent at send_after' });
+  if (option !== 'timezone') {
+    if (typeof time === 'string') warnings.push({ field: 'delivery_time_of_day', message: 'accepted and ignored: it goes with delayed_option timezone' });
+    return null;
+  }
+  const minute = typeof time === 'string' ? minuteOfDay(time) : null;
+  if (minute === null) errors.push(errorItem('/delivery_time_of_day', 'must be a time of day such as 9:00AM or 21:30 with delayed_option timezone'));
+  return minute;
 }
 
 /** The official client's spellings of two options. */

@@ -18,6 +18,7 @@ export const notificationsCreate = httpRoute({
     async ({ ex, caller, body }) => {
       // OneSignal's clients name the app; a key of another project is refused (docs/api.md#moving-from-onesignal).
       if (body.app_id !== null && body.app_id !== caller.project) throw new CallerError('project_mismatch');
-      ex.send(201, JSON.stringify(await createNotification(deps, caller.project, body.body, body)));
+      const localTime = body.localMinute === null ? null : { minute: body.localMinute, default_timezone: caller.timezone };
+      ex.send(201, JSON.stringify(await createNotification(deps, caller.project, body.body, { ...body, localTime })));
     },
 });

@@ -11,6 +11,8 @@ export interface Caller {
   keyHash: string;
   /** The project's per-key rate limit (docs/api.md#rate-limits-429-and-retry-after); null when off, and then no Redis call is made. */
   rateLimit: RateLimit | null;
+  /** The project's default time zone (docs/api.md#local-time). */
+  timezone: string;
 }
 
 interface Entry {
@@ -76,6 +78,7 @@ export class CallerCache {
             identitySecret: project.identity_secret,
             keyHash: hashKey(key),
             rateLimit: project.rate_limit,
+            timezone: project.timezone,
           }
         : null;
     if (this.ttlMs > 0) {

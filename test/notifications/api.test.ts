@@ -280,6 +280,13 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
     completed_at: null,
     canceled: false,
     counts: { sent: 0, failed: 0, skipped: 0, delivered: 0, opened: 0, clicked: 0 },
+    successful: 0,
+    failed: 0,
+    errored: 0,
+    converted: 0,
+    received: 0,
+    remaining: 1,
+    queued_at: Math.floor(spec.created_at / 1000),
   });
 
   // What the fan-out and dispatch would write: sending, then every job done.
@@ -303,9 +310,10 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
   const done = (await get(body.id)).body as NotificationView;
   t.same([done.status, done.completed_at, done.canceled], ['completed', new Date(base + 5).toISOString(), false]);
   t.same(done.counts, { sent: 1, failed: 1, skipped: 1, delivered: 3, opened: 2, clicked: 1 }, 'each user once, a later stage counting as the earlier');
+  t.match(done, { successful: 1, failed: 1, errored: 1, converted: 1, received: 3, remaining: 0 }, "OneSignal's names of the counts");
 
   const again = await cancel(body.id);
-  t.same([again.status, again.body], [200, done], 'cancelling a completed notification changes nothing');
+  t.same([again.status, again.body], [200, { ...done, success: true }], 'cancelling a completed notification changes nothing');
 });
 
 t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine', async (t) => {
@@ -322,7 +330,7 @@ t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine
   const twice = await cancel(scheduled.id);
   t.same([twice.status, twice.body], [200, canceled.body]);
   t.equal((await stored(scheduled.id)).canceledAt, at, 'the first cancel time is kept');
-  t.same((await get(scheduled.id)).body, canceled.body, 'GET answers the same body');
+  t.same({ ...((await get(scheduled.id)).body as object), success: true }, canceled.body, 'GET answers the same body, without success');
 
   const queued = await created({ include_external_user_ids: ['ios'], contents });
   t.match((await cancel(queued.id)).body, { status: 'canceled', canceled: true });

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import type { SimRequest } from '../../simulators/index.ts';
 import { register, stage, until } from '../helpers/broadcast.ts';
-import { call, type Answer } from '../helpers/http.ts';
+import { call, eventually, type Answer } from '../helpers/http.ts';
 
 /**
  * Bodies written as OneSignal's API reference writes them, sent with `Authorization: Key`: each is
@@ -140,7 +140,7 @@ t.test("delivery fields in OneSignal's spellings", async (t) => {
     throttle_rate_per_minute: '0',
     priority: 5,
     external_id: 'order-42',
-    delayed_option: 'timezone',
+    delayed_option: 'last-active',
     delivery_time_of_day: '9:00AM',
   };
   const created = await sent(t, body);
@@ -176,5 +176,43 @@ t.test('what is still refused: another app, targeting by subscription, bad value
     const first = (answer.body as { errors: { code: string; path?: string }[] }).errors[0];
     t.same([answer.status, first?.code], [status, code], name);
     if (path !== undefined) t.ok(first?.path?.startsWith(path), `${name}: ${first?.path ?? 'no path'}`);
+  }
+});
+
+t.test('personal contents: placeholders filled from each user\'s tags, HTML-escaped in an email body', async (t) => {
+  const tags = (user: string, body: unknown) => call(`${s.engine.url}/api/sdk/users/${user}/tags`, 'PUT', s.d.project.sdk_key, body);
+  t.equal((await tags('u1', { first_name: 'Ann', points: 41 })).status, 202);
+  t.equal((await tags('u4', { first_name: '<b>Bob</b>' })).status, 202);
+  await eventually('tags applied', async () => {
+    const [ann, bob] = await Promise.all(['u1', 'u4'].map((u) => call(`${s.engine.url}/api/users/${u}`, 'GET', s.rest)));
+    return (ann?.body as { tags?: Record<string, unknown> }).tags?.['points'] === 41 && (bob?.body as { tags?: Record<string, unknown> }).tags?.['first_name'] ? true : undefined;
+  });
+
+  await sent(t, {
+    include_aliases: { external_id: ['u0', 'u1'] },
+    headings: { en: 'Hi {{ first_name | default: "there" }}' },
+    contents: { en: '{{ first_name | upcase }} has {{ points | plus: 1 }} points; {{ nothing }}.' },
+  });
+  const apns = one(t, await s.sims.apns.requests(), (r) => r.path.endsWith(`/${token('u0')}`) && JSON.stringify(r.body).includes('Hi there'), 'u0');
+  t.match(apns?.body, { aps: { alert: { title: 'Hi there', body: ' has 1 points; .' } } }, 'no tag, no default: empty (and nil plus 1 is 1)');
+  const fcm = one(t, await s.sims.fcm.requests(), (r) => JSON.stringify(r.body).includes('Hi Ann'), 'u1');
+  t.match(fcm?.body, { message: { notification: { title: 'Hi Ann', body: 'ANN has 42 points; .' } } });
+
+  await sent(t, {
+    include_aliases: { external_id: ['u4'] },
+    target_channel: 'email',
+    email_subject: 'For {{ first_name }}',
+    email_body: '<p>Dear {{ first_name }}</p>',
+  });
+  const mail = one(t, await s.sims.sendgrid.requests(), (r) => JSON.stringify(r.body).includes('For <b>Bob</b>'), 'u4');
+  t.match(mail?.body, { subject: 'For <b>Bob</b>', content: [{ type: 'text/html', value: '<p>Dear &lt;b&gt;Bob&lt;/b&gt;</p>' }] });
+
+  for (const [text, what] of [
+    ['{% for i in (1..9) %}x{% endfor %}', 'a tag'],
+    ['{{ name | nonesuch }}', 'an unknown filter'],
+    ['{{ name ', 'an unclosed placeholder'],
+  ] as const) {
+    const answer = await post({ include_aliases: { external_id: ['u0'] }, contents: { en: text } });
+    t.match([answer.status, answer.body], [400, { errors: [{ path: '/contents/en' }] }], what);
   }
 });
