@@ -22,10 +22,14 @@ export const NotificationLimits = {
   idempotencySeconds: 30 * 24 * 3600,
 } as const;
 
-const Localized = Type.Record(Type.String({ minLength: 1, maxLength: 35, pattern: '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' }), Type.String({ minLength: 1, maxLength: 4096 }), {
+/** Texts by locale (docs/api.md#the-notification-body). */
+export const Localized = Type.Record(Type.String({ minLength: 1, maxLength: 35, pattern: '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' }), Type.String({ minLength: 1, maxLength: 4096 }), {
   minProperties: 1,
   maxProperties: 200,
 });
+
+/** Texts by locale, `en` among them. */
+export const Contents = Type.Intersect([Localized, Type.Object({ en: Type.String({ minLength: 1, maxLength: 4096 }) })]);
 
 export const NotificationBody = Type.Object(
   {
@@ -34,7 +38,7 @@ export const NotificationBody = Type.Object(
     excluded_segments: Type.Optional(Type.Array(SegmentName, { maxItems: 100 })),
     filters: Type.Optional(Filters),
     headings: Type.Optional(Localized),
-    contents: Type.Intersect([Localized, Type.Object({ en: Type.String({ minLength: 1, maxLength: 4096 }) })]),
+    contents: Contents,
     data: Type.Optional(Type.Record(Type.String({ maxLength: 128 }), Type.Unknown())),
     channel: Type.Optional(Channel),
     send_after: Type.Optional(Type.String({ format: 'date-time' })),

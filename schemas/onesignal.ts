@@ -22,6 +22,8 @@ export const OneSignalTranslated = {
   external_id: Type.String({ minLength: 1, maxLength: 256 }),
   email_subject: Type.String({ minLength: 1, maxLength: 4096 }),
   email_body: Type.String({ minLength: 1, maxLength: 4096 }),
+  /** A template of the project (docs/api.md#templates): its texts where the body has none. */
+  template_id: Type.String({ minLength: 1, maxLength: 128 }),
   /** `timezone`: at `delivery_time_of_day` in each user's zone; `last-active` is taken with a warning. */
   delayed_option: Type.Union([Type.Literal('timezone'), Type.Literal('last-active')]),
   delivery_time_of_day: Type.String({ minLength: 1, maxLength: 16 }),
@@ -59,8 +61,7 @@ export const OneSignalIgnored: Record<string, { schema: TSchema; message: string
   name: { schema: Text, message: 'accepted and ignored: notifications have no name' },
   aggregation: { schema: Text, message: 'accepted and ignored' },
   kind: { schema: Type.Integer(), message: 'accepted and ignored' },
-  template_id: { schema: Text, message: 'accepted and ignored: templates are not supported yet' },
-  custom_data: { schema: AnyObject, message: 'accepted and ignored: templates are not supported yet' },
+  custom_data: { schema: AnyObject, message: 'accepted and ignored: placeholders fill from the user\'s tags' },
   include_unsubscribed: { schema: Type.Boolean(), message: 'accepted and ignored: opted-out users are never sent to' },
   ...Object.fromEntries(
     ['is_ios', 'is_android', 'is_any_web', 'is_chrome_web', 'is_firefox', 'is_safari', 'is_chrome'].map((f) => [f, { schema: Type.Boolean(), message: platforms }]),

@@ -3,7 +3,7 @@ import { capped, errorItem, violations } from '../ajv-errors.ts';
 import { checkFilters } from '../clickhouse/filters/check.ts';
 import { compileTwoWay } from '../validator.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { NotificationBody, NotificationLimits, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
+import { Contents, NotificationBody, NotificationLimits, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
 import { NotificationRequest, OneSignalSpellings } from '../../schemas/onesignal.ts';
 import { fromOneSignal } from './onesignal.ts';
 import { personalTextError } from './personal.ts';
@@ -30,18 +30,25 @@ const request = compileTwoWay(Request);
 /** NotificationBody with `filters` taken as is; checkFilters looks at it. */
 const Envelope = Type.Object({ ...NotificationBody.properties, filters: Type.Optional(Type.Unknown()) }, { additionalProperties: false });
 const envelope = compileTwoWay(Envelope);
+/** With a template_id, `contents` may come from the template. */
+const templated = compileTwoWay(Type.Object({ ...Envelope.properties, contents: Type.Optional(Contents) }, { additionalProperties: false }));
 
 /** The targeting modes, each named by the field that selects it. */
 const modes = ['include_external_user_ids', 'included_segments', 'filters'] as const;
 
 /** A body the engine takes: its own, the `app_id` it named, and what was taken but ignored. */
 export interface AcceptedBody {
-  body: NotificationBody;
+  /** Without `contents` only when `template_id` names the template that has them. */
+  body: DraftBody;
+  template_id: string | null;
   options: NotificationOptions;
   localMinute: number | null;
   app_id: string | null;
   warnings: NotificationWarning[];
 }
+
+/** A notification body whose `contents` may still come from a template. */
+export type DraftBody = Omit<NotificationBody, 'contents'> & Partial<Pick<NotificationBody, 'contents'>>;
 
 /** Same shape as the gateway's Checked (gateway/server/checked.ts). */
 export type CheckedBody = { ok: true; value: AcceptedBody } | { ok: false; errors: ErrorItem[] };
@@ -51,18 +58,19 @@ export function checkNotificationBody(input: unknown): CheckedBody {
   if (first.length > 0 || !isObject(input)) return { ok: false, errors: first };
   const translated = fromOneSignal(input);
   const body = translated.body;
-  const errors = [...translated.errors, ...capped(violations(envelope, body, ''), '')];
+  const errors = [...translated.errors, ...capped(violations(translated.template_id === null ? envelope : templated, body, ''), '')];
   if (body['filters'] !== undefined) {
     const filters = checkFilters(body['filters'], '/filters');
     if (!filters.ok) errors.push(...filters.errors);
   }
   errors.push(...targetingErrors(body), ...dataErrors(body['data']), ...personalErrors(body));
   if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, value: { body: body as NotificationBody, options: translated.options, localMinute: translated.localMinute, app_id: translated.app_id, warnings: translated.warnings } };
+  const { options, localMinute, app_id, template_id, warnings } = translated;
+  return { ok: true, value: { body: body as DraftBody, options, localMinute, app_id, template_id, warnings } };
 }
 
-/** Placeholders the engine would not fill (engine/notifications/personal.ts), by the text's path. */
-function personalErrors(body: Record<string, unknown>): ErrorItem[] {
+/** Placeholders the engine would not fill (engine/notifications/personal.ts) in `headings` and `contents`, by path. */
+export function personalErrors(body: Record<string, unknown>): ErrorItem[] {
   const errors: ErrorItem[] = [];
   for (const field of ['headings', 'contents']) {
     const texts = body[field];

@@ -18,6 +18,7 @@ export interface Translated {
   /** `delayed_option: timezone`: minutes after midnight of each user's local clock; else null. */
   localMinute: number | null;
   app_id: string | null;
+  template_id: string | null;
   warnings: NotificationWarning[];
   errors: ErrorItem[];
 }
@@ -65,7 +66,16 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     delete options['ios_badgeCount'];
   }
   const appId = request['app_id'];
-  return { body, options: options as NotificationOptions, localMinute, app_id: typeof appId === 'string' ? appId : null, warnings, errors };
+  const templateId = request['template_id'];
+  return {
+    body,
+    options: options as NotificationOptions,
+    localMinute,
+    app_id: typeof appId === 'string' ? appId : null,
+    template_id: typeof templateId === 'string' ? templateId : null,
+    warnings,
+    errors,
+  };
 }
 
 /** `delayed_option` with `delivery_time_of_day` (docs/api.md#local-time): the minute of day, or null. */

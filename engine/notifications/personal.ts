@@ -39,6 +39,8 @@ const FILTERS = new Set([
 const options = { strictFilters: true, ownPropertyOnly: true, parseLimit: 64 * 1024, renderLimit: 1000 } as const;
 const plain = new Liquid(options);
 const escaping = new Liquid({ ...options, outputEscape: 'escape' });
+/** Parses only, filters unchecked, so that a filter outside the list gets its own message. */
+const checking = new Liquid({ ...options, strictFilters: false });
 
 /** Parsed texts, per engine; bounded, since texts come from notifications without end. */
 const parsed = new Map<string, Template[]>();
@@ -54,7 +56,7 @@ export function personalTextError(text: string): string | null {
   if (!isPersonal(text)) return null;
   let tokens: Template[];
   try {
-    tokens = plain.parse(text);
+    tokens = checking.parse(text);
   } catch (err) {
     return `has a malformed placeholder: ${err instanceof Error ? err.message : String(err)}`;
   }
