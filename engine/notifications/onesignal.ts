@@ -42,6 +42,10 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
   if (typeof throttle === 'string') body['throttle_rate_per_minute'] = Number(throttle);
   if (typeof sendAfter === 'string') body['send_after'] = sendAfterText(sendAfter);
 
+  for (const field of ['included_segments', 'excluded_segments']) {
+    const names = body[field];
+    if (Array.isArray(names)) body[field] = names.map((n: unknown) => (typeof n === 'string' ? (BUILT_IN_SEGMENTS[n] ?? n) : n));
+  }
   const aliases = request['include_aliases'] as { external_id: string[] } | undefined;
   if (aliases !== undefined) {
     if (body['include_external_user_ids'] !== undefined) errors.push(errorItem('/include_aliases', 'give include_aliases or include_external_user_ids, not both'));
@@ -91,6 +95,9 @@ function localTime(request: Record<string, unknown>, warnings: NotificationWarni
   if (minute === null) errors.push(errorItem('/delivery_time_of_day', 'must be a time of day such as 9:00AM or 21:30 with delayed_option timezone'));
   return minute;
 }
+
+/** OneSignal's built-in segments of every subscribed user: the engine's `All`. */
+const BUILT_IN_SEGMENTS: Record<string, string> = { 'Subscribed Users': 'All', 'Total Subscriptions': 'All' };
 
 /** The official client's spellings of two options. */
 const spellings: Record<string, string> = { ios_badge_type: 'ios_badgeType', ios_badge_count: 'ios_badgeCount' };

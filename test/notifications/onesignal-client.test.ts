@@ -38,7 +38,7 @@ t.test('create by aliases, then view: the APNs simulator gets the message', asyn
 t.test('create by segment with send_after, then cancel: nothing is sent', async (t) => {
   const n = new OneSignal.Notification();
   n.app_id = project;
-  n.included_segments = ['All'];
+  n.included_segments = ['Subscribed Users'];
   n.contents = { en: 'Later' };
   n.send_after = new Date(Date.now() + 3_600_000).toUTCString();
   const created = await client.createNotification(n);
