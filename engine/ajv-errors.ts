@@ -1,6 +1,14 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ErrorItem } from '../schemas/errors.ts';
 
+/** Messages of the custom formats, in the words of docs/api.md. */
+export const formatMessages: Readonly<Record<string, string>> = {
+  instant: 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
+  'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',
+  'events-cursor': 'must be a next_cursor of GET /api/events, unchanged',
+  timezone: 'must be an IANA time zone (Europe/Paris) or an offset from UTC (+05:30)',
+};
+
 /**
  * Maps ajv errors to the error items of docs/api.md#errors, shared by every validator (gateway
  * request bodies, ClickHouse filters), and keeps what one answer lists, and costs, bounded.
@@ -193,6 +201,8 @@ function single(e: ErrorObject, prefix: string): ErrorItem {
       return errorItem(`${path}/${escapePointer(String(e.params['additionalProperty']))}`, 'is not allowed');
     case 'propertyNames':
       return errorItem(`${path}/${escapePointer(String(e.params['propertyName']))}`, 'key must be 1 to 128 characters');
+    case 'format':
+      return errorItem(path, formatMessages[String(e.params['format'])] ?? e.message ?? 'is invalid');
     default:
       return errorItem(path, e.message ?? 'is invalid');
   }

@@ -25,6 +25,8 @@ export interface Project {
   identity_secret: string;
   /** null: no rate limit (the default). */
   rate_limit: RateLimit | null;
+  /** Local-time sends use it for users without a `timezone` tag (docs/api.md#local-time). */
+  timezone: string;
   created_at: string;
 }
 
@@ -94,6 +96,7 @@ export class Keystore {
       identity_verification: h['identity_verification'] === '1',
       identity_secret: h['identity_secret'] ?? '',
       rate_limit: rateLimitOf(h['rate_per_second'], h['rate_burst']),
+      timezone: h['timezone'] ?? 'UTC',
       created_at: h['created_at'] ?? '',
     };
   }
@@ -114,6 +117,13 @@ export class Keystore {
     const key = this.topology.project(id);
     if (limit === null) await this.redis.hdel(key, 'rate_per_second', 'rate_burst');
     else await this.redis.hset(key, { rate_per_second: String(limit.per_second), rate_burst: String(limit.burst) });
+    return true;
+  }
+
+  /** Sets the project's default time zone (checked by the caller); false when the project does not exist. */
+  async setTimeZone(id: string, zone: string): Promise<boolean> {
+    if (!(await this.getProject(id))) return false;
+    await this.redis.hset(this.topology.project(id), 'timezone', zone);
     return true;
   }
 

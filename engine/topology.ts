@@ -143,6 +143,10 @@ export class Topology {
     return `${this.prefix}project:${id}:segments`;
   }
 
+  templates(id: string): string {
+    return `${this.prefix}project:${id}:templates`;
+  }
+
   projects(): string {
     return `${this.prefix}projects`;
   }

@@ -2,6 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { readDeliveryCursor, readEventCursor } from './clickhouse/cursor.ts';
 import type { TwoWayValidator } from './ajv-errors.ts';
+import { isTimeZone } from './local-time.ts';
 
 /**
  * The process's one schema compiler: every request, answer, filter, credential and stream-entry
@@ -27,14 +28,8 @@ for (const ajv of [allErrors, firstError]) {
   ajv.addFormat('instant', { type: 'string', validate: (s: string) => rfc3339(s) && !Number.isNaN(Date.parse(s)) });
   ajv.addFormat('deliveries-cursor', { type: 'string', validate: (s: string) => readDeliveryCursor(s) !== null });
   ajv.addFormat('events-cursor', { type: 'string', validate: (s: string) => readEventCursor(s) !== null });
+  ajv.addFormat('timezone', { type: 'string', validate: isTimeZone });
 }
-
-/** Messages of the custom formats, in the words of docs/api.md. */
-export const formatMessages: Readonly<Record<string, string>> = {
-  instant: 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
-  'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',
-  'events-cursor': 'must be a next_cursor of GET /api/events, unchanged',
-};
 
 /** A validator that lists every violation. */
 export function compile<T = unknown>(schema: object): ValidateFunction<T> {

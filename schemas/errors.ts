@@ -13,6 +13,7 @@ export const ErrorCodes = {
     hint: 'Send lowercase hex HMAC-SHA256(identity secret, external_id).',
   },
   wrong_key_type: { status: 403, message: 'This surface needs a REST key.', hint: 'Use a REST key from your backend.' },
+  project_mismatch: { status: 403, message: "app_id is not the key's project.", hint: 'Send the project id of the key as app_id, or leave app_id out.' },
   not_found: { status: 404, message: 'Not found.', hint: 'Check the path and id.' },
   method_not_allowed: { status: 405, message: 'Method not allowed.', hint: 'See the Allow header.' },
   idempotency_conflict: {

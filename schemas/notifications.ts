@@ -22,10 +22,14 @@ export const NotificationLimits = {
   idempotencySeconds: 30 * 24 * 3600,
 } as const;
 
-const Localized = Type.Record(Type.String({ minLength: 1, maxLength: 35, pattern: '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' }), Type.String({ minLength: 1, maxLength: 4096 }), {
+/** Texts by locale (docs/api.md#the-notification-body). */
+export const Localized = Type.Record(Type.String({ minLength: 1, maxLength: 35, pattern: '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' }), Type.String({ minLength: 1, maxLength: 4096 }), {
   minProperties: 1,
   maxProperties: 200,
 });
+
+/** Texts by locale, `en` among them. */
+export const Contents = Type.Intersect([Localized, Type.Object({ en: Type.String({ minLength: 1, maxLength: 4096 }) })]);
 
 export const NotificationBody = Type.Object(
   {
@@ -34,7 +38,7 @@ export const NotificationBody = Type.Object(
     excluded_segments: Type.Optional(Type.Array(SegmentName, { maxItems: 100 })),
     filters: Type.Optional(Filters),
     headings: Type.Optional(Localized),
-    contents: Type.Intersect([Localized, Type.Object({ en: Type.String({ minLength: 1, maxLength: 4096 }) })]),
+    contents: Contents,
     data: Type.Optional(Type.Record(Type.String({ maxLength: 128 }), Type.Unknown())),
     channel: Type.Optional(Channel),
     send_after: Type.Optional(Type.String({ format: 'date-time' })),
@@ -55,12 +59,19 @@ export const NotificationStatus = Type.Union([
   Type.Literal('canceled'),
 ]);
 
+/** One entry of `warnings` in the 201 answer: a field taken but not acted on, and why. */
+export const NotificationWarning = Type.Object({ field: Type.String(), message: Type.String() });
+
 export const NotificationCreated = Type.Object({
   id: Type.String(),
   svc_message_id: Type.String(),
   recipients: Type.Integer({ minimum: 0 }),
   status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled')]),
   errors: Type.Object({ invalid_external_user_ids: Type.Array(Type.String()) }),
+  /** OneSignal's answer carries it (its older idempotency key); always null here. */
+  external_id: Type.Null(),
+  /** Fields taken but not acted on (docs/api.md#moving-from-onesignal). */
+  warnings: Type.Array(NotificationWarning),
 });
 
 export const NotificationCounts = Type.Object({
@@ -82,7 +93,22 @@ export const NotificationView = Type.Object({
   completed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   canceled: Type.Boolean(),
   counts: NotificationCounts,
+  /** OneSignal's names of the counts (docs/api.md#moving-from-onesignal). */
+  successful: Type.Integer({ minimum: 0 }),
+  failed: Type.Integer({ minimum: 0 }),
+  errored: Type.Integer({ minimum: 0 }),
+  converted: Type.Integer({ minimum: 0 }),
+  received: Type.Integer({ minimum: 0 }),
+  remaining: Type.Integer({ minimum: 0 }),
+  /** created_at in Unix seconds. */
+  queued_at: Type.Integer({ minimum: 0 }),
 });
+
+/** DELETE /api/notifications/{id}: the view, and OneSignal's `success`. */
+export const NotificationCanceled = Type.Object({ ...NotificationView.properties, success: Type.Literal(true) });
+
+/** `app_id`, which OneSignal's clients add to GET and DELETE: when present, the key's project. */
+export const NotificationQuery = Type.Object({ app_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) }, { additionalProperties: false });
 
 /** GET /api/notifications: one page of a project's notifications, newest first. */
 export const NotificationPageLimits = { default: 20, maximum: 100 } as const;
@@ -96,6 +122,47 @@ export const NotificationsQuery = Type.Object(
 );
 
 export const NotificationsPage = Type.Object({ notifications: Type.Array(NotificationView), next_cursor: Type.Union([Type.String(), Type.Null()]) });
+
+const Link = Type.String({ minLength: 1, maxLength: 2048 });
+const Action = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }), text: Type.String({ maxLength: 256 }), icon: Type.Optional(Link), url: Type.Optional(Link) });
+
+/**
+ * What a notification asks of each provider besides its text, under OneSignal's names
+ * (docs/api.md#moving-from-onesignal; docs/providers.md says where each one goes).
+ */
+export const NotificationOptions = Type.Object(
+  {
+    /** Opened on a click: `app_url` on mobile, `web_url` on the web, `url` on both. */
+    url: Type.Optional(Link),
+    app_url: Type.Optional(Link),
+    web_url: Type.Optional(Link),
+    subtitle: Type.Optional(Localized),
+    ios_sound: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    ios_badgeType: Type.Optional(Type.Union([Type.Literal('None'), Type.Literal('SetTo'), Type.Literal('Increase')])),
+    ios_badgeCount: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    thread_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    ios_category: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    mutable_content: Type.Optional(Type.Boolean()),
+    content_available: Type.Optional(Type.Boolean()),
+    ios_interruption_level: Type.Optional(Type.Union([Type.Literal('passive'), Type.Literal('active'), Type.Literal('time_sensitive'), Type.Literal('critical')])),
+    ios_attachments: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Link, { maxProperties: 10 })),
+    android_channel_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    android_sound: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    big_picture: Type.Optional(Link),
+    chrome_web_image: Type.Optional(Link),
+    chrome_web_icon: Type.Optional(Link),
+    chrome_web_badge: Type.Optional(Link),
+    web_buttons: Type.Optional(Type.Array(Action, { maxItems: 2 })),
+    email_from_name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    email_from_address: Type.Optional(Type.String({ format: 'email', maxLength: 254 })),
+    email_preheader: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    /** The email's body is HTML: it came as `email_body`. */
+    email_html: Type.Optional(Type.Boolean()),
+    sms_from: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    sms_media_urls: Type.Optional(Type.Array(Link, { minItems: 1, maxItems: 10 })),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * The notification as fan-out and dispatch read it (field `spec` of its record, JSON): the
@@ -119,6 +186,12 @@ export const NotificationSpec = Type.Object({
   filters: Type.Union([Filters, Type.Null()]),
   created_at: Type.Integer(),
   send_after: Type.Union([Type.Integer(), Type.Null()]),
+  /** Absent on notifications created before 0.8.0. */
+  options: Type.Optional(NotificationOptions),
+  /** Some text holds placeholders, filled per user at dispatch (docs/api.md#personal-content). */
+  personal: Type.Optional(Type.Literal(true)),
+  /** Sent at this minute of each user's local day (docs/api.md#local-time); absent: at once. */
+  local_time: Type.Optional(Type.Object({ minute: Type.Integer({ minimum: 0, maximum: 1439 }), default_timezone: Type.String() })),
 });
 
 /** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */
@@ -129,13 +202,18 @@ export const DispatchJob = Type.Object({
   attempt: Type.Integer({ minimum: 1 }),
   /** Retries only: the subscriptions (`TYPE:token`) still to retry; absent means every live one. */
   subs: Type.Optional(Type.Array(Type.String())),
+  /** A local-time job put off to the user's local time: when it was due (ms); it is not put off again. */
+  due: Type.Optional(Type.Integer()),
 });
 
 export type NotificationBody = Static<typeof NotificationBody>;
 export type NotificationCreated = Static<typeof NotificationCreated>;
+export type NotificationWarning = Static<typeof NotificationWarning>;
 export type NotificationView = Static<typeof NotificationView>;
+export type NotificationCanceled = Static<typeof NotificationCanceled>;
 export type NotificationsQuery = Static<typeof NotificationsQuery>;
 export type NotificationStatus = Static<typeof NotificationStatus>;
 export type NotificationCounts = Static<typeof NotificationCounts>;
 export type NotificationSpec = Static<typeof NotificationSpec>;
+export type NotificationOptions = Static<typeof NotificationOptions>;
 export type DispatchJob = Static<typeof DispatchJob>;

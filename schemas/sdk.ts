@@ -25,15 +25,28 @@ const Timestamp = Type.String({ format: 'date-time' });
 
 /** Tag writes: a string (at most 1024 chars) or number sets, `""` or null deletes. */
 export const TagValue = Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Null()]);
-/** Record keys become `^.*$` patternProperties, so the key length rule is repeated as propertyNames. */
+/** A user's time zone (docs/api.md#local-time): an IANA name or an offset from UTC. */
+export const TimeZone = Type.String({ format: 'timezone', maxLength: 64 });
+/**
+ * Tag writes by name, at most 200; the `timezone` tag must be a time zone (or `""`/null, which
+ * delete it). The key length rule is repeated as propertyNames, which `properties` skip.
+ */
 const KeyName = { minLength: 1, maxLength: 128 };
 export const Tags = Type.Record(Type.String(KeyName), TagValue, {
   maxProperties: 200,
   propertyNames: KeyName,
+  // In allOf: beside the record's own patternProperties, Ajv's strict mode refuses `properties`.
+  allOf: [{ properties: { timezone: Type.Union([TimeZone, Type.Literal(''), Type.Null()]) } }],
 });
 
 export const IdentifyBody = Type.Object(
-  { external_id: ExternalId, tags: Type.Optional(Tags), identity_hash: Type.Optional(IdentityHash) },
+  {
+    external_id: ExternalId,
+    tags: Type.Optional(Tags),
+    /** Sets the `timezone` tag, as `tags.timezone` would. */
+    timezone: Type.Optional(TimeZone),
+    identity_hash: Type.Optional(IdentityHash),
+  },
   { additionalProperties: false },
 );
 
@@ -114,7 +127,7 @@ export const ConsentBody = Type.Object(
 /** One operation of `/api/sdk/batch` and of a WebSocket frame: an op name, external_id, that op's body. */
 const opFields = { external_id: ExternalId, identity_hash: Type.Optional(IdentityHash) };
 export const IdentifyOp = Type.Object(
-  { op: Type.Literal('identify'), ...opFields, tags: Type.Optional(Tags) },
+  { op: Type.Literal('identify'), ...opFields, tags: Type.Optional(Tags), timezone: Type.Optional(TimeZone) },
   { additionalProperties: false },
 );
 export const TagsOp = Type.Object({ op: Type.Literal('tags'), ...opFields, tags: Tags }, { additionalProperties: false });

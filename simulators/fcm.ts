@@ -98,6 +98,14 @@ export function fcmSimulator(reuse?: FcmCredentials): FcmSim {
       const { priority, ttl } = msg.android;
       if (priority !== undefined && priority !== 'HIGH' && priority !== 'NORMAL') return invalid(`Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidConfig.AndroidMessagePriority), "${String(priority)}"`);
       if (ttl !== undefined && (typeof ttl !== 'string' || !/^\d+(\.\d{1,9})?s$/.test(ttl))) return invalid("Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration)");
+      const shown = msg.android.notification;
+      if (shown !== undefined) {
+        if (!isObject(shown)) return invalid("Invalid value at 'message.android.notification'");
+        const unknown = Object.keys(shown).find((k) => !ANDROID_NOTIFICATION_STRINGS.has(k));
+        if (unknown !== undefined) return invalid(`Invalid JSON payload received. Unknown name "${unknown}" at 'message.android.notification': Cannot find field.`);
+        const bad = Object.entries(shown).find(([, v]) => typeof v !== 'string');
+        if (bad !== undefined) return invalid(`Invalid value at 'message.android.notification.${bad[0]}' (TYPE_STRING), ${JSON.stringify(bad[1])}`);
+      }
     }
     if (req.raw.length > MAX_MESSAGE) return invalid('Message is too big');
     return { status: 200, body: { name: `projects/${projectId}/messages/0:${Date.now()}%${randomBytes(8).toString('hex')}` } };
@@ -139,3 +147,6 @@ function googleError(code: number, status: string, message: string, errorCode?: 
   if (errorCode !== undefined) error.details = [{ '@type': FCM_ERROR, errorCode }];
   return { status: code, body: { error } };
 }
+
+/** The string fields of FCM's AndroidNotification (the others are left out: the engine sends none). */
+const ANDROID_NOTIFICATION_STRINGS = new Set(['title', 'body', 'icon', 'color', 'sound', 'tag', 'click_action', 'body_loc_key', 'title_loc_key', 'channel_id', 'ticker', 'image']);

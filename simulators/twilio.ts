@@ -39,7 +39,10 @@ export function twilioSimulator(reuse?: TwilioCredentials): TwilioSim {
     if (!fromField && !service) return twilioError(400, 21603, "A 'From' or 'MessagingServiceSid' parameter is required to send a message.");
     if (fromField && fromField !== from) return twilioError(400, 21606, `The From phone number ${fromField} is not a valid, SMS-capable inbound phone number or short code for your account.`);
     if (service && service !== messagingServiceSid) return twilioError(400, 21701, `The Messaging Service Sid ${service} is invalid.`);
-    if (!body && form.MediaUrl === undefined) return twilioError(400, 21602, 'Message body is required.');
+    const media = form.MediaUrl === undefined ? [] : Array.isArray(form.MediaUrl) ? form.MediaUrl : [form.MediaUrl];
+    if (!body && media.length === 0) return twilioError(400, 21602, 'Message body is required.');
+    if (media.length > MAX_MEDIA) return twilioError(400, 21623, `The number of media files exceeds the limit of ${MAX_MEDIA}.`);
+    if (media.some((u) => typeof u !== 'string' || !/^https?:\/\/\S+$/.test(u))) return twilioError(400, 21620, 'Invalid media URL(s).');
     if (body.length > MAX_BODY_CHARS) return twilioError(400, 21617, 'The concatenated message body exceeds the 1600 character limit.');
     const sid = `SM${randomBytes(16).toString('hex')}`;
     const now = new Date().toUTCString().replace('GMT', '+0000');
@@ -75,7 +78,7 @@ export function twilioSimulator(reuse?: TwilioCredentials): TwilioSim {
   };
 
   const protocol: Protocol = {
-    parse: (req) => Object.fromEntries(new URLSearchParams(req.raw.toString('utf8'))),
+    parse: (req) => formOf(req.raw.toString('utf8')),
     tokens: (_req, form) => (isObject(form) && typeof form.To === 'string' ? [form.To] : []),
     handle,
     control: callbacks.routes(),
@@ -99,4 +102,17 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function twilioError(status: number, code: number, message: string): Answer {
   return { status, body: { code, message, more_info: `https://www.twilio.com/docs/errors/${code}`, status } };
+}
+
+/** Most MediaUrl values of one message. */
+const MAX_MEDIA = 10;
+
+/** A form body as an object; a name given several times (MediaUrl) keeps every value, in order. */
+function formOf(text: string): Record<string, string | string[]> {
+  const form: Record<string, string | string[]> = {};
+  for (const [name, value] of new URLSearchParams(text)) {
+    const prior = form[name];
+    form[name] = prior === undefined ? value : [...(Array.isArray(prior) ? prior : [prior]), value];
+  }
+  return form;
 }

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { isTimeZone, nextLocalTime } from '../../engine/local-time.ts';
 import type { Logger } from '../../engine/log.ts';
 import { settlementOf, type Notifications } from '../../engine/notifications/lifecycle.ts';
 import type { RedisClient } from '../../engine/redis.ts';
@@ -16,7 +17,7 @@ import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
 import { providerFor, sendTo, type SendResult } from './providers/index.ts';
-import { render } from './render.ts';
+import { personalize, personalValues, render } from './render.ts';
 import type { Specs } from './specs.ts';
 
 /**
@@ -52,6 +53,25 @@ interface UserKeys {
   tags: string;
   consent: string;
   canceled: string;
+}
+
+/** A job's user as engine/lua/loadRecipient-2.lua reads it: tags still encoded. */
+interface Recipient {
+  language: string | null;
+  subs: string[];
+  timezone: string | null;
+  /** Every tag, as a field, value list, for a notification with personal texts; else null. */
+  tags: string[] | null;
+}
+
+/**
+ * When a local-time job is due: the first time at or after the notification's start that the
+ * user's clock shows the minute; the project's zone for a user without a usable `timezone` tag.
+ */
+function localDue(spec: NotificationSpec, local: { minute: number; default_timezone: string }, tag: string | null): number {
+  const own = tag === null ? null : String(decodeTag(tag));
+  const zone = own !== null && isTimeZone(own) ? own : local.default_timezone;
+  return nextLocalTime(spec.send_after ?? spec.created_at, zone, local.minute);
 }
 
 /** What one job came to: its outcomes, the dead tokens to retire, the retry that follows. */
@@ -114,26 +134,32 @@ export class DispatchHandler {
     return true;
   }
 
-  /** Loads the user, checks cancel, throttle and consent, sends to each subscription. */
+  /**
+   * Loads the user, puts a local-time job off to the user's local time, checks throttle, cancel
+   * and consent, sends to each subscription.
+   */
   private async attempt(job: DispatchJob, spec: NotificationSpec): Promise<JobResult> {
-    const { redis, topology } = this.deps;
+    const keys = userKeys(this.deps.topology, this.deps.notifications, job);
+    let recipient: Recipient | null = null;
+    if (spec.local_time !== undefined && job.due === undefined) {
+      recipient = await this.load(keys, job, spec);
+      // Put off through the retry set: durable in Redis, released by the dispatch role (docs/api.md#local-time).
+      const due = localDue(spec, spec.local_time, recipient.timezone);
+      if (due > Date.now()) return { outcomes: [], retire: [], retry: { job: { ...job, due }, at: due } };
+    }
     if (spec.throttle_rate_per_minute > 0) {
       // A canceled notification takes no throttle token: its remaining jobs are skipped at once.
       const wait = (await this.deps.notifications.isCanceled(job.n)) ? 0 : await this.throttle(spec);
       if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
     }
-    const keys = userKeys(topology, this.deps.notifications, job);
-    const { language, subs: stored } = await scripts.loadRecipient(redis, {
-      keys: { subs: keys.subs, tags: keys.tags },
-      args: { types: channelTypes[spec.channel].join(' '), limited: job.subs === undefined ? 0 : 1 },
-      only: job.subs ?? NO_FIELDS,
-    });
+    const { language, subs: stored, tags } = recipient ?? (await this.load(keys, job, spec));
     const now = Date.now();
     const subs = liveSubscriptions(stored);
     const outcome = new Outcomes(job, spec);
     if (subs.length === 0) return { outcomes: [outcome.skip(null, ownCode('no_subscription'), now)], retire: [], retry: null };
     const locale = language === null ? null : String(decodeTag(language));
-    const message = render(spec, locale, now);
+    const shared = render(spec, locale, now);
+    const message = tags === null ? shared : personalize(shared, spec, personalValues(job.external_id, tags));
     const clients = await this.deps.clients.get(spec.project);
     const result: JobResult = { outcomes: [], retire: [], retry: null };
     const again: string[] = [];
@@ -164,6 +190,14 @@ export class DispatchHandler {
       result.retry = { job: { ...job, attempt: job.attempt + 1, subs: again }, at: Date.now() + delay };
     }
     return result;
+  }
+
+  private load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
+    return scripts.loadRecipient(this.deps.redis, {
+      keys: { subs: keys.subs, tags: keys.tags },
+      args: { types: channelTypes[spec.channel].join(' '), limited: job.subs === undefined ? 0 : 1, allTags: spec.personal === true ? 1 : 0 },
+      only: job.subs ?? NO_FIELDS,
+    });
   }
 
   /** Why a send to `sub` must not start now: the notification was canceled or the user opted out. */

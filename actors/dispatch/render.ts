@@ -1,4 +1,6 @@
-import type { NotificationSpec } from '../../schemas/notifications.ts';
+import type { NotificationOptions, NotificationSpec } from '../../schemas/notifications.ts';
+import { fillPersonal } from '../../engine/notifications/personal.ts';
+import { decodeTag } from '../../engine/state/tag-codec.ts';
 import type { PushMessage } from './providers/index.ts';
 
 /**
@@ -22,6 +24,8 @@ function lowered(localized: Record<string, string>): Map<string, string> {
   }
   return byLower;
 }
+
+const NO_OPTIONS: NotificationOptions = {};
 
 /** Most locales whose last message is kept per spec (a locale is a user's tag: any string). */
 const MAX_LOCALES = 64;
@@ -51,8 +55,31 @@ export function render(spec: NotificationSpec, locale: string | null, now: numbe
     priority: spec.priority,
     ttlSeconds,
     collapseId: spec.collapse_id,
+    subtitle: spec.options?.subtitle === undefined ? null : pick(spec.options.subtitle, locale),
+    options: spec.options ?? NO_OPTIONS,
   };
   if (last === undefined && byLocale.size >= MAX_LOCALES) byLocale.clear();
   byLocale.set(key, message);
   return message;
+}
+
+/** What a user's placeholders are filled from: their tags, decoded, and their `external_id`. */
+export function personalValues(externalId: string, tags: readonly string[]): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < tags.length; i += 2) values[tags[i] ?? ''] = decodeTag(tags[i + 1] ?? '');
+  values['external_id'] = externalId;
+  return values;
+}
+
+/**
+ * A user's own copy of a message with personal texts (docs/api.md#personal-content); an email's
+ * HTML body gets its filled values HTML-escaped.
+ */
+export function personalize(message: PushMessage, spec: NotificationSpec, values: Record<string, unknown>): PushMessage {
+  const html = spec.channel === 'EMAIL' && message.options.email_html === true;
+  return {
+    ...message,
+    title: message.title === null ? null : fillPersonal(message.title, values, false),
+    body: fillPersonal(message.body, values, html),
+  };
 }

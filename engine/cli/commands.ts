@@ -5,6 +5,7 @@ import { migrateCommand } from './migrate.ts';
 import { projectCreate, projectUpdate } from './project.ts';
 import { providersSet } from './providers.ts';
 import { startCommand } from './start.ts';
+import { templatesCreate, templatesDelete, templatesList } from './templates.ts';
 
 /**
  * Every command of `engine` (docs/configuration.md#the-engine-command), in the order the usage
@@ -12,5 +13,5 @@ import { startCommand } from './start.ts';
  * them. What a command does is in ./actions/, imported when it runs, so help loads none of it.
  */
 export function commandTable(roles: Partial<Record<RoleName, RoleFactory>>): readonly Command[] {
-  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, migrateCommand];
+  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, templatesCreate, templatesList, templatesDelete, migrateCommand];
 }

@@ -25,6 +25,7 @@ export const projectUpdate = defineCommand({
       help: 'calls a second each key of the project may make (a token bucket per key), or off (the default)',
     },
     burst: { kind: 'integer', value: '<n>', help: 'calls a key may make at once under --rate-limit (default: the rate, rounded up)' },
+    timezone: { kind: 'string', value: '<zone>', help: 'time zone of users without a timezone tag, for local-time sends (default: UTC)' },
   },
   summary: "Changes a project's settings; every gateway follows within KEY_CACHE_MS.",
   run: async (config, { args, options }) =>
@@ -32,5 +33,6 @@ export const projectUpdate = defineCommand({
       identity: options['identity-verification'],
       rate: options['rate-limit'],
       burst: options.burst,
+      timezone: options.timezone,
     }),
 });

@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[
   Loads what a dispatch job needs of its user (actors/dispatch/dispatch-handler.ts) in one call:
-  their subscriptions of the notification's channel and their `language` tag. A subscription's
+  their subscriptions of the notification's channel and their `language` and `timezone` tags. A subscription's
   field is `<type>:<token>`, so those of other channels (and, for a retry, those not to retry)
   are left out here by name, without decoding them.
 
@@ -9,17 +9,19 @@
   KEYS[2] tags     tags:{pN}:<project>:<external_id>
   ARGV[1] types    the channel's subscription types, space-separated
   ARGV[2] limited  '1' for a retry: only the subscriptions listed after it; '0' for all
-  ARGV[3], ARGV[4], ...  only  fields of the subscriptions a retry is limited to
+  ARGV[3] allTags  '1' for a notification with personal texts: every tag is returned too
+  ARGV[4], ARGV[5], ...  only  fields of the subscriptions a retry is limited to
 
-  Returns {language, subs}: the stored `language` tag (nil when unset) and the JSON of each
-  subscription kept, in no particular order.
+  Returns {language, subs, timezone, tags}: the stored `language` tag (nil when unset), the JSON
+  of each subscription kept, in no particular order, the stored `timezone` tag (nil when unset),
+  and with allTags every tag as a flat field, value list (nil without).
 ]]
 local types = {}
 for t in string.gmatch(ARGV[1], '%S+') do types[t] = true end
 local only = nil
 if ARGV[2] == '1' then
   only = {}
-  for i = 3, #ARGV do only[ARGV[i]] = true end
+  for i = 4, #ARGV do only[ARGV[i]] = true end
 end
 local subs = {}
 local hash = redis.call('HGETALL', KEYS[1])
@@ -27,4 +29,6 @@ for i = 1, #hash, 2 do
   local field = hash[i]
   if types[string.match(field, '^[^:]*')] and (only == nil or only[field]) then subs[#subs + 1] = hash[i + 1] end
 end
-return { redis.call('HGET', KEYS[2], 'language'), subs }
+local tags = false
+if ARGV[3] == '1' then tags = redis.call('HGETALL', KEYS[2]) end
+return { redis.call('HGET', KEYS[2], 'language'), subs, redis.call('HGET', KEYS[2], 'timezone'), tags }

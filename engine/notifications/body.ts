@@ -3,33 +3,84 @@ import { capped, errorItem, violations } from '../ajv-errors.ts';
 import { checkFilters } from '../clickhouse/filters/check.ts';
 import { compileTwoWay } from '../validator.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { NotificationBody, NotificationLimits } from '../../schemas/notifications.ts';
+import { Contents, NotificationBody, NotificationLimits, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
+import { NotificationRequest, OneSignalSpellings } from '../../schemas/onesignal.ts';
+import { fromOneSignal } from './onesignal.ts';
+import { personalTextError } from './personal.ts';
 
 /**
- * The gateway's check of a POST /api/notifications body (docs/api.md#the-notification-body): the schema with
- * `filters` left to the filter checker (whose errors name the entry), then what a schema cannot
- * say: exactly one targeting mode, and the size of `data`. Every violation in one 400.
+ * The gateway's check of a POST /api/notifications body (docs/api.md#the-notification-body), in
+ * two steps. First the request schema: the engine's fields taken as they come, and every
+ * OneSignal field with its type. Then the body translated into the engine's own
+ * (./onesignal.ts) against its schema, with `filters` left to the filter checker (whose errors
+ * name the entry), and what a schema cannot say: exactly one targeting mode, and the size of
+ * `data`. Every violation in one 400.
  */
+
+/** The request: the engine's own fields unchecked (the second step checks them), the rest typed. */
+const Request = Type.Object(
+  {
+    ...NotificationRequest.properties,
+    ...Object.fromEntries(Object.keys(NotificationBody.properties).filter((k) => !(k in OneSignalSpellings)).map((k) => [k, Type.Optional(Type.Unknown())])),
+  },
+  { additionalProperties: false },
+);
+const request = compileTwoWay(Request);
 
 /** NotificationBody with `filters` taken as is; checkFilters looks at it. */
 const Envelope = Type.Object({ ...NotificationBody.properties, filters: Type.Optional(Type.Unknown()) }, { additionalProperties: false });
 const envelope = compileTwoWay(Envelope);
+/** With a template_id, `contents` may come from the template. */
+const templated = compileTwoWay(Type.Object({ ...Envelope.properties, contents: Type.Optional(Contents) }, { additionalProperties: false }));
 
 /** The targeting modes, each named by the field that selects it. */
 const modes = ['include_external_user_ids', 'included_segments', 'filters'] as const;
 
-/** Same shape as the gateway's Checked (gateway/server/checked.ts). */
-export type CheckedBody = { ok: true; value: NotificationBody } | { ok: false; errors: ErrorItem[] };
+/** A body the engine takes: its own, the `app_id` it named, and what was taken but ignored. */
+export interface AcceptedBody {
+  /** Without `contents` only when `template_id` names the template that has them. */
+  body: DraftBody;
+  template_id: string | null;
+  options: NotificationOptions;
+  localMinute: number | null;
+  app_id: string | null;
+  warnings: NotificationWarning[];
+}
 
-export function checkNotificationBody(body: unknown): CheckedBody {
-  const errors = capped(violations(envelope, body, ''), '');
-  const value = isObject(body) ? body : {};
-  if (value['filters'] !== undefined) {
-    const filters = checkFilters(value['filters'], '/filters');
+/** A notification body whose `contents` may still come from a template. */
+export type DraftBody = Omit<NotificationBody, 'contents'> & Partial<Pick<NotificationBody, 'contents'>>;
+
+/** Same shape as the gateway's Checked (gateway/server/checked.ts). */
+export type CheckedBody = { ok: true; value: AcceptedBody } | { ok: false; errors: ErrorItem[] };
+
+export function checkNotificationBody(input: unknown): CheckedBody {
+  const first = capped(violations(request, input, ''), '');
+  if (first.length > 0 || !isObject(input)) return { ok: false, errors: first };
+  const translated = fromOneSignal(input);
+  const body = translated.body;
+  const errors = [...translated.errors, ...capped(violations(translated.template_id === null ? envelope : templated, body, ''), '')];
+  if (body['filters'] !== undefined) {
+    const filters = checkFilters(body['filters'], '/filters');
     if (!filters.ok) errors.push(...filters.errors);
   }
-  errors.push(...targetingErrors(value), ...dataErrors(value['data']));
-  return errors.length > 0 ? { ok: false, errors } : { ok: true, value: body as NotificationBody };
+  errors.push(...targetingErrors(body), ...dataErrors(body['data']), ...personalErrors(body));
+  if (errors.length > 0) return { ok: false, errors };
+  const { options, localMinute, app_id, template_id, warnings } = translated;
+  return { ok: true, value: { body: body as DraftBody, options, localMinute, app_id, template_id, warnings } };
+}
+
+/** Placeholders the engine would not fill (engine/notifications/personal.ts) in `headings` and `contents`, by path. */
+export function personalErrors(body: Record<string, unknown>): ErrorItem[] {
+  const errors: ErrorItem[] = [];
+  for (const field of ['headings', 'contents']) {
+    const texts = body[field];
+    if (!isObject(texts)) continue;
+    for (const [locale, text] of Object.entries(texts)) {
+      const error = typeof text === 'string' ? personalTextError(text) : null;
+      if (error !== null) errors.push(errorItem(`/${field}/${locale}`, error));
+    }
+  }
+  return errors;
 }
 
 function targetingErrors(body: Record<string, unknown>): ErrorItem[] {

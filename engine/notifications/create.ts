@@ -5,16 +5,30 @@ import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationSpec } from '../../schemas/notifications.ts';
+import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationOptions, type NotificationSpec, type NotificationWarning } from '../../schemas/notifications.ts';
 import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
 import { acceptedState, Notifications } from './lifecycle.ts';
+import { isPersonal } from './personal.ts';
 
 /** What creating, reading and cancelling notifications needs (the gateway's deps fit it). */
 export interface NotificationDeps {
   redis: RedisClient;
   topology: Topology;
   clickhouse: Pick<ClickHouseStore, 'get'>;
+}
+
+/** True when a heading or content holds placeholders to fill per user. */
+function hasPersonal(body: NotificationBody): boolean {
+  return [...Object.values(body.headings ?? {}), ...Object.values(body.contents)].some(isPersonal);
+}
+
+/** What a body brings besides the engine's own fields (engine/notifications/onesignal.ts). */
+export interface Extras {
+  options: NotificationOptions;
+  warnings: NotificationWarning[];
+  /** Minute of each user's local day to send at, with the zone of users without one; null: at once. */
+  localTime?: { minute: number; default_timezone: string } | null;
 }
 
 /** Who is targeted and how many of them will get a delivery attempt. */
@@ -32,10 +46,20 @@ interface Targeting {
  * answers the 201 body. Throws a CallerError for unknown segments (400) and a reused
  * idempotency_key (409); Redis and ClickHouse failures propagate (503 at the gateway).
  */
-export async function createNotification(deps: NotificationDeps, project: string, body: NotificationBody, now = Date.now()): Promise<NotificationCreated> {
+export async function createNotification(
+  deps: NotificationDeps,
+  project: string,
+  body: NotificationBody,
+  extras: Extras = { options: {}, warnings: [] },
+  now = Date.now(),
+): Promise<NotificationCreated> {
   const keys = new IdempotencyKeys(deps.redis, deps.topology);
   const key = body.idempotency_key;
-  const hash = key === undefined ? '' : bodyHash(body);
+  const { options, warnings } = extras;
+  const localTime = extras.localTime ?? null;
+  const withOptions = Object.keys(options).length > 0;
+  // Options and local time count in the hash; without them, the hash is the one of bodies older than them.
+  const hash = key === undefined ? '' : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }) });
   if (key !== undefined) {
     const prior = await keys.read(project, key);
     if (prior !== null) return keys.repeat(project, key, prior, hash);
@@ -62,6 +86,9 @@ export async function createNotification(deps: NotificationDeps, project: string
     filters: targeting.filters,
     created_at: now,
     send_after: sendAfter,
+    ...(withOptions ? { options } : {}),
+    ...(localTime === null ? {} : { local_time: localTime }),
+    ...(hasPersonal(body) ? { personal: true as const } : {}),
   };
   const state = acceptedState(spec, now);
   const answer: NotificationCreated = {
@@ -70,6 +97,8 @@ export async function createNotification(deps: NotificationDeps, project: string
     recipients: targeting.recipients,
     status: state,
     errors: { invalid_external_user_ids: targeting.invalid },
+    external_id: null,
+    warnings,
   };
 
   let claim: Claim | null = null;

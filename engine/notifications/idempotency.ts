@@ -33,6 +33,11 @@ export interface Claim {
   written?: true;
 }
 
+/** A claim as stored: answers stored before 0.8.0 lack the OneSignal-shaped fields. */
+interface StoredClaim extends Omit<Claim, 'answer'> {
+  answer: Omit<NotificationCreated, 'external_id' | 'warnings'> & Partial<Pick<NotificationCreated, 'external_id' | 'warnings'>>;
+}
+
 /** sha256 of the body as received, its keys sorted at every level. */
 export function bodyHash(body: unknown): string {
   return createHash('sha256').update(canonical(body)).digest('hex');
@@ -55,7 +60,10 @@ export class IdempotencyKeys {
 
   async read(project: string, key: string): Promise<Claim | null> {
     const json = await this.redis.get(this.topology.notificationIdempotency(project, key));
-    return json === null ? null : (JSON.parse(json) as Claim);
+    if (json === null) return null;
+    const claim = JSON.parse(json) as StoredClaim;
+    const { answer } = claim;
+    return { ...claim, answer: { ...answer, external_id: answer.external_id ?? null, warnings: answer.warnings ?? [] } };
   }
 
   /** Claims the key for `claim`; null when taken, else the claim. */

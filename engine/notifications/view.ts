@@ -50,6 +50,7 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
   const s = statusOf(record, counts);
   // A notification whose audience was empty finishes without a job: it completed when it was due.
   const completedAt = s !== 'completed' ? null : counts.lastAt > 0 ? counts.lastAt : (spec.send_after ?? spec.created_at);
+  const settled = counts.sent + counts.failed + counts.skipped;
   return {
     id: spec.id,
     channel: spec.channel,
@@ -60,6 +61,14 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
     completed_at: completedAt === null ? null : iso(completedAt),
     canceled: record.canceledAt !== null,
     counts: { sent: counts.sent, failed: counts.failed, skipped: counts.skipped, ...receipts },
+    successful: counts.sent,
+    // OneSignal's `failed` is "could not be delivered: unsubscribed", our skipped; its `errored` is our failed.
+    failed: counts.skipped,
+    errored: counts.failed,
+    converted: receipts.clicked,
+    received: receipts.delivered,
+    remaining: s === 'completed' || s === 'canceled' ? 0 : Math.max(0, record.recipients - settled),
+    queued_at: Math.floor(spec.created_at / 1000),
   };
 }
 

@@ -23,14 +23,14 @@ export const recordAttempts = defineScript({
   reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) === 1 }) },
 });
 
-const recipientFields = ['language', 'subs'] as const;
+const recipientFields = ['language', 'subs', 'timezone', 'tags'] as const;
 
-/** engine/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel and language tag. */
+/** engine/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel, language and timezone tags, and every tag when asked. */
 export const loadRecipient = defineScript({
   name: 'loadRecipient',
   oom: 'read',
   keys: ['subs', 'tags'],
-  args: ['types', 'limited'],
+  args: ['types', 'limited', 'allTags'],
   variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
   reply: {
     fields: recipientFields,
@@ -38,7 +38,14 @@ export const loadRecipient = defineScript({
       const r = fields('loadRecipient', recipientFields, raw);
       const subs = r.subs;
       if (!Array.isArray(subs) || !subs.every((s) => typeof s === 'string')) throw new Error(`loadRecipient: expected subscription strings, got ${JSON.stringify(subs)}`);
-      return { language: r.language === null ? null : str('loadRecipient language', r.language), subs: subs as string[] };
+      const tags = r.tags;
+      if (tags !== null && !(Array.isArray(tags) && tags.every((s) => typeof s === 'string'))) throw new Error(`loadRecipient: expected tag strings, got ${JSON.stringify(tags)}`);
+      return {
+        language: r.language === null ? null : str('loadRecipient language', r.language),
+        subs: subs as string[],
+        timezone: r.timezone === null ? null : str('loadRecipient timezone', r.timezone),
+        tags: tags as string[] | null,
+      };
     },
   },
 });

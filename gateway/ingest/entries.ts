@@ -9,7 +9,9 @@ import type { EventBody, IdentifyBody, ReceiptBody, SdkOp, SubscriptionBody, Tag
 
 export function identifyEntry(project: string, body: IdentifyBody, at: number): IngestEntry {
   const entry: IngestEntry = { op: 'identify', project, external_id: body.external_id, at };
-  if (body.tags !== undefined) entry.tags = encodeTags(body.tags);
+  // A top-level timezone is the `timezone` tag (docs/api.md#local-time); it wins over tags.timezone.
+  const tags = body.timezone === undefined ? body.tags : { ...body.tags, timezone: body.timezone };
+  if (tags !== undefined) entry.tags = encodeTags(tags);
   return entry;
 }
 

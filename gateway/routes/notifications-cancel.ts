@@ -1,6 +1,6 @@
 import { cancelNotification } from '../../engine/notifications/view.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { NotificationView } from '../../schemas/notifications.ts';
+import { NotificationCanceled, NotificationQuery } from '../../schemas/notifications.ts';
 import { httpRoute } from '../server/route.ts';
 import { NotificationParams } from './params.ts';
 
@@ -8,15 +8,17 @@ export const notificationsCancel = httpRoute({
   method: 'delete',
   path: '/api/notifications/{id}',
   auth: 'rest',
-  summary: 'Cancel a notification: no new attempt starts after the answer; answers as GET',
+  summary: 'Cancel a notification: no new attempt starts after the answer; answers as GET, with success: true',
   params: NotificationParams,
-  answers: { 200: NotificationView },
-  errors: ['not_found'],
+  query: NotificationQuery,
+  answers: { 200: NotificationCanceled },
+  errors: ['project_mismatch', 'not_found'],
   handler:
     ({ deps }) =>
-    async ({ ex, caller, params }) => {
+    async ({ ex, caller, params, query }) => {
+      if (query.app_id !== undefined && query.app_id !== caller.project) throw new CallerError('project_mismatch');
       const view = await cancelNotification(deps, caller.project, params.id);
       if (view === null) throw new CallerError('not_found');
-      ex.send(200, JSON.stringify(view));
+      ex.send(200, JSON.stringify({ ...view, success: true }));
     },
 });

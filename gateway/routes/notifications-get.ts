@@ -1,6 +1,6 @@
 import { readView } from '../../engine/notifications/view.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { NotificationView } from '../../schemas/notifications.ts';
+import { NotificationQuery, NotificationView } from '../../schemas/notifications.ts';
 import { httpRoute } from '../server/route.ts';
 import { NotificationParams } from './params.ts';
 
@@ -10,11 +10,13 @@ export const notificationsGet = httpRoute({
   auth: 'rest',
   summary: 'A notification: its status, recipients and counts',
   params: NotificationParams,
+  query: NotificationQuery,
   answers: { 200: NotificationView },
-  errors: ['not_found'],
+  errors: ['project_mismatch', 'not_found'],
   handler:
     ({ deps }) =>
-    async ({ ex, caller, params }) => {
+    async ({ ex, caller, params, query }) => {
+      if (query.app_id !== undefined && query.app_id !== caller.project) throw new CallerError('project_mismatch');
       const view = await readView(deps, caller.project, params.id);
       if (view === null) throw new CallerError('not_found');
       ex.send(200, JSON.stringify(view));

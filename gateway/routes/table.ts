@@ -28,6 +28,10 @@ import { segmentDelete } from './segment-delete.ts';
 import { segmentGet } from './segment-get.ts';
 import { segmentsCreate } from './segments-create.ts';
 import { segmentsList } from './segments-list.ts';
+import { templateDelete } from './template-delete.ts';
+import { templateGet } from './template-get.ts';
+import { templatesCreate } from './templates-create.ts';
+import { templatesList } from './templates-list.ts';
 import { usersGet } from './users-get.ts';
 
 /** Every route of the gateway, in the order of the API reference. Adding a route: one entry here and its file. */
@@ -55,6 +59,10 @@ export const routes: readonly Route[] = [
   notificationsList,
   notificationsGet,
   notificationsCancel,
+  templatesCreate,
+  templatesList,
+  templateGet,
+  templateDelete,
   healthz,
   readyz,
   metrics,

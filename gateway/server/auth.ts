@@ -11,6 +11,8 @@ export interface Caller {
   keyHash: string;
   /** The project's per-key rate limit (docs/api.md#rate-limits-429-and-retry-after); null when off, and then no Redis call is made. */
   rateLimit: RateLimit | null;
+  /** The project's default time zone (docs/api.md#local-time). */
+  timezone: string;
 }
 
 interface Entry {
@@ -76,6 +78,7 @@ export class CallerCache {
             identitySecret: project.identity_secret,
             keyHash: hashKey(key),
             rateLimit: project.rate_limit,
+            timezone: project.timezone,
           }
         : null;
     if (this.ttlMs > 0) {
@@ -86,10 +89,17 @@ export class CallerCache {
   }
 }
 
-/** The key of `Authorization: Bearer <key>`, or null when the header is missing or malformed. */
-export function bearerKey(header: string): string | null {
-  if (header.length < 8 || header.slice(0, 7).toLowerCase() !== 'bearer ') return null;
-  return keyToken(header.slice(7).trim());
+/**
+ * The schemes a key may come with: `Bearer`, and `Key` and `Basic` as OneSignal's clients send it
+ * (docs/api.md#keys-and-projects); any case.
+ */
+const SCHEMES = ['bearer ', 'key ', 'basic '];
+
+/** The key of `Authorization: <scheme> <key>`, or null when the header is missing or malformed. */
+export function authorizationKey(header: string): string | null {
+  const lower = header.slice(0, 7).toLowerCase();
+  const scheme = SCHEMES.find((s) => lower.startsWith(s));
+  return scheme === undefined ? null : keyToken(header.slice(scheme.length).trim());
 }
 
 /** A key as sent, or null when it cannot be one (empty, over 512 characters, or with a space). */

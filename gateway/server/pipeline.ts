@@ -1,6 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { admitted, guarded, lookUpCaller } from './admission.ts';
-import { bearerKey, type Caller } from './auth.ts';
+import { authorizationKey, type Caller } from './auth.ts';
 import { readJsonBody, type BodyResult } from './body.ts';
 import { Exchange, type RouteAnswers } from './exchange.ts';
 import { requestCheck, type RawRequest } from './request-check.ts';
@@ -38,7 +38,7 @@ export function httpHandler(route: HttpRoute, setup: Setup, answers: RouteAnswer
     };
     if (route.auth === 'none') caller = null;
     else {
-      lookUpCaller(deps, ex, route.auth, bearerKey(req.getHeader('authorization')), (found) => {
+      lookUpCaller(deps, ex, route.auth, authorizationKey(req.getHeader('authorization')), (found) => {
         caller = found;
         decide();
       });

@@ -1,4 +1,4 @@
-import { bearerKey, keyToken } from './auth.ts';
+import { authorizationKey, keyToken } from './auth.ts';
 
 /**
  * The key of a WebSocket upgrade (docs/api.md#the-websocket-channel): in `Authorization`, or for
@@ -11,6 +11,6 @@ export function upgradeKey(authorization: string, protocols: string): { key: str
     .map((p) => p.trim())
     .filter(Boolean);
   const bearer = offered.find((p) => p.startsWith('bearer.'));
-  const key = bearerKey(authorization) ?? (bearer === undefined ? null : keyToken(bearer.slice('bearer.'.length)));
+  const key = authorizationKey(authorization) ?? (bearer === undefined ? null : keyToken(bearer.slice('bearer.'.length)));
   return { key, protocol: bearer ?? offered[0] ?? '' };
 }

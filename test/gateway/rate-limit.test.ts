@@ -84,7 +84,7 @@ function limited(t: Test, answer: Answer, what: string): number {
 }
 
 function caller(rateLimit: Caller['rateLimit']): Caller {
-  return { project: 'p', type: 'sdk', verifyIdentity: false, identitySecret: '', keyHash: 'h', rateLimit };
+  return { project: 'p', type: 'sdk', verifyIdentity: false, identitySecret: '', keyHash: 'h', rateLimit, timezone: 'UTC' };
 }
 
 const noMetric = { labels: () => ({ inc: () => undefined }) };
@@ -275,7 +275,8 @@ t.test('engine project update --rate-limit sets the limit and off clears it; gat
     [['--rate-limit', '1', '--burst', '0'], /--burst must be from 1/],
     [['--burst', '5'], /--burst goes with --rate-limit/],
     [['--rate-limit', 'off', '--burst', '5'], /--burst goes with --rate-limit/],
-    [[], /needs --identity-verification or --rate-limit/],
+    [[], /needs --identity-verification, --rate-limit or --timezone/],
+    [['--timezone', 'Mars/Olympus'], /--timezone must be an IANA time zone/],
   ];
   const table = commandTable({});
   for (const [flags, message] of mistakes) {

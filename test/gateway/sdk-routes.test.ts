@@ -72,10 +72,15 @@ t.test('every error status with the exact body, and the process survives the abu
   const err = (code: string, message: string, path?: string) => ({ errors: [{ code, message, ...(path === undefined ? {} : { path }) }] });
 
   t.same(await body(call(users, 'POST', null, { external_id: 'x' })), [401, err('missing_key', 'Authorization: Bearer <key> is missing or malformed.')]);
-  t.same(await body(call(users, 'POST', null, { external_id: 'x' }, { authorization: 'Basic abc' })), [
+  t.same(await body(call(users, 'POST', null, { external_id: 'x' }, { authorization: 'Digest abc' })), [
     401,
     err('missing_key', 'Authorization: Bearer <key> is missing or malformed.'),
   ]);
+  t.same(await body(call(users, 'POST', null, { external_id: 'x' }, { authorization: 'Basic abc' })), [401, err('invalid_key', 'The key is unknown or revoked.')]);
+  for (const scheme of ['Key', 'basic', 'BEARER']) {
+    const read = await call(`${gw.url}/api/users/nobody`, 'GET', null, undefined, { authorization: `${scheme} ${d.project.rest_key}` });
+    t.equal(read.status, 404, `${scheme} <key> is taken: the user is not found`);
+  }
   t.same(await body(call(users, 'POST', 'sdk_nope', { external_id: 'x' })), [401, err('invalid_key', 'The key is unknown or revoked.')]);
   t.same(await body(call(`${gw.url}/api/users/x`, 'GET', sdk)), [403, err('wrong_key_type', 'This surface needs a REST key.')]);
   t.same(await body(call(`${gw.url}/api/nothing`, 'GET', sdk)), [404, err('not_found', 'Not found.')]);

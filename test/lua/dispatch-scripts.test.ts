@@ -140,16 +140,20 @@ t.test("loadRecipient answers the user's language and the subscriptions of the c
   const { redis, topology } = await setup(t);
   const subs = await seedUser(redis, topology, 'u1');
   const keys = recipientKeys(topology, 'u1');
-  const push = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0 }, only: [] });
+  const push = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0, allTags: 0 }, only: [] });
   t.equal(push.language, 'spt-BR', 'the stored tag, as stored');
   t.same([...push.subs].sort(), [subs['IOS_PUSH:aa'], subs['ANDROID_PUSH:bb'], subs['IOS_PUSH:cc']].sort(), 'every push subscription, retired too: the handler keeps the live ones');
-  const sms = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0 }, only: [] });
+  const sms = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
   t.same(sms.subs, [subs['SMS:+15550000001']]);
-  const retry = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 1 }, only: ['IOS_PUSH:aa', 'SMS:+15550000001'] });
+  const retry = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 1, allTags: 0 }, only: ['IOS_PUSH:aa', 'SMS:+15550000001'] });
   t.same(retry.subs, [subs['IOS_PUSH:aa']], "a retry gets only the listed subscriptions of the channel");
-  const none = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH', limited: 1 }, only: [] });
+  const none = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH', limited: 1, allTags: 0 }, only: [] });
   t.same(none.subs, [], 'a retry listing nothing gets nothing');
-  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(topology, 'nobody'), args: { types: 'SMS', limited: 0 }, only: [] }), { language: null, subs: [] }, 'an unknown user');
+  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(topology, 'nobody'), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] }), { language: null, subs: [], timezone: null, tags: null }, 'an unknown user');
+  await redis.hset(keys.tags, 'timezone', 'sAsia/Tokyo');
+  const all = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0, allTags: 1 }, only: [] });
+  t.equal(all.timezone, 'sAsia/Tokyo', 'the timezone tag, as stored');
+  t.same(all.tags, await redis.hgetall(keys.tags).then((h) => Object.entries(h).flat()), 'every tag, for personal texts');
 });
 
 t.test('checkSend answers the cancel mark of the user partition and the consent of the type', async (t) => {
@@ -186,8 +190,8 @@ t.test('on a Redis Cluster each dispatch script call stays in one slot, and canc
   t.ok(new Set(users.map((u) => topology.partitionOf('p', u))).size > 2, 'the users are spread over partitions');
   for (const user of users) {
     const subs = await seedUser(redis, topology, user);
-    const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(topology, user), args: { types: 'SMS', limited: 0 }, only: [] });
-    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']] }, `loadRecipient of ${user}`);
+    const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(topology, user), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
+    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null }, `loadRecipient of ${user}`);
     t.same(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
   }
   await notifications.cancel(await accepted(notifications, 'n1'), 1000);

@@ -90,7 +90,15 @@ t.test('by user ids: recipients are users with a live subscription of the channe
   const before = Date.now();
   const body = await created({ include_external_user_ids: ['ios', 'mail', 'retired', 'nobody', 'ios'], contents, data: { deep: 'link' } });
   t.match(body.id, /^[0-9a-f-]{36}$/);
-  t.same(body, { id: body.id, svc_message_id: body.id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: ['mail', 'retired', 'nobody'] } });
+  t.same(body, {
+    id: body.id,
+    svc_message_id: body.id,
+    recipients: 1,
+    status: 'queued',
+    errors: { invalid_external_user_ids: ['mail', 'retired', 'nobody'] },
+    external_id: null,
+    warnings: [],
+  });
 
   const { spec, state, recipients } = await stored(body.id);
   t.same([spec.project, state, recipients], [gw.project.project_id, 'queued', 1]);
@@ -272,6 +280,13 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
     completed_at: null,
     canceled: false,
     counts: { sent: 0, failed: 0, skipped: 0, delivered: 0, opened: 0, clicked: 0 },
+    successful: 0,
+    failed: 0,
+    errored: 0,
+    converted: 0,
+    received: 0,
+    remaining: 1,
+    queued_at: Math.floor(spec.created_at / 1000),
   });
 
   // What the fan-out and dispatch would write: sending, then every job done.
@@ -295,9 +310,10 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
   const done = (await get(body.id)).body as NotificationView;
   t.same([done.status, done.completed_at, done.canceled], ['completed', new Date(base + 5).toISOString(), false]);
   t.same(done.counts, { sent: 1, failed: 1, skipped: 1, delivered: 3, opened: 2, clicked: 1 }, 'each user once, a later stage counting as the earlier');
+  t.match(done, { successful: 1, failed: 1, errored: 1, converted: 1, received: 3, remaining: 0 }, "OneSignal's names of the counts");
 
   const again = await cancel(body.id);
-  t.same([again.status, again.body], [200, done], 'cancelling a completed notification changes nothing');
+  t.same([again.status, again.body], [200, { ...done, success: true }], 'cancelling a completed notification changes nothing');
 });
 
 t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine', async (t) => {
@@ -314,7 +330,7 @@ t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine
   const twice = await cancel(scheduled.id);
   t.same([twice.status, twice.body], [200, canceled.body]);
   t.equal((await stored(scheduled.id)).canceledAt, at, 'the first cancel time is kept');
-  t.same((await get(scheduled.id)).body, canceled.body, 'GET answers the same body');
+  t.same({ ...((await get(scheduled.id)).body as object), success: true }, canceled.body, 'GET answers the same body, without success');
 
   const queued = await created({ include_external_user_ids: ['ios'], contents });
   t.match((await cancel(queued.id)).body, { status: 'canceled', canceled: true });
@@ -345,7 +361,7 @@ t.test('REST keys only: an SDK key is 403, no key 401', async (t) => {
 
 t.test('a repeat repairs a claim whose first request died before writing, and waits on a fresh one', async (t) => {
   const p = gw.project.project_id;
-  const claimOf = (key: string, id: string, at: number): [string, Claim] => {
+  const claimOf = (key: string, id: string, at: number): [string, Omit<Claim, 'answer'> & { answer: object }] => {
     const body = { include_external_user_ids: ['ios'], contents, idempotency_key: key };
     const spec: NotificationSpec = {
       id,
@@ -365,7 +381,8 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
       created_at: at,
       send_after: null,
     };
-    const answer: NotificationCreated = { id, svc_message_id: id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: [] } };
+    // As 0.7 stored it: no external_id, no warnings.
+    const answer = { id, svc_message_id: id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: [] } };
     return [gw.topology.notificationIdempotency(p, key), { id, hash: bodyHash(body), answer, spec, at }];
   };
 
@@ -373,12 +390,13 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
   const [staleKey, stale] = claimOf('crashed', 'crashed-id', Date.now() - 60_000);
   await gw.redis.set(staleKey, JSON.stringify(stale), 'EX', 100);
   const repaired = await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'crashed' });
-  t.same([repaired.status, repaired.body], [201, stale.answer]);
+  const answered = { ...stale.answer, external_id: null, warnings: [] };
+  t.same([repaired.status, repaired.body], [201, answered]);
   t.same((await stored('crashed-id')).spec, stale.spec, 'written from the claim');
   t.equal((await logged()).filter((n) => n === 'crashed-id').length, 1);
   t.equal((JSON.parse((await gw.redis.get(staleKey)) ?? '{}') as Claim).written, true);
   t.ok((await gw.redis.ttl(staleKey)) > 90, 'the expiry is kept');
-  t.same((await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'crashed' })).body, stale.answer);
+  t.same((await post({ include_external_user_ids: ['ios'], contents, idempotency_key: 'crashed' })).body, answered);
   t.equal((await logged()).filter((n) => n === 'crashed-id').length, 1, 'written once');
 
   // A claim just made: its request may still be writing, so a repeat waits, then says retry.

@@ -15,7 +15,7 @@ t.test('on a Redis Cluster a notification is written record first, then its log 
   const queued = await call(url, 'POST', key, { include_external_user_ids: ['u1', 'u2'], contents, idempotency_key: 'k' });
   t.equal(queued.status, 201);
   const id = (queued.body as NotificationCreated).id;
-  t.same(queued.body, { id, svc_message_id: id, recipients: 0, status: 'queued', errors: { invalid_external_user_ids: ['u1', 'u2'] } });
+  t.same(queued.body, { id, svc_message_id: id, recipients: 0, status: 'queued', errors: { invalid_external_user_ids: ['u1', 'u2'] }, external_id: null, warnings: [] });
   const log = await gw.redis.xrange(gw.topology.notifications(), '-', '+');
   t.same(log.map(([, f]) => f[1]), [id]);
   t.same((await call(url, 'POST', key, { include_external_user_ids: ['u1', 'u2'], contents, idempotency_key: 'k' })).body, queued.body, 'a repeat');

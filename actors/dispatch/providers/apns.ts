@@ -31,15 +31,32 @@ export interface ApnsClientOptions extends ClientOptions {
   tokens?: ApnsTokenCache;
 }
 
-/** The request body: the app's data keys, and `aps` (which a data key may not replace). */
+/**
+ * The request body: the app's data keys, `aps` (which a data key may not replace), and the
+ * options APNs takes (docs/providers.md#what-each-provider-gets): `url` and `attachments` for the
+ * app's notification service extension, which `mutable-content` wakes.
+ */
 export function apnsPayload(message: PushMessage): string {
   const data = { ...message.data };
   delete data.aps;
+  const o = message.options;
   const background = message.title === null && message.body === '';
-  const aps = background
-    ? { 'content-available': 1 }
-    : { alert: message.title === null ? { body: message.body } : { title: message.title, body: message.body }, sound: 'default' };
-  return JSON.stringify({ aps, ...data });
+  const aps: Record<string, unknown> = background ? { 'content-available': 1 } : { alert: alertOf(message), sound: o.ios_sound ?? 'default' };
+  if (o.ios_badgeType === 'SetTo' && o.ios_badgeCount !== undefined) aps.badge = o.ios_badgeCount;
+  if (o.thread_id !== undefined) aps['thread-id'] = o.thread_id;
+  if (o.ios_category !== undefined) aps.category = o.ios_category;
+  if (o.content_available === true) aps['content-available'] = 1;
+  if (o.mutable_content === true || o.ios_attachments !== undefined) aps['mutable-content'] = 1;
+  if (o.ios_interruption_level !== undefined && !background) aps['interruption-level'] = o.ios_interruption_level.replace('_', '-');
+  const url = o.app_url ?? o.url;
+  return JSON.stringify({ aps, ...data, ...(url === undefined ? {} : { url }), ...(o.ios_attachments === undefined ? {} : { attachments: o.ios_attachments }) });
+}
+
+function alertOf(message: PushMessage): Record<string, string> {
+  const alert: Record<string, string> = message.title === null ? {} : { title: message.title };
+  if (message.subtitle !== null) alert.subtitle = message.subtitle;
+  alert.body = message.body;
+  return alert;
 }
 
 /** The request body of each message, encoded once: a message is shared by the users of one locale (render.ts). */

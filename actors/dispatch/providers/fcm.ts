@@ -28,13 +28,25 @@ export interface FcmClientOptions extends ClientOptions {
 
 const FCM_ERROR_TYPE = 'type.googleapis.com/google.firebase.fcm.v1.FcmError';
 
-/** FCM `data` takes string values only (a number is a 400): everything else is sent as JSON. */
+/**
+ * FCM `data` takes string values only (a number is a 400): everything else is sent as JSON. The
+ * options FCM takes go in `android.notification` (docs/providers.md#what-each-provider-gets).
+ */
 export function fcmBody(token: string, message: PushMessage): string {
   const data: Record<string, string> = {};
   for (const [key, value] of Object.entries(message.data)) data[key] = typeof value === 'string' ? value : JSON.stringify(value);
+  const o = message.options;
+  const url = o.app_url ?? o.url;
+  if (url !== undefined) data.url = url;
   const notification = message.title === null ? { body: message.body } : { title: message.title, body: message.body };
-  const android: Record<string, string> = { priority: message.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${Math.max(0, Math.floor(message.ttlSeconds))}s` };
+  const android: Record<string, unknown> = { priority: message.priority === 'high' ? 'HIGH' : 'NORMAL', ttl: `${Math.max(0, Math.floor(message.ttlSeconds))}s` };
   if (message.collapseId) android.collapse_key = message.collapseId;
+  const shown: Record<string, string> = {};
+  if (o.android_channel_id !== undefined) shown.channel_id = o.android_channel_id;
+  if (o.android_sound !== undefined) shown.sound = o.android_sound;
+  if (o.big_picture !== undefined) shown.image = o.big_picture;
+  if (url !== undefined) shown.click_action = url;
+  if (Object.keys(shown).length > 0) android.notification = shown;
   return JSON.stringify({ message: { token, notification, data, android } });
 }
 

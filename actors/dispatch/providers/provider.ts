@@ -1,3 +1,4 @@
+import type { NotificationOptions } from '../../../schemas/notifications.ts';
 import { deliveryCode, ownCode, type DeliveryAnswer, type DeliveryProvider } from '../../../schemas/delivery-codes.ts';
 
 /** One message as the dispatch actor hands it to a provider client. */
@@ -10,6 +11,10 @@ export interface PushMessage {
   priority: 'high' | 'normal';
   ttlSeconds: number;
   collapseId: string | null;
+  /** The notification's subtitle in the user's locale (APNs only). */
+  subtitle: string | null;
+  /** What the notification asks of each provider besides its text (docs/providers.md#what-each-provider-gets). */
+  options: NotificationOptions;
 }
 
 /** One subscription to send to (schemas/sdk.ts token formats; WEB_PUSH token = endpoint). */

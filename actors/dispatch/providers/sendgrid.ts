@@ -13,20 +13,34 @@ import {
   type Target,
 } from './provider.ts';
 
-/** The mail of one message: subject = title (or the start of the body), text/plain body. */
+/**
+ * The mail of one message: subject = title (or the start of the body); a text/plain body, or HTML
+ * when it came as OneSignal's `email_body`, with the preheader as hidden text before it; the
+ * sender from the options over the credentials' (docs/providers.md#what-each-provider-gets).
+ */
 export function sendGridBody(to: string, from: string, message: PushMessage): string {
+  const o = message.options;
   const subject = message.title ?? (message.body.split('\n', 1)[0] ?? '').slice(0, 78);
   const custom: Record<string, string> = { notification_id: message.notificationId };
   const svc = message.data.svc_message_id;
   if (typeof svc === 'string') custom.svc_message_id = svc;
   return JSON.stringify({
     personalizations: [{ to: [{ email: to }] }],
-    from: { email: from },
+    from: { email: o.email_from_address ?? from, ...(o.email_from_name === undefined ? {} : { name: o.email_from_name }) },
     subject,
-    content: [{ type: 'text/plain', value: message.body }],
+    content: [o.email_html === true ? { type: 'text/html', value: preheaderOf(o.email_preheader) + message.body } : { type: 'text/plain', value: message.body }],
     // Echoed on SendGrid's event webhook, so receipts find their message.
     custom_args: custom,
   });
+}
+
+/** The preheader as mail clients show it after the subject, hidden in the body itself. */
+function preheaderOf(text: string | undefined): string {
+  return text === undefined ? '' : `<div style="display:none;max-height:0;overflow:hidden">${escapeHtml(text)}</div>`;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /**

@@ -41,9 +41,13 @@ export class TwilioClient implements ProviderClient {
 
   async send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
     const form = new URLSearchParams({ To: target.token });
-    if ('messaging_service_sid' in this.#creds) form.set('MessagingServiceSid', this.#creds.messaging_service_sid);
+    // A sender named by the notification wins over the credentials' (docs/providers.md#what-each-provider-gets).
+    const from = message.options.sms_from;
+    if (from !== undefined) form.set('From', from);
+    else if ('messaging_service_sid' in this.#creds) form.set('MessagingServiceSid', this.#creds.messaging_service_sid);
     else form.set('From', this.#creds.from);
     form.set('Body', message.body);
+    for (const url of message.options.sms_media_urls ?? []) form.append('MediaUrl', url);
     if (this.#statusCallback) form.set('StatusCallback', this.#statusCallback);
     const start = performance.now();
     let answer: Http1Answer;

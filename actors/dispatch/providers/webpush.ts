@@ -25,9 +25,20 @@ export const WEBPUSH_MAX_PLAINTEXT = 4096 - 86 - 16 - 1;
 /** RFC 8030 section 5.4: a Topic is at most 32 characters of the URL-safe base64 alphabet. */
 const TOPIC = /^[A-Za-z0-9_-]{1,32}$/;
 
-/** The decrypted payload a service worker receives. */
+/**
+ * The decrypted payload a service worker receives: the text, the data, and the options of a
+ * browser notification (docs/providers.md#what-each-provider-gets), named as showNotification's.
+ */
 export function webPushPayload(message: PushMessage): string {
-  return JSON.stringify({ notification_id: message.notificationId, title: message.title, body: message.body, data: message.data });
+  const o = message.options;
+  const shown = {
+    icon: o.chrome_web_icon,
+    image: o.chrome_web_image,
+    badge: o.chrome_web_badge,
+    url: o.web_url ?? o.url,
+    actions: o.web_buttons?.map((b) => ({ action: b.id, title: b.text, icon: b.icon, url: b.url })),
+  };
+  return JSON.stringify({ notification_id: message.notificationId, title: message.title, body: message.body, data: message.data, ...shown });
 }
 
 /**

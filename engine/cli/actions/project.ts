@@ -1,5 +1,6 @@
 import type { Config } from '../../../schemas/config.ts';
 import { RateLimitBounds, type RateLimit } from '../../keystore.ts';
+import { isTimeZone } from '../../local-time.ts';
 import { UsageError } from '../usage.ts';
 import { withKeystore } from './admin.ts';
 
@@ -16,15 +17,20 @@ export interface ProjectUpdate {
   identity: 'on' | 'off' | undefined;
   rate: string | undefined;
   burst: number | undefined;
+  timezone: string | undefined;
 }
 
 /** What `engine project update` does: one setting or more. */
-export async function updateProject(config: Config, id: string, { identity, rate, burst }: ProjectUpdate): Promise<number> {
+export async function updateProject(config: Config, id: string, { identity, rate, burst, timezone }: ProjectUpdate): Promise<number> {
   const limit = rateLimitOption(rate, burst);
-  if (identity === undefined && limit === undefined) throw new UsageError('project update needs --identity-verification or --rate-limit');
+  if (identity === undefined && limit === undefined && timezone === undefined) throw new UsageError('project update needs --identity-verification, --rate-limit or --timezone');
+  if (timezone !== undefined && !isTimeZone(timezone)) throw new UsageError(`--timezone must be an IANA time zone (Europe/Paris) or an offset from UTC (+05:30), got "${timezone}"`);
   const found = await withKeystore(
     config,
-    async (ks) => (identity === undefined || (await ks.setIdentityVerification(id, identity === 'on'))) && (limit === undefined || (await ks.setRateLimit(id, limit))),
+    async (ks) =>
+      (identity === undefined || (await ks.setIdentityVerification(id, identity === 'on'))) &&
+      (limit === undefined || (await ks.setRateLimit(id, limit))) &&
+      (timezone === undefined || (await ks.setTimeZone(id, timezone))),
   );
   if (!found) {
     console.error(`engine: unknown project ${id}`);
@@ -32,6 +38,7 @@ export async function updateProject(config: Config, id: string, { identity, rate
   }
   if (identity !== undefined) console.log(`identity verification ${identity} for project ${id}`);
   if (limit !== undefined) console.log(`rate limit ${limit ? `${limit.per_second}/s per key, burst ${limit.burst}` : 'off'} for project ${id}`);
+  if (timezone !== undefined) console.log(`time zone ${timezone} for project ${id}`);
   return 0;
 }
 

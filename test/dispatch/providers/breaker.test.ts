@@ -6,7 +6,7 @@ import { failure, type ProviderClient, type PushMessage, type SendResult, type T
 /** The breaker's own logic, in front of a client whose answers the test picks one send at a time. */
 
 const target: Target = { type: 'IOS_PUSH', token: 'a'.repeat(64) };
-const message: PushMessage = { notificationId: 'n', title: null, body: 'hi', data: {}, priority: 'high', ttlSeconds: 60, collapseId: null };
+const message: PushMessage = { notificationId: 'n', title: null, body: 'hi', data: {}, priority: 'high', ttlSeconds: 60, collapseId: null, subtitle: null, options: {} };
 const sent: SendResult = { ok: true, providerMessageId: 'm', latencyMs: 1 };
 const timedOut = failure(ownCode('timeout'), 1000);
 const refused = failure({ code: 'apns_400_BadTopic', action: 'FAIL', hint: 'h' }, 3);

@@ -35,7 +35,10 @@ t.test('every code documented in docs/providers.md is registered', async (t) => 
 });
 
 t.test('the codes docs/api.md names are registered', async (t) => {
-  const apiMd = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+  // Less the table of OneSignal's fields, some of which (apns_alert) look like codes.
+  const fullApiMd = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+  const moving = fullApiMd.indexOf('## Moving from OneSignal');
+  const apiMd = fullApiMd.slice(0, moving) + fullApiMd.slice(fullApiMd.indexOf('\n## ', moving + 1));
   const named = [...apiMd.matchAll(/`((?:apns|fcm|webpush|twilio|sendgrid)_[A-Za-z0-9_]+|timeout|connection_error|opted_out|no_subscription|canceled|no_credentials)`/g)].map(
     (m) => m[1] as string,
   );

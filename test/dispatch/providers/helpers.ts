@@ -12,6 +12,8 @@ export function message(over: Partial<PushMessage> = {}): PushMessage {
     priority: 'high',
     ttlSeconds: 3600,
     collapseId: 'inbox',
+    subtitle: null,
+    options: {},
     ...over,
   };
 }
