@@ -25,6 +25,8 @@ export interface EngineProcess {
   logs: Record<string, unknown>[];
   /** Everything it wrote on stdout so far (logs go to stderr, so normally nothing). */
   stdout(): string;
+  /** Everything it wrote on stderr so far. */
+  stderr(): string;
   /** SIGTERM and wait for exit. */
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
@@ -82,6 +84,7 @@ export function startEngine(roles: string[], env: Record<string, string>, entry:
           url: `http://127.0.0.1:${port}`,
           logs,
           stdout: () => stdout,
+          stderr: () => stderr,
           stop: async () => {
             proc.kill('SIGTERM');
             return exited;
