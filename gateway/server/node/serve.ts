@@ -12,6 +12,8 @@ import { NodeReply, NodeRequest, RawReply } from './wire.ts';
 
 /** Header lines (Host included) past which a request is left unanswered until the idle timeout closes it, as uWS does. */
 const MAX_HEADER_LINES = 48;
+/** Request line and headers in all, as uWS takes them (measured: it closes the connection past about 113 KiB). */
+const MAX_HEAD_BYTES = 113 * 1024;
 /** A WebSocket silent for one tick is pinged, for two is dropped: uWS's idle timeout of 120 s with automatic pings. */
 const KEEPALIVE_TICK_MS = 60_000;
 
@@ -25,11 +27,13 @@ export function listenNode(plan: Plan, host: string, port: number): Promise<List
   const deadlines = new WeakMap<Socket, Deadline>();
   const sockets = new Set<NodeSocket<unknown>>();
   const upgrades = new Upgrades(sockets);
-  const server = createServer();
+  const server = createServer({ maxHeaderSize: MAX_HEAD_BYTES });
   server.maxHeadersCount = MAX_HEADER_LINES + 1;
   // The Deadline closes idle connections instead.
   server.keepAliveTimeout = 0;
   server.on('connection', (socket: Socket) => deadlines.set(socket, new Deadline(socket)));
+  // A request node cannot parse (a head too large, a malformed line): closed without a byte, as uWS does.
+  server.on('clientError', (_err: Error, socket: Duplex) => socket.destroy());
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     // Unanswered: the connection's deadline runs on from its opening and closes it.
     if (req.rawHeaders.length > MAX_HEADER_LINES * 2) return;
