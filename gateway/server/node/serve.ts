@@ -28,12 +28,16 @@ export function listenNode(plan: Plan, host: string, port: number): Promise<List
   const sockets = new Set<NodeSocket<unknown>>();
   const upgrades = new Upgrades(sockets);
   const server = createServer({ maxHeaderSize: MAX_HEAD_BYTES });
-  server.maxHeadersCount = MAX_HEADER_LINES + 1;
+  // Counted in the request handler: past node's own count it refuses at once, uWS lets the timeout close.
+  server.maxHeadersCount = 0;
   // The Deadline closes idle connections instead.
   server.keepAliveTimeout = 0;
   server.on('connection', (socket: Socket) => deadlines.set(socket, new Deadline(socket)));
-  // A request node cannot parse (a head too large, a malformed line): closed without a byte, as uWS does.
-  server.on('clientError', (_err: Error, socket: Duplex) => socket.destroy());
+  // Never a byte, as uWS: a head too large is closed at once, another unparsable request is left
+  // to the deadline; a socket that failed is closed.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'HPE_HEADER_OVERFLOW' || !err.code?.startsWith('HPE_')) socket.destroy();
+  });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     // Unanswered: the connection's deadline runs on from its opening and closes it.
     if (req.rawHeaders.length > MAX_HEADER_LINES * 2) return;
