@@ -24,7 +24,7 @@ import { Tracker } from './server/tracker.ts';
  */
 export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId, clickhouse }) => {
   // First: a forced server that cannot run here stops the start before anything connects.
-  const server = chooseServer(config.HTTP_SERVER);
+  const server = chooseServer(config.HTTP_SERVER, (why) => log.info('uWebSockets.js cannot serve here; node:http serves', { why }));
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   // Its own connection without an offline queue: a write during an outage spills at once instead

@@ -9,13 +9,17 @@ export type ServerSetting = ServerName | 'auto';
 
 /**
  * The server to run: `auto` takes uWebSockets.js when its native addon loads for this Node and
- * platform, else node:http; `uws` forced without one is a ConfigError (exit 2) saying why and what to do.
+ * platform, else node:http (`fallback` hears why); `uws` forced without one is a ConfigError (exit 2)
+ * saying why and what to do.
  */
-export function chooseServer(setting: ServerSetting, probe: () => string | null = uwsProblem): ServerName {
+export function chooseServer(setting: ServerSetting, fallback: (why: string) => void = () => undefined, probe: () => string | null = uwsProblem): ServerName {
   if (setting === 'node') return 'node';
   const problem = probe();
   if (problem === null) return 'uws';
-  if (setting === 'auto') return 'node';
+  if (setting === 'auto') {
+    fallback(problem);
+    return 'node';
+  }
   throw new ConfigError(`HTTP_SERVER=uws: ${problem}; use HTTP_SERVER=node (or auto), or Node 20`);
 }
 

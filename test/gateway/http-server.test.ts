@@ -9,12 +9,14 @@ const loads = (): null => null;
 const missing = (): string => 'uWebSockets.js has no native addon for Node 99 on linux-x64';
 
 t.test('auto takes uWS when its addon loads, else node; node is node; a forced uws that cannot load says why', async (t) => {
-  t.equal(chooseServer('auto', loads), 'uws');
-  t.equal(chooseServer('auto', missing), 'node');
-  t.equal(chooseServer('uws', loads), 'uws');
-  t.equal(chooseServer('node', loads), 'node');
-  t.equal(chooseServer('node', missing), 'node');
-  t.throws(() => chooseServer('uws', missing), new ConfigError('HTTP_SERVER=uws: uWebSockets.js has no native addon for Node 99 on linux-x64; use HTTP_SERVER=node (or auto), or Node 20'));
+  const heard: string[] = [];
+  t.equal(chooseServer('auto', undefined, loads), 'uws');
+  t.equal(chooseServer('auto', (why) => heard.push(why), missing), 'node');
+  t.equal(chooseServer('uws', undefined, loads), 'uws');
+  t.equal(chooseServer('node', undefined, loads), 'node');
+  t.equal(chooseServer('node', undefined, missing), 'node');
+  t.same(heard, [missing()], 'auto says why it falls back');
+  t.throws(() => chooseServer('uws', undefined, missing), new ConfigError('HTTP_SERVER=uws: uWebSockets.js has no native addon for Node 99 on linux-x64; use HTTP_SERVER=node (or auto), or Node 20'));
 });
 
 t.test('the addon loads on Node 20 and on no later line of this uWS build', async (t) => {
@@ -50,6 +52,9 @@ t.test('the server that runs is logged and exported as a metric; auto without th
     );
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     t.match(metrics, `svc_http_server_info{server="${expected}"} 1`, `${what}: the metric`);
+    const why = gw.logs.find((l) => l['msg'] === 'uWebSockets.js cannot serve here; node:http serves');
+    if (env.HTTP_SERVER === 'auto' && expected === 'node') t.match(why, { why: /uWebSockets.js|UWS_USE_FALLBACK/ }, `${what}: the log says why not uWS`);
+    else t.equal(why, undefined, `${what}: no fallback line`);
     t.equal(await gw.stop(), 0);
     t.notMatch(gw.stdout() + gw.stderr(), /µWS|fall/i, `${what}: no word from the uWS package`);
   }
