@@ -56,6 +56,8 @@ t.test('the server that runs is logged and exported as a metric; auto without th
     if (env.HTTP_SERVER === 'auto' && expected === 'node') t.match(why, { why: /uWebSockets.js|UWS_USE_FALLBACK/ }, `${what}: the log says why not uWS`);
     else t.equal(why, undefined, `${what}: no fallback line`);
     t.equal(await gw.stop(), 0);
-    t.notMatch(gw.stdout() + gw.stderr(), /µWS|fall/i, `${what}: no word from the uWS package`);
+    // The uWS package warns in plain text; the engine writes JSON lines only.
+    const plain = (gw.stdout() + gw.stderr()).split('\n').filter((line) => line !== '' && !line.startsWith('{'));
+    t.same(plain, [], `${what}: no word from the uWS package`);
   }
 });
