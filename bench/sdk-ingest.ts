@@ -9,6 +9,9 @@
  *  - batch and WebSocket: ceiling `redis-benchmark` XADD with 16 pipelined (the append every
  *    write costs); batch baseline: the baseline's batch route (one `addBulk`), WebSocket baseline:
  *    the baseline's HTTP mix (it has no socket channel).
+ * Then the same HTTP mix and WebSocket load against the engine on node:http (HTTP_SERVER=node),
+ * next to a bare node:http ceiling (bench/bare-server.ts with BARE_SERVER=node): what node:http
+ * costs against uWebSockets.js (docs/performance.md#nodehttp-against-uwebsocketsjs).
  * Between loads the bench waits until the system just measured applied its backlog, so one
  * system's catching up does not run during the next one's measurement.
  *
@@ -144,6 +147,8 @@ const batchBody = (): string => JSON.stringify({ operations: Array.from({ length
 /** One measured load of one system. */
 interface Result {
   system: 'engine' | 'bare' | 'baseline';
+  /** The HTTP server of the engine or the bare ceiling; null for the baseline. */
+  http_server: 'uws' | 'node' | null;
   load: 'http-mix' | 'batch' | 'websocket';
   writes_per_request: number;
   requests_per_sec: number;
@@ -171,7 +176,7 @@ function perWrite(cores: CpuShare, writesPerSec: number): { server: number; redi
 
 /** A measured load (bench/load.ts) of `writesPerRequest` writes per request or frame, as a Result. */
 async function loadOf(
-  system: Result['system'],
+  [system, server]: [Result['system'], Result['http_server']],
   load: Result['load'],
   writesPerRequest: number,
   measured: Promise<Measurement & { cpu_cores: Result['cpu_cores'] }>,
@@ -180,6 +185,7 @@ async function loadOf(
   const writes = m.requests_per_sec * writesPerRequest;
   return {
     system,
+    http_server: server,
     load,
     writes_per_request: writesPerRequest,
     requests_per_sec: m.requests_per_sec,
@@ -285,9 +291,10 @@ async function main(): Promise<void> {
     [system, load, writesPerRequest]: [Result['system'], Result['load'], number],
     measured: () => Promise<Measurement & { cpu_cores: Result['cpu_cores'] }>,
     settle?: () => Promise<number>,
+    server: Result['http_server'] = system === 'baseline' ? null : 'uws',
   ): Promise<Result> => {
     log(`bench: ${what}`);
-    const result = await loadOf(system, load, writesPerRequest, measured());
+    const result = await loadOf([system, server], load, writesPerRequest, measured());
     if (settle) result.drain_seconds = await settle();
     results.push(result);
     return result;
@@ -352,11 +359,37 @@ async function main(): Promise<void> {
   ]);
   await queue.close();
   queueRedis.disconnect();
+
+  // The same loads on node:http: the engine restarted with HTTP_SERVER=node on the same data, next to a bare node:http.
+  await engine.child.stop();
+  await bare.stop();
+  const bareNode = await children.track(startChild('bare-node', ['--import', 'tsx', join(root, 'bench/bare-server.ts')], { BARE_SERVER: 'node' }, { timeoutMs: 30_000 }));
+  const onNode = await startEngine({ prefix, dataDir: join(work, 'data'), redisUrl, env: { HTTP_SERVER: 'node' } });
+  children.add(onNode.child);
+  const onNodeCpu = (): ReturnType<typeof sampleCpu> => sampleCpu(onNode.pid, redis);
+  const bareNodeMix = await run(
+    'HTTP mix: bare node:http (ceiling)',
+    ['bare', 'http-mix', 1],
+    () => measure(mix('bare', url(bareNode), {}, 'POST'), settings, () => sampleCpu(bareNode.proc.pid ?? 0, redis)),
+    undefined,
+    'node',
+  );
+  const nodeMix = await run('HTTP mix: engine on node:http', ['engine', 'http-mix', 1], () => measure(mix('engine', onNode.base, engineAuth, 'PUT'), settings, onNodeCpu), engineDrain, 'node');
+  const nodeSocket = await run(
+    `WebSocket: engine on node:http, ${wsClients} sockets, one operation in flight each`,
+    ['engine', 'websocket', 1],
+    () => measureSocket({ ...socket, url: `${onNode.base.replace('http', 'ws')}/api/sdk/ws`, frame: (seq) => JSON.stringify({ ...nextOp(), seq }) }, settings, onNodeCpu),
+    engineDrain,
+    'node',
+  );
   await children.stopAll();
   plain.disconnect();
   redis.disconnect();
 
-  const rows = summaryRows({ bareMix, engineMix, baselineMix, engineBatch, baselineBatch, engineSocket, xaddPipelined });
+  const rows = [
+    ...summaryRows({ bareMix, engineMix, baselineMix, engineBatch, baselineBatch, engineSocket, xaddPipelined }),
+    ...nodeRows({ bareMix, engineMix, engineSocket, bareNodeMix, nodeMix, nodeSocket }),
+  ];
   const report = {
     benchmark: 'sdk-ingest',
     started_at: startedAt.toISOString(),
@@ -482,6 +515,50 @@ function summaryRows(n: Named): SummaryRow[] {
   ];
 }
 
+/**
+ * What node:http costs: the engine on it next to a bare node:http (ceiling) and to the engine on
+ * uWebSockets.js (baseline) measured in the same run; no goal.
+ */
+function nodeRows(n: Pick<Named, 'bareMix' | 'engineMix' | 'engineSocket'> & { bareNodeMix: Result; nodeMix: Result; nodeSocket: Result }): SummaryRow[] {
+  const row = (r: Omit<SummaryRow, 'scenario' | 'goal'>): SummaryRow => ({ scenario: 'sdk-ingest', ...r, goal: null });
+  const bareNode = 'bare node:http';
+  const onUws = 'the engine on uWebSockets.js';
+  return [
+    row({
+      measure: 'HTTP mix on node:http, accepted',
+      value: n.nodeMix.requests_per_sec,
+      unit: 'req/s',
+      better: 'higher',
+      ceiling: { name: bareNode, value: n.bareNodeMix.requests_per_sec },
+      baseline: { name: onUws, value: n.engineMix.requests_per_sec },
+    }),
+    row({
+      measure: 'HTTP mix on node:http, server CPU per write',
+      value: n.nodeMix.cpu_us_per_write.server,
+      unit: 'µs/write',
+      better: 'lower',
+      ceiling: { name: bareNode, value: n.bareNodeMix.cpu_us_per_write.server },
+      baseline: { name: onUws, value: n.engineMix.cpu_us_per_write.server },
+    }),
+    row({
+      measure: 'WebSocket on node:http, accepted writes',
+      value: n.nodeSocket.writes_per_sec,
+      unit: 'writes/s',
+      better: 'higher',
+      ceiling: null,
+      baseline: { name: onUws, value: n.engineSocket.writes_per_sec },
+    }),
+    row({
+      measure: 'WebSocket on node:http, server CPU per write',
+      value: n.nodeSocket.cpu_us_per_write.server,
+      unit: 'µs/write',
+      better: 'lower',
+      ceiling: null,
+      baseline: { name: onUws, value: n.engineSocket.cpu_us_per_write.server },
+    }),
+  ];
+}
+
 function notes(xadd: RedisCeiling): string[] {
   return [
     'Measures: SDK writes accepted (202, or a WebSocket answer) per second by the default deployment: one engine process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse, scheduler), so the apply and the ClickHouse mirror of the accepted writes run during the load, as they would in production.',
@@ -490,6 +567,7 @@ function notes(xadd: RedisCeiling): string[] {
     'Baseline: bench/baselines/ (Fastify with the engine\'s schemas, BullMQ Queue.add on the same Redis, a BullMQ Worker of concurrency 50 in a second process applying the jobs to per-user hashes). Its CPU is both processes\'; it gives no per-user order and no exactly-once apply, which the engine does.',
     `Batch and WebSocket ceiling: redis-benchmark XADD (50 clients, 16 pipelined) on the same Redis: the append every accepted write costs, with nothing else; without pipelining it gave ${xadd.requests_per_sec} XADD/s. The WebSocket figure has no socket baseline (the baseline has no such channel): it is set against the baseline's HTTP mix.`,
     'CPU: cores over the measured seconds from /proc/<pid>/stat (the system\'s processes) and INFO cpu (Redis); per write = cores / accepted writes per second, so the apply work done during the load is included and the backlog applied after it (drain_seconds) is not.',
+    'node:http: after the loads above the engine is restarted with HTTP_SERVER=node on the same Redis prefix and data, and the HTTP mix and WebSocket loads run again next to bench/bare-server.ts with BARE_SERVER=node (node:http reading each body and answering 202). Its rows set the engine on node:http against that ceiling and against the engine on uWebSockets.js measured earlier in the run.',
     'Does not measure: the spill journal (Redis is up), identity verification, rate limits, more than one gateway process, Redis Cluster.',
     `Machine: ${machine().cpus} cores shared by the load generator, the system under test and Redis; other work on the host skews the figures.`,
   ];
@@ -497,9 +575,10 @@ function notes(xadd: RedisCeiling): string[] {
 
 function print(results: Result[], rows: SummaryRow[], ceilings: RedisCeiling[]): void {
   printRows([
-    ['system', 'load', 'writes/s', 'req/s', 'p50 ms', 'p99 ms', 'failed', 'cores gen/srv/redis', 'µs/write srv/redis', 'drain s'],
+    ['system', 'server', 'load', 'writes/s', 'req/s', 'p50 ms', 'p99 ms', 'failed', 'cores gen/srv/redis', 'µs/write srv/redis', 'drain s'],
     ...results.map((r) => [
       r.system,
+      r.http_server ?? '',
       r.load,
       String(r.writes_per_sec),
       String(r.requests_per_sec),
@@ -510,7 +589,7 @@ function print(results: Result[], rows: SummaryRow[], ceilings: RedisCeiling[]):
       `${r.cpu_us_per_write.server}/${r.cpu_us_per_write.redis}`,
       r.drain_seconds === null ? '' : String(r.drain_seconds),
     ]),
-    ...ceilings.map((c) => [c.name, 'XADD', String(c.requests_per_sec), String(c.requests_per_sec), String(c.p50_ms), String(c.p99_ms), '', '', `-/${c.redis_cpu_us_per_xadd}`, '']),
+    ...ceilings.map((c) => [c.name, '', 'XADD', String(c.requests_per_sec), String(c.requests_per_sec), String(c.p50_ms), String(c.p99_ms), '', '', `-/${c.redis_cpu_us_per_xadd}`, '']),
   ]);
   // Throughput: the share of the ceiling reached and the multiple of the baseline; latency and cost: value over reference.
   const versus = (r: SummaryRow, ref: Reference | null, asShare: boolean): string => {

@@ -12,6 +12,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** The gateway's HTTP server (HTTP_SERVER): 1 for the one that serves. */
+  readonly httpServer = new Gauge({
+    name: 'svc_http_server_info',
+    help: 'The HTTP server the gateway runs (uws or node), 1',
+    labelNames: ['server'] as const,
+    registers: [this.registry],
+  });
+
   /** SDK writes durably appended to the ingest log. */
   readonly acceptedWrites = new Counter({
     name: 'svc_accepted_writes_total',

@@ -10,6 +10,7 @@ import { IngestWriter } from './ingest/writer.ts';
 import { routes } from './routes/table.ts';
 import { serve, type Server } from './server/app.ts';
 import { CallerCache } from './server/auth.ts';
+import { chooseServer } from './server/choice.ts';
 import type { GatewayDeps } from './server/deps.ts';
 import { Failures } from './server/failure.ts';
 import { RateLimiter } from './server/rate-limit.ts';
@@ -22,6 +23,8 @@ import { Tracker } from './server/tracker.ts';
  * socket and the WebSockets close and Redis is quit.
  */
 export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId, clickhouse }) => {
+  // First: a forced server that cannot run here stops the start before anything connects.
+  const server = chooseServer(config.HTTP_SERVER, (why) => log.info('uWebSockets.js cannot serve here; node:http serves', { why }));
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   // Its own connection without an offline queue: a write during an outage spills at once instead
@@ -42,6 +45,7 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
   const failures = new Failures(log);
   const deps: GatewayDeps = {
     config,
+    server,
     log,
     metrics,
     redis,
@@ -53,9 +57,9 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     clickhouse,
     failures,
   };
-  let server: Server;
+  let listening: Server;
   try {
-    server = await serve(deps, routes, config.HOST, config.PORT);
+    listening = await serve(deps, routes, config.HOST, config.PORT);
   } catch (err) {
     redis.disconnect();
     ingestRedis.disconnect();
@@ -63,13 +67,14 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     await ingest.close();
     throw err;
   }
-  log.info('listening', { port: server.port, host: config.HOST });
+  metrics.httpServer.labels(server).set(1);
+  log.info('listening', { port: listening.port, host: config.HOST, server });
 
   let closing: Promise<void> | null = null;
   const shutdown = async (): Promise<void> => {
     tracker.draining = true;
     await tracker.whenIdle(config.SHUTDOWN_MS);
-    server.close();
+    listening.close();
     await pressure.close();
     await ingest.close();
     await redis.quit().catch(() => redis.disconnect());

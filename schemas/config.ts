@@ -14,6 +14,11 @@ export const ConfigSchema = Type.Object(
     DATA_DIR: Type.String({ default: './.data', minLength: 1 }),
     /** HTTP port of the gateway; 0 picks a free one (printed at start). */
     PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+    /**
+     * The gateway's HTTP server: `uws` (uWebSockets.js), `node` (node:http with ws), or `auto`:
+     * uws when its native addon loads for this Node and platform, else node.
+     */
+    HTTP_SERVER: Type.Union([Type.Literal('auto'), Type.Literal('uws'), Type.Literal('node')], { default: 'auto' }),
     /** Interface the gateway binds. */
     HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
     /** Number of ingest partitions; fixed for the life of a deployment. */

@@ -11,7 +11,7 @@ export const readyz = httpRoute({
   path: '/readyz',
   auth: 'none',
   summary: 'Redis and ClickHouse answer, and buffered writes are taken',
-  answers: { 200: Type.Object({ ok: Type.Literal(true) }) },
+  answers: { 200: Type.Object({ ok: Type.Literal(true), server: Type.Union([Type.Literal('uws'), Type.Literal('node')], { description: 'the HTTP server that serves (HTTP_SERVER)' }) }) },
   errors: ['unavailable', 'overloaded'],
   handler:
     ({ deps }) =>
@@ -20,7 +20,7 @@ export const readyz = httpRoute({
       const refusing = deps.ingest.refusing?.() ?? null;
       if (refusing !== null) return ex.answer({ code: 'overloaded', items: [{ code: 'overloaded', message: refusing }], retryAfter: OVERLOADED_RETRY_S });
       const [redis, clickhouse] = await Promise.all([pingWithin(deps.redis, READY_TIMEOUT_MS), deps.clickhouse.ping()]).catch(() => [false, false]);
-      if (redis && clickhouse) ex.send(200, '{"ok":true}');
+      if (redis && clickhouse) ex.send(200, `{"ok":true,"server":"${deps.server}"}`);
       else ex.unavailable();
     },
 });

@@ -1,7 +1,7 @@
-import type { HttpResponse } from 'uWebSockets.js';
 import type { ErrorCode } from '../../schemas/errors.ts';
 import { JSON_TYPE, type Exchange } from './exchange.ts';
 import { parseJson } from './json.ts';
+import type { Reply } from './wire.ts';
 
 /** A request body read and parsed, or the error code of why not. */
 export type BodyResult = { ok: true; value: unknown } | { ok: false; code: ErrorCode };
@@ -10,7 +10,7 @@ export type BodyResult = { ok: true; value: unknown } | { ok: false; code: Error
  * The JSON body of a request, in API order: Content-Type (415), size (413, from Content-Length at
  * once, else while streaming), then UTF-8 and JSON (400). `done` may be called synchronously.
  */
-export function readJsonBody(res: HttpResponse, ex: Exchange, headers: { contentType: string; contentLength: string }, limit: number, done: (result: BodyResult) => void): void {
+export function readJsonBody(res: Reply, ex: Exchange, headers: { contentType: string; contentLength: string }, limit: number, done: (result: BodyResult) => void): void {
   const early = headerError(headers.contentType, headers.contentLength, limit);
   if (early !== null) return done({ ok: false, code: early });
   readBody(res, ex, limit, done);
@@ -36,10 +36,10 @@ function isJsonType(header: string): boolean {
 
 /**
  * Streams the body, keeping at most `limit` bytes: past it, buffering stops and the result is 413
- * (uWS reads and drops the rest, so the connection stays usable). A body in one chunk is parsed
- * straight from uWS's buffer, which is only valid during the callback.
+ * (both servers read and drop the rest, so the connection stays usable). A body in one chunk is
+ * parsed straight from the server's buffer, which is only valid during the callback.
  */
-function readBody(res: HttpResponse, ex: Exchange, limit: number, done: (result: BodyResult) => void): void {
+function readBody(res: Reply, ex: Exchange, limit: number, done: (result: BodyResult) => void): void {
   let chunks: Buffer[] | null = null;
   let size = 0;
   let over = false;
@@ -51,10 +51,10 @@ function readBody(res: HttpResponse, ex: Exchange, limit: number, done: (result:
       chunks = null;
       return done({ ok: false, code: 'payload_too_large' });
     }
-    if (isLast && chunks === null) return done(parse(new Uint8Array(chunk)));
+    if (isLast && chunks === null) return done(parse(chunk));
     chunks ??= [];
-    chunks.push(Buffer.from(chunk.slice(0)));
-    if (isLast) done(parse(Buffer.concat(chunks, size)));
+    if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk));
+    if (isLast) done(parse(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
   });
 }
 

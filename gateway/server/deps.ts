@@ -6,6 +6,7 @@ import type { Metrics } from '../../engine/metrics.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { Topology } from '../../engine/topology.ts';
 import type { CallerCache } from './auth.ts';
+import type { ServerName } from './choice.ts';
 import type { Failures } from './failure.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { Tracker } from './tracker.ts';
@@ -13,6 +14,8 @@ import type { Tracker } from './tracker.ts';
 /** What every route group of the gateway gets (built once in gateway/role.ts). */
 export interface GatewayDeps {
   config: Config;
+  /** The HTTP server that serves (gateway/server/choice.ts), chosen before anything else starts. */
+  server: ServerName;
   log: Logger;
   metrics: Metrics;
   /** Commands time out after REDIS_TIMEOUT_MS, so a Redis outage becomes a 503, never a hang. */

@@ -1,26 +1,8 @@
-import type { HttpResponse } from 'uWebSockets.js';
 import type { Counter } from 'prom-client';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
 import type { Outcome } from './failure.ts';
 import type { Tracker } from './tracker.ts';
-
-const statusLines: Record<number, string> = {
-  200: '200 OK',
-  201: '201 Created',
-  202: '202 Accepted',
-  204: '204 No Content',
-  400: '400 Bad Request',
-  401: '401 Unauthorized',
-  403: '403 Forbidden',
-  404: '404 Not Found',
-  405: '405 Method Not Allowed',
-  409: '409 Conflict',
-  413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type',
-  429: '429 Too Many Requests',
-  500: '500 Internal Server Error',
-  503: '503 Service Unavailable',
-};
+import type { Header, Reply } from './wire.ts';
 
 /** Error bodies (docs/api.md#errors) with the registry's message, built once. */
 const defaultBodies = Object.fromEntries(
@@ -28,7 +10,6 @@ const defaultBodies = Object.fromEntries(
 ) as Record<ErrorCode, string>;
 
 export const JSON_TYPE = 'application/json';
-type Header = readonly [string, string];
 
 /** Checks an answer against its route's declared answers: null when it matches, else the answer to send instead. */
 export type AnswerCheck = (status: number, contentType: string, body: string | Uint8Array) => Outcome | null;
@@ -54,14 +35,14 @@ export class RouteAnswers {
 }
 
 /**
- * One HTTP request/response. Every write happens inside res.cork, and never after the client
- * aborted or after the answer was sent (uWS forbids both).
+ * One HTTP request/response on either server (./wire.ts). The answer is written once, never after
+ * the client aborted (uWS forbids both).
  */
 export class Exchange {
   private finished = false;
 
   constructor(
-    private readonly res: HttpResponse,
+    private readonly res: Reply,
     private readonly metric: RouteAnswers,
     private readonly tracker: Tracker,
   ) {
@@ -84,24 +65,18 @@ export class Exchange {
   private write(status: number, body: string | Uint8Array, contentType: string, headers: readonly Header[]): void {
     this.finish();
     this.metric.inc(status);
-    const res = this.res;
-    res.cork(() => {
-      res.writeStatus(statusLines[status] ?? String(status));
-      for (const [name, value] of headers) res.writeHeader(name, value);
-      // Browsers may call the API from any origin: keys travel in Authorization, never in cookies.
-      res.writeHeader('Access-Control-Allow-Origin', '*');
-      if (status !== 204) res.writeHeader('Content-Type', contentType);
-      res.end(body);
-    });
+    // Browsers may call the API from any origin: keys travel in Authorization, never in cookies.
+    const all: Header[] = [...headers, ['Access-Control-Allow-Origin', '*']];
+    if (status !== 204) all.push(['Content-Type', contentType]);
+    this.res.end(status, all, body);
   }
 
-  /** Answers with a WebSocket upgrade (101); `upgrade` calls res.upgrade. */
-  upgrade(upgrade: (res: HttpResponse) => void): void {
+  /** Answers with a WebSocket upgrade (101); `upgrade` performs it on the server. */
+  upgrade(upgrade: () => void): void {
     if (this.finished) return;
     this.finish();
     this.metric.inc(101);
-    const res = this.res;
-    res.cork(() => upgrade(res));
+    this.res.cork(upgrade);
   }
 
   /** An error answer; `items` replaces the registry's single default item. */

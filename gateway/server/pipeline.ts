@@ -1,18 +1,18 @@
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { admitted, guarded, lookUpCaller } from './admission.ts';
 import { authorizationKey, type Caller } from './auth.ts';
 import { readJsonBody, type BodyResult } from './body.ts';
 import { Exchange, type RouteAnswers } from './exchange.ts';
 import { requestCheck, type RawRequest } from './request-check.ts';
 import { paramNames, type HttpRoute, type Setup } from './route.ts';
+import type { Handler } from './wire.ts';
 
 /**
- * The uWS handler of an HTTP route. Checks in API order: draining (503) and auth (401, 403) for
+ * The handler of an HTTP route, on either server. Checks in API order: draining (503) and auth (401, 403) for
  * keyed routes, rate limit (429), then for a body Content-Type (415), size (413), UTF-8 and JSON
  * (400), then the route's own checks (path parameters, query string, body: 400). The key lookup
  * and the token take run while the body streams; the answer is decided when both are done.
  */
-export function httpHandler(route: HttpRoute, setup: Setup, answers: RouteAnswers): (res: HttpResponse, req: HttpRequest) => void {
+export function httpHandler(route: HttpRoute, setup: Setup, answers: RouteAnswers): Handler {
   const { deps } = setup;
   const check = requestCheck(route);
   const handle = route.handler(setup);
@@ -20,9 +20,8 @@ export function httpHandler(route: HttpRoute, setup: Setup, answers: RouteAnswer
   const limit = route.body?.limit ?? null;
   return (res, req) => {
     const ex = new Exchange(res, answers, deps.tracker);
-    // uWS returns undefined, not '', for a URL without a query.
-    const raw: RawRequest = { params: Array.from({ length: params }, (_, i) => req.getParameter(i) ?? ''), query: req.getQuery() ?? '' };
-    const identityHash = req.getHeader('x-identity-hash') || undefined;
+    const raw: RawRequest = { params: Array.from({ length: params }, (_, i) => req.param(i)), query: req.query() };
+    const identityHash = req.header('x-identity-hash') || undefined;
     let caller: Caller | null | undefined;
     let body: BodyResult | undefined = limit === null ? { ok: true, value: undefined } : undefined;
     const decide = (): void => {
@@ -38,7 +37,7 @@ export function httpHandler(route: HttpRoute, setup: Setup, answers: RouteAnswer
     };
     if (route.auth === 'none') caller = null;
     else {
-      lookUpCaller(deps, ex, route.auth, authorizationKey(req.getHeader('authorization')), (found) => {
+      lookUpCaller(deps, ex, route.auth, authorizationKey(req.header('authorization')), (found) => {
         caller = found;
         decide();
       });
@@ -46,7 +45,7 @@ export function httpHandler(route: HttpRoute, setup: Setup, answers: RouteAnswer
       if (!ex.open) return;
     }
     if (limit === null) return decide();
-    readJsonBody(res, ex, { contentType: req.getHeader('content-type'), contentLength: req.getHeader('content-length') }, limit, (result) => {
+    readJsonBody(res, ex, { contentType: req.header('content-type'), contentLength: req.header('content-length') }, limit, (result) => {
       body = result;
       decide();
     });

@@ -7,7 +7,7 @@ import type { Caller } from './auth.ts';
  */
 export const MAX_BACKPRESSURE = 1024 * 1024;
 
-/** What a channel may do with one of its open sockets; a uWS WebSocket fits, and a test's plain object can stand in. */
+/** What a channel may do with one of its open sockets; a uWS WebSocket fits, as does ./node/socket.ts's adapter of a `ws` one, and a test's plain object can stand in. */
 export interface Socket<D> {
   /** What the channel's upgrade() opened the socket with. */
   getUserData(): D;
@@ -41,7 +41,7 @@ export interface SocketChannel<Q, D> {
   /** Called within accept(). */
   open(ws: Socket<D>): void;
   message(ws: Socket<D>, message: ArrayBuffer, isBinary: boolean): void;
-  /** The socket's unsent bytes went down (uWS `drain`). */
+  /** The socket's unsent bytes went down (uWS `drain`; ./node/socket.ts after a buffered send went out). */
   drain(ws: Socket<D>): void;
   /** The socket closed: it may not be touched any more. */
   close(ws: Socket<D>): void;

@@ -123,7 +123,16 @@ t.test('imports follow the layering', async (t) => {
   t.same(wrong, []);
 });
 
-t.test('uWebSockets.js is used inside server/ only', async (t) => {
-  const outside = [...imports].filter(([file, targets]) => !file.startsWith('server/') && targets.includes('uWebSockets.js')).map(([file]) => file);
-  t.same(outside, []);
+t.test('uWebSockets.js is used inside server/uws/ only, ws inside server/node/ only', async (t) => {
+  const outside = (pkg: string, dir: string): string[] => [...imports].filter(([file, targets]) => !file.startsWith(dir) && targets.includes(pkg)).map(([file]) => file);
+  t.same(outside('uWebSockets.js', 'server/uws/'), []);
+  t.same(outside('ws', 'server/node/'), []);
+});
+
+t.test('each server is loaded only when it serves: nothing imports server/uws/ or server/node/ statically from outside', async (t) => {
+  const wrong = [...imports].flatMap(([file, targets]) =>
+    targets.filter((x) => ['server/uws/', 'server/node/'].some((dir) => x.startsWith(dir) && !file.startsWith(dir))).map((x) => `${file} imports ${x}`),
+  );
+  t.same(wrong, []);
+  t.match(readFileSync(join(gateway, 'server/app.ts'), 'utf8'), /await import\('\.\/uws\/serve\.ts'\)/, 'app.ts imports the uWS server when it is chosen');
 });

@@ -22,6 +22,7 @@ import { openApiDocument } from '../../gateway/server/openapi.ts';
 import { RateLimiter, type BucketStore } from '../../gateway/server/rate-limit.ts';
 import { OrderedTakes } from '../../gateway/ws/ordered-takes.ts';
 import { runEngine } from '../helpers/engine.ts';
+import { serverEnv } from '../helpers/http-server.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix, testRedis } from '../helpers/redis.ts';
@@ -38,7 +39,7 @@ interface Deployment {
 async function deployment(t: Test, extra: Record<string, string> = {}): Promise<Deployment> {
   const prefix = testPrefix();
   // No ClickHouse is opened: these routes never query it.
-  const env = { REDIS_URL, KEY_PREFIX: prefix, PORT: '0', PARTITIONS: '8', LOG_LEVEL: 'error', CLICKHOUSE_URL: 'http://127.0.0.1:9', ...extra };
+  const env = { REDIS_URL, KEY_PREFIX: prefix, PORT: '0', PARTITIONS: '8', LOG_LEVEL: 'error', CLICKHOUSE_URL: 'http://127.0.0.1:9', ...serverEnv, ...extra };
   const config = loadConfig(env);
   const redis = createRedis(config);
   const keystore = new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS));

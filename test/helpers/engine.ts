@@ -9,6 +9,7 @@ import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
+import { serverEnv } from './http-server.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
@@ -24,6 +25,8 @@ export interface EngineProcess {
   logs: Record<string, unknown>[];
   /** Everything it wrote on stdout so far (logs go to stderr, so normally nothing). */
   stdout(): string;
+  /** Everything it wrote on stderr so far. */
+  stderr(): string;
   /** SIGTERM and wait for exit. */
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
@@ -33,7 +36,7 @@ export interface EngineProcess {
 /** Environment for processes of one test: its own key prefix and data directory, short leases. */
 export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-test-'));
-  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', CHECK_ANSWERS: 'true', ...extra };
+  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', CHECK_ANSWERS: 'true', ...serverEnv, ...extra };
 }
 
 /** Runs `engine <args>` to completion and returns its exit code and output. */
@@ -81,6 +84,7 @@ export function startEngine(roles: string[], env: Record<string, string>, entry:
           url: `http://127.0.0.1:${port}`,
           logs,
           stdout: () => stdout,
+          stderr: () => stderr,
           stop: async () => {
             proc.kill('SIGTERM');
             return exited;

@@ -8,11 +8,13 @@ import { Topology } from '../../engine/topology.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { serve } from '../../gateway/server/app.ts';
 import { CallerCache } from '../../gateway/server/auth.ts';
+import { chooseServer } from '../../gateway/server/choice.ts';
 import type { GatewayDeps } from '../../gateway/server/deps.ts';
 import { Failures } from '../../gateway/server/failure.ts';
 import { RateLimiter } from '../../gateway/server/rate-limit.ts';
 import type { Route } from '../../gateway/server/route.ts';
 import { Tracker } from '../../gateway/server/tracker.ts';
+import { serverEnv } from './http-server.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 /** A gateway app built in the test process from a route table and dependencies the test picks. */
@@ -44,7 +46,7 @@ export function captureStderr(t: Test): Record<string, unknown>[] {
  */
 export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject; keystore: Keystore }> {
   const prefix = testPrefix();
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true' });
+  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...serverEnv });
   const redis = createRedis(config, { commandTimeout: 1000 });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const keystore = new Keystore(redis, topology);
@@ -53,6 +55,7 @@ export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | '
   const failures = new Failures(log);
   const deps: GatewayDeps = {
     config,
+    server: chooseServer(config.HTTP_SERVER),
     log,
     metrics,
     redis,

@@ -1,5 +1,6 @@
 import type { Config } from '../../../schemas/config.ts';
 import { ClickHouseStore } from '../../clickhouse/store.ts';
+import { ConfigError } from '../../config.ts';
 import { createLogger } from '../../log.ts';
 import { Metrics } from '../../metrics.ts';
 import { ClickHouseRoles, type RoleFactory, type RoleName, type RunningRole } from '../../roles.ts';
@@ -7,7 +8,8 @@ import { newWorkerId } from '../../worker-id.ts';
 
 /**
  * What `engine start` does: runs the roles `names` until SIGTERM or SIGINT, then closes them in
- * reverse order. 1 when one fails to start (those started are closed).
+ * reverse order. 1 when one fails to start (those started are closed), 2 when a setting cannot be
+ * met on this machine (a role throws ConfigError: one line on stderr, as for a bad value).
  */
 export async function runRoles(config: Config, names: readonly RoleName[], available: Partial<Record<RoleName, RoleFactory>>): Promise<number> {
   const workerId = newWorkerId();
@@ -25,10 +27,11 @@ export async function runRoles(config: Config, names: readonly RoleName[], avail
       if (factory) running.push(await factory({ config, log, metrics, workerId, clickhouse }));
     }
   } catch (err) {
-    log.error('start failed', { err, clickhouse: clickhouse.location });
+    if (err instanceof ConfigError) console.error(`engine: ${err.message}`);
+    else log.error('start failed', { err, clickhouse: clickhouse.location });
     await closeAll(running);
     await clickhouse.close();
-    return 1;
+    return err instanceof ConfigError ? 2 : 1;
   }
   log.info('started', { roles: names });
   // The process runs until a signal, even when no role holds a handle open (say, all are idle).
