@@ -29,7 +29,7 @@ ensure_commands() {
 
 # The Node lines the engine supports: the maintained ones. package.json's `engines` says the same
 # (test/cli/node-version.test.ts keeps them equal). On each, the gateway runs on uWebSockets.js
-# where its native addon loads and on node:http otherwise (docs/configuration.md#http_server).
+# where its native addon loads and on node:http otherwise (docs/configuration.md#environment-variables).
 NODE_MAJORS="20 22 24 26"
 # The newest line: CI's second pass runs on it (.ci/run).
 NEWEST_NODE_MAJOR=26
