@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { Config } from '../../../schemas/config.ts';
 import { Keystore } from '../../keystore.ts';
 import { createRedis } from '../../redis.ts';
@@ -10,5 +11,15 @@ export async function withKeystore<T>(config: Config, action: (keystore: Keystor
     return await action(new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)));
   } finally {
     redis.disconnect();
+  }
+}
+
+/** A file's JSON, or undefined after saying on stderr why it could not be read. */
+export async function readJsonFile(file: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as unknown;
+  } catch (err) {
+    console.error(`engine: cannot read ${file} as JSON: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
   }
 }

@@ -1,20 +1,14 @@
-import { readFile } from 'node:fs/promises';
 import type { Config } from '../../../schemas/config.ts';
 import type { ProviderName } from '../../../schemas/provider-names.ts';
 import { InvalidCredentials, ProviderStore, checkCredentials } from '../../provider-store.ts';
 import { createRedis } from '../../redis.ts';
 import { Topology } from '../../topology.ts';
-import { withKeystore } from './admin.ts';
+import { readJsonFile, withKeystore } from './admin.ts';
 
 /** What `engine providers set` does: checks the credential file, then stores it for the project. */
 export async function setProvider(config: Config, projectId: string, provider: ProviderName, file: string): Promise<number> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await readFile(file, 'utf8'));
-  } catch (err) {
-    console.error(`engine: cannot read ${file} as JSON: ${err instanceof Error ? err.message : String(err)}`);
-    return 1;
-  }
+  const parsed = await readJsonFile(file);
+  if (parsed === undefined) return 1;
   let credentials;
   try {
     credentials = checkCredentials(provider, parsed);

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { Config } from '../../../schemas/config.ts';
 import { TemplateBody } from '../../../schemas/templates.ts';
 import { capped, violations } from '../../ajv-errors.ts';
@@ -7,17 +6,12 @@ import { createRedis } from '../../redis.ts';
 import { TemplateStore } from '../../templates/store.ts';
 import { Topology } from '../../topology.ts';
 import { compileTwoWay } from '../../validator.ts';
-import { withKeystore } from './admin.ts';
+import { readJsonFile, withKeystore } from './admin.ts';
 
 /** What `engine templates create` does: the file checked as POST /api/templates checks a body. */
 export async function createTemplate(config: Config, projectId: string, file: string): Promise<number> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await readFile(file, 'utf8'));
-  } catch (err) {
-    console.error(`engine: cannot read ${file} as JSON: ${err instanceof Error ? err.message : String(err)}`);
-    return 1;
-  }
+  const parsed = await readJsonFile(file);
+  if (parsed === undefined) return 1;
   const errors = capped(violations(compileTwoWay(TemplateBody), parsed, ''), '');
   if (errors.length === 0) errors.push(...personalErrors(parsed as TemplateBody));
   if (errors.length > 0) {
