@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { Cluster } from 'ioredis';
 import { OverloadedError, UnavailableError } from '../../schemas/errors.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { appendEntries } from '../../engine/ingest.ts';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { Topology } from '../../engine/topology.ts';
+import { OrderedAppends } from './ordered-appends.ts';
 import type { Admission } from './pressure.ts';
 import { readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
 
@@ -56,6 +58,8 @@ export class IngestWriter {
   private timer: NodeJS.Timeout | null = null;
 
   private readonly admission: Admission;
+  /** On a Cluster, appends that follow redirections in order; on one node, its connection keeps the order. */
+  private readonly ordered: OrderedAppends | null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -65,6 +69,7 @@ export class IngestWriter {
     private readonly options: IngestWriterOptions = {},
   ) {
     this.admission = options.admission ?? alwaysAdmits;
+    this.ordered = redis instanceof Cluster ? new OrderedAppends(redis, topology) : null;
   }
 
   /** True while writes go to the spill journal. */
@@ -116,7 +121,7 @@ export class IngestWriter {
     const lines = entries.map((e) => JSON.stringify(e));
     if (!this.spilling && this.redis.status === 'ready' && this.admission.admits) {
       try {
-        await appendEntries(this.redis, this.topology, entries, lines);
+        await this.append(entries, lines);
         this.admission.appended(lines.reduce((n, l) => n + l.length, 0));
         return;
       } catch (err) {
@@ -233,8 +238,13 @@ export class IngestWriter {
         this.log.error('skipping an unreadable spill journal line', { line: line.slice(0, 200) });
       }
     }
-    await appendEntries(this.redis, this.topology, entries);
+    await this.append(entries);
     this.admission.appended(lines.reduce((n, l) => n + l.length, 0));
+  }
+
+  private async append(entries: IngestEntry[], lines?: readonly string[]): Promise<void> {
+    if (this.ordered) await this.ordered.appendEntries(entries, lines);
+    else await appendEntries(this.redis, this.topology, entries, lines);
   }
 }
 
