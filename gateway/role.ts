@@ -35,6 +35,8 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     isLive: workerRunsHere,
     admission: pressure,
     refused: (reason) => metrics.refusedWrites.labels(reason).inc(),
+    // Within the append's own timeout, with room for the XADDs before it.
+    replicas: { count: config.REDIS_WAIT_REPLICAS, waitMs: Math.floor(config.REDIS_TIMEOUT_MS / 2) },
   });
   await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
   await pressure.start();

@@ -30,9 +30,16 @@ type Redirection = { kind: 'moved' } | { kind: 'ask'; address: string } | { kind
 export class OrderedAppends {
   private readonly queues = new Map<string, Pending[]>();
 
+  /**
+   * `replicas`: how many replicas each group waits for (`WAIT`, at most `waitMs`) before its writes
+   * are accepted; 0 waits for none. Fewer within `waitMs` is accepted too: the primary has the
+   * entries in its append-only file (docs/reliability.md#redis-cluster).
+   */
   constructor(
     private readonly cluster: Cluster,
     private readonly topology: Topology,
+    private readonly replicas: number,
+    private readonly waitMs: number,
   ) {}
 
   /** Appends entries in order (a batch is accepted only when all are appended). */
@@ -70,7 +77,7 @@ export class OrderedAppends {
     let rest = group;
     let asking: string | null = null;
     for (let attempt = 1; ; attempt++) {
-      const results = asking === null ? await Promise.allSettled(rest.map((p) => this.cluster.xadd(key, '*', 'd', p.json))) : await this.sendAsking(asking, key, rest);
+      const results = await this.sendGroup(asking, key, rest);
       const failed = results.findIndex((r) => r.status === 'rejected');
       rest.slice(0, failed === -1 ? rest.length : failed).forEach((p) => p.resolve());
       if (failed === -1) return;
@@ -87,17 +94,26 @@ export class OrderedAppends {
     }
   }
 
-  /** `ASKING` before each `XADD`, on the node the slot is being imported into. */
-  private async sendAsking(address: string, key: string, group: Pending[]): Promise<PromiseSettledResult<unknown>[]> {
-    const node = this.cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === address);
-    if (!node) return group.map(() => ({ status: 'rejected', reason: new Error(`CLUSTERDOWN no connection to ${address}`) }));
+  /**
+   * One pipeline on one connection: the `XADD`s (each after `ASKING` when `asking` names the node
+   * the slot is being imported into), then `WAIT` when replicas are waited for.
+   */
+  private async sendGroup(asking: string | null, key: string, group: Pending[]): Promise<PromiseSettledResult<unknown>[]> {
+    const node = asking === null ? this.cluster : this.cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === asking);
+    if (!node) return group.map(() => ({ status: 'rejected', reason: new Error(`CLUSTERDOWN no connection to ${asking}`) }));
     const pipeline = node.pipeline();
-    for (const p of group) pipeline.asking().xadd(key, '*', 'd', p.json);
-    const replies = (await pipeline.exec()) ?? [];
-    return group.map((_, i) => {
-      const [err, id] = replies[2 * i + 1] ?? [new Error('no reply')];
-      return err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: id };
-    });
+    for (const p of group) (asking === null ? pipeline : pipeline.asking()).xadd(key, '*', 'd', p.json);
+    if (this.replicas > 0) pipeline.call('wait', this.replicas, this.waitMs);
+    const step = asking === null ? 1 : 2;
+    try {
+      const replies = (await pipeline.exec()) ?? [];
+      return group.map((_, i) => {
+        const [err, id] = replies[step * i + step - 1] ?? [new Error('no reply')];
+        return err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: id };
+      });
+    } catch (err) {
+      return group.map(() => ({ status: 'rejected', reason: err }));
+    }
   }
 }
 

@@ -34,6 +34,8 @@ export interface IngestWriterOptions {
   admission?: Admission;
   /** Told of each write refused with 503, by reason. */
   refused?: (reason: 'overloaded' | 'unavailable') => void;
+  /** On a Cluster, the replicas each append waits for, and for how long at most, ms (gateway/ingest/ordered-appends.ts). */
+  replicas?: { count: number; waitMs: number };
 }
 
 /**
@@ -69,7 +71,8 @@ export class IngestWriter {
     private readonly options: IngestWriterOptions = {},
   ) {
     this.admission = options.admission ?? alwaysAdmits;
-    this.ordered = redis instanceof Cluster ? new OrderedAppends(redis, topology) : null;
+    const replicas = options.replicas ?? { count: 0, waitMs: 0 };
+    this.ordered = redis instanceof Cluster ? new OrderedAppends(redis, topology, replicas.count, replicas.waitMs) : null;
   }
 
   /** True while writes go to the spill journal. */

@@ -45,6 +45,16 @@ export async function clusterNodes(port: number): Promise<ClusterNode[]> {
   return nodes;
 }
 
+/** The slot of a key (CLUSTER KEYSLOT). */
+export async function keySlot(port: number, key: string): Promise<number> {
+  let slot = -1;
+  await poll(port, async (r) => {
+    slot = Number(await r.cluster('KEYSLOT', key));
+    return true;
+  });
+  return slot;
+}
+
 /** `redis-cli --cluster reshard`: moves `slots` slots from one primary to another, key by key. */
 export async function reshard(port: number, from: string, to: string, slots: number): Promise<void> {
   await run('redis-cli', ['--cluster', 'reshard', `127.0.0.1:${port}`, '--cluster-from', from, '--cluster-to', to, '--cluster-slots', String(slots), '--cluster-yes'], { maxBuffer: 64 * 1024 * 1024 });
