@@ -107,6 +107,9 @@ export class OrderedAppends {
     const step = asking === null ? 1 : 2;
     try {
       const replies = (await pipeline.exec()) ?? [];
+      // A WAIT without an answer (its connection closed) leaves the entries' copies unknown.
+      const waited = this.replicas > 0 ? replies.at(-1)?.[0] : null;
+      if (waited) return group.map(() => ({ status: 'rejected', reason: waited }));
       return group.map((_, i) => {
         const [err, id] = replies[step * i + step - 1] ?? [new Error('no reply')];
         return err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: id };
