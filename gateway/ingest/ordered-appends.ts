@@ -32,8 +32,8 @@ export class OrderedAppends {
 
   /**
    * `replicas`: how many replicas each group waits for (`WAIT`, at most `waitMs`) before its writes
-   * are accepted; 0 waits for none. Fewer within `waitMs` is accepted too: the primary has the
-   * entries in its append-only file (docs/reliability.md#redis-cluster).
+   * are accepted; 0 waits for none. Fewer within `waitMs` fails the group: its writes go to the
+   * journal, which the failover cannot lose (docs/reliability.md#redis-cluster).
    */
   constructor(
     private readonly cluster: Cluster,
@@ -107,9 +107,10 @@ export class OrderedAppends {
     const step = asking === null ? 1 : 2;
     try {
       const replies = (await pipeline.exec()) ?? [];
-      // A WAIT without an answer (its connection closed) leaves the entries' copies unknown.
-      const waited = this.replicas > 0 ? replies.at(-1)?.[0] : null;
-      if (waited) return group.map(() => ({ status: 'rejected', reason: waited }));
+      // Fewer replicas than asked for (or no answer): a failover could lose the entries.
+      const [waitErr, acked] = this.replicas > 0 ? (replies.at(-1) ?? [new Error('no reply')]) : [null, this.replicas];
+      const short = waitErr ?? (Number(acked) < this.replicas ? new Error(`NOREPLICAS ${String(acked)} of ${this.replicas} replicas have the entries`) : null);
+      if (short) return group.map(() => ({ status: 'rejected', reason: short }));
       return group.map((_, i) => {
         const [err, id] = replies[step * i + step - 1] ?? [new Error('no reply')];
         return err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: id };

@@ -4,16 +4,18 @@ import { deployment } from '../helpers/engine.ts';
 import { PrivateCluster } from '../helpers/private-cluster.ts';
 
 // Three primaries with a replica each, under SDK load: a replica takes over with CLUSTER FAILOVER,
-// then another primary is SIGKILLed and its replica promoted by the cluster. Appends wait for one
-// replica (REDIS_WAIT_REPLICAS=1), so a 202 survives the promotion (docs/reliability.md#redis-cluster).
+// then another primary is SIGKILLed, its replica a second behind, and promoted by the cluster.
+// Appends wait for one replica (REDIS_WAIT_REPLICAS=1), so a 202 survives the promotion; before,
+// what the primary alone had was lost (docs/reliability.md#redis-cluster).
 const USERS = 30;
 
 t.test('failovers to replicas under load: every 202 applied once, the gateway back on Redis', async (t) => {
   const cluster = await PrivateCluster.start({ durable: true, replicas: true });
   t.teardown(() => cluster.stop());
   const d = await deployment(t, { env: { REDIS_URL: cluster.url, REDIS_WAIT_REPLICAS: '1' } });
-  const engine = await d.start(['gateway', 'apply', 'recorder']);
-  await d.start(['apply']);
+  const engine = await d.start(['gateway']);
+  const workers = [await d.start(['apply', 'recorder']), await d.start(['apply'])];
+  const pauseWorkers = (paused: boolean) => workers.forEach((w) => w.proc.kill(paused ? 'SIGSTOP' : 'SIGCONT'));
   const first = cluster.ports[0] ?? 0;
 
   const load = new SdkLoad(engine.url, d.project.sdk_key, USERS);
@@ -27,7 +29,16 @@ t.test('failovers to replicas under load: every 202 applied once, the gateway ba
   await cluster.settled();
   await new Promise((r) => setTimeout(r, 2000));
 
+  // Its replica stops reading for a second first: what the primary takes meanwhile, the
+  // promoted replica never has, so its 202s must not depend on the primary alone. The workers
+  // stop too, so that nothing of it is applied and recorded before the kill.
+  const lagging = replicaOf(two.id)?.port ?? 0;
+  cluster.freeze(lagging, true);
+  pauseWorkers(true);
+  await new Promise((r) => setTimeout(r, 1000));
   await cluster.kill(two.port);
+  cluster.freeze(lagging, false);
+  pauseWorkers(false);
   const survivor = cluster.ports.find((p) => p !== two.port) ?? 0;
   await clusterSees(survivor, (nodes) => nodes.some((n) => n.primary && n.primaryId === null && n.id === replicaOf(two.id)?.id));
   await cluster.restart(two.port);

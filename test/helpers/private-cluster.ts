@@ -72,6 +72,11 @@ export class PrivateCluster {
     if (proc) await exit(proc);
   }
 
+  /** Stops (SIGSTOP) or resumes (SIGCONT) one node: stopped, it answers nothing, not even its primary. */
+  freeze(port: number, frozen: boolean): void {
+    this.procs.get(port)?.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+  }
+
   /** Starts a killed node again on its data (a durable cluster's append-only file and nodes.conf). */
   async restart(port: number): Promise<void> {
     this.spawnNode(port);
