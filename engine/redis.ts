@@ -1,4 +1,4 @@
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type Command, type RedisOptions } from 'ioredis';
 import type { Config } from '../schemas/config.ts';
 import { loadScripts, type ScriptCommands } from './scripts.ts';
 
@@ -81,9 +81,36 @@ export function createRedis(config: Config, options: RedisClientOptions = {}): R
           },
         )
       : new Redis(urls[0] ?? 'redis://127.0.0.1:6379', common);
+  if (client instanceof Cluster) neverResendFailed(client);
   client.on('error', () => {
     // Connection errors surface on the commands that fail; ioredis reconnects by itself.
   });
   loadScripts(client);
   return client as RedisClient;
 }
+
+/**
+ * ioredis's Cluster resends a command it is following a redirection for even after the command's
+ * timeout failed it; the caller has moved on by then (retried, recovered, given a partition up),
+ * and the late command would land behind its successors. So a command the caller saw fail is
+ * never written again (docs/architecture.md#cluster-redirections). Pipelines are left alone:
+ * their commands are written together.
+ */
+function neverResendFailed(cluster: Cluster): void {
+  const failed = new WeakSet<Command>();
+  const patched = new WeakSet<Redis>();
+  const send = cluster.sendCommand.bind(cluster);
+  cluster.sendCommand = (command, stream, node?: unknown) => {
+    command.promise.catch(() => failed.add(command));
+    return send(command, stream, node);
+  };
+  const guard = (redis: Redis): void => {
+    if (patched.has(redis)) return;
+    patched.add(redis);
+    const sendToNode = redis.sendCommand.bind(redis);
+    redis.sendCommand = (command, stream) => (stream === undefined && failed.has(command) ? command.promise : sendToNode(command, stream));
+  };
+  cluster.nodes('all').forEach(guard);
+  cluster.on('+node', guard);
+}
+

@@ -18,8 +18,9 @@ type Redirection = { kind: 'moved' } | { kind: 'ask'; address: string } | { kind
 
 /**
  * A gateway writer's appends on a Redis Cluster (docs/architecture.md#cluster-redirections): per
- * partition stream at most one group of `XADD`s in flight, the next group being what queued
- * meanwhile, so an append is sent only once every earlier one to its stream is in Redis. It
+ * partition stream at most one group of `XADD`s in flight, in one transaction, the next group
+ * being what queued meanwhile, so an append is sent only once every earlier one to its stream is
+ * in Redis. It
  * follows `MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN` and closed connections itself, at most
  * ATTEMPTS times, on a client that follows none (ioredis would resend a command after its
  * timeout had failed it, behind later ones). When a group fails, it and everything queued behind
@@ -72,20 +73,15 @@ export class OrderedAppends {
     }
   }
 
-  /** Sends a group, resolving each append once Redis has it; throws once one cannot be appended. */
+  /** Sends a group, resolving its appends once Redis has them all; throws when it cannot. */
   private async send(key: string, group: Pending[]): Promise<void> {
-    let rest = group;
     let asking: string | null = null;
     for (let attempt = 1; ; attempt++) {
-      const results = await this.sendGroup(asking, key, rest);
-      const failed = results.findIndex((r) => r.status === 'rejected');
-      rest.slice(0, failed === -1 ? rest.length : failed).forEach((p) => p.resolve());
-      if (failed === -1) return;
-      rest = rest.slice(failed);
-      const err = (results[failed] as PromiseRejectedResult).reason;
+      const err = await this.sendGroup(asking, key, group);
+      if (err === null) return group.forEach((p) => p.resolve());
       const next = redirection(err);
       if (next === null || attempt >= ATTEMPTS) {
-        for (const p of rest) p.reject(err);
+        for (const p of group) p.reject(err);
         throw err;
       }
       asking = next.kind === 'ask' ? next.address : null;
@@ -95,28 +91,31 @@ export class OrderedAppends {
   }
 
   /**
-   * One pipeline on one connection: the `XADD`s (each after `ASKING` when `asking` names the node
-   * the slot is being imported into), then `WAIT` when replicas are waited for.
+   * One pipeline on one connection: the group's `XADD`s in one transaction (after `ASKING` when
+   * `asking` names the node the slot is being imported into), then `WAIT` when replicas are waited
+   * for. All or none: a node's view of the cluster can change between two commands, and a group
+   * whose first entries were refused and later ones taken would break the order. Null when all are
+   * in Redis (and on enough replicas), else why not.
    */
-  private async sendGroup(asking: string | null, key: string, group: Pending[]): Promise<PromiseSettledResult<unknown>[]> {
+  private async sendGroup(asking: string | null, key: string, group: Pending[]): Promise<unknown> {
     const node = asking === null ? this.cluster : this.cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === asking);
-    if (!node) return group.map(() => ({ status: 'rejected', reason: new Error(`CLUSTERDOWN no connection to ${asking}`) }));
+    if (!node) return new Error(`CLUSTERDOWN no connection to ${asking}`);
     const pipeline = node.pipeline();
-    for (const p of group) (asking === null ? pipeline : pipeline.asking()).xadd(key, '*', 'd', p.json);
+    if (asking !== null) pipeline.asking();
+    pipeline.call('multi');
+    for (const p of group) pipeline.xadd(key, '*', 'd', p.json);
+    pipeline.call('exec');
     if (this.replicas > 0) pipeline.call('wait', this.replicas, this.waitMs);
-    const step = asking === null ? 1 : 2;
     try {
       const replies = (await pipeline.exec()) ?? [];
-      // Fewer replicas than asked for (or no answer): a failover could lose the entries.
-      const [waitErr, acked] = this.replicas > 0 ? (replies.at(-1) ?? [new Error('no reply')]) : [null, this.replicas];
-      const short = waitErr ?? (Number(acked) < this.replicas ? new Error(`NOREPLICAS ${String(acked)} of ${this.replicas} replicas have the entries`) : null);
-      if (short) return group.map(() => ({ status: 'rejected', reason: short }));
-      return group.map((_, i) => {
-        const [err, id] = replies[step * i + step - 1] ?? [new Error('no reply')];
-        return err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: id };
-      });
+      // The first error says why (a queued XADD's MOVED, say, before EXEC's EXECABORT).
+      const failed = replies.find(([err]) => err !== null)?.[0];
+      if (failed) return failed;
+      const acked = this.replicas > 0 ? Number(replies.at(-1)?.[1]) : 0;
+      // Fewer replicas than asked for: a failover could lose the entries.
+      return acked < this.replicas ? new Error(`NOREPLICAS ${acked} of ${this.replicas} replicas have the entries`) : null;
     } catch (err) {
-      return group.map(() => ({ status: 'rejected', reason: err }));
+      return err;
     }
   }
 }

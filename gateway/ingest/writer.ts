@@ -54,6 +54,8 @@ export class IngestWriter {
   private spilling = false;
   private cause: SpillCause = 'unreachable';
   private refusedAt = 0;
+  /** Writes bound for the journal that wait for earlier ones to be placed first. */
+  private toJournal = 0;
   private replaying = false;
   private replayOffset = 0;
   private orphans: string[] = [];
@@ -136,15 +138,23 @@ export class IngestWriter {
       this.startSpilling('overloaded', new Error(this.admission.describe()));
     }
     // An earlier append may still be in flight, to fail later: the journal keeps sequence order.
-    await earlier;
-    if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
-      const overloaded = this.cause === 'overloaded';
-      this.options.refused?.(overloaded ? 'overloaded' : 'unavailable');
-      if (!overloaded) throw new UnavailableError('Redis is unreachable and the spill journal is full');
-      this.refusedAt = Date.now();
-      throw new OverloadedError(this.overloadMessage(), OVERLOADED_RETRY_S);
+    // Until this write is in the journal, the replay may not switch back to Redis: a later write
+    // would reach Redis before it.
+    this.toJournal++;
+    let appended: Promise<void>;
+    try {
+      await earlier;
+      if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
+        const overloaded = this.cause === 'overloaded';
+        this.options.refused?.(overloaded ? 'overloaded' : 'unavailable');
+        if (!overloaded) throw new UnavailableError('Redis is unreachable and the spill journal is full');
+        this.refusedAt = Date.now();
+        throw new OverloadedError(this.overloadMessage(), OVERLOADED_RETRY_S);
+      }
+      appended = this.journal.append(lines);
+    } finally {
+      this.toJournal--;
     }
-    const appended = this.journal.append(lines);
     // Queued in order; the fsync it waits for is shared with the writes queued behind it.
     place();
     try {
@@ -216,11 +226,12 @@ export class IngestWriter {
   }
 
   /**
-   * Switches back to Redis when the whole journal is in Redis and no append waits for an fsync.
+   * Switches back to Redis when the whole journal is in Redis, no append waits for an fsync and no
+   * write waits to be appended.
    * Synchronous, so no write can slip between the check, the truncation and the switch.
    */
   private finishIfDrained(): void {
-    if (!this.journal.idle || this.replayOffset !== this.journal.durable) return;
+    if (this.toJournal > 0 || !this.journal.idle || this.replayOffset !== this.journal.durable) return;
     this.journal.clearSync();
     this.replayOffset = 0;
     this.spilling = false;
