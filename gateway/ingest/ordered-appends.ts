@@ -9,6 +9,9 @@ const PAUSE_MS = 100;
 
 interface Pending {
   json: string;
+  /** The entry's writer stamp (`w`, `n`). */
+  writer: string | undefined;
+  seq: number;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -45,14 +48,17 @@ export class OrderedAppends {
 
   /** Appends entries in order (a batch is accepted only when all are appended). */
   async appendEntries(entries: IngestEntry[], lines?: readonly string[]): Promise<void> {
-    await Promise.all(entries.map((e, i) => this.append(this.topology.ingest(this.topology.partitionOf(e.project, e.external_id)), lines?.[i] ?? JSON.stringify(e))));
+    await Promise.all(
+      entries.map((e, i) => this.append(this.topology.ingest(this.topology.partitionOf(e.project, e.external_id)), lines?.[i] ?? JSON.stringify(e), e.w, e.n ?? 0)),
+    );
   }
 
-  private append(key: string, json: string): Promise<void> {
+  private append(key: string, json: string, writer: string | undefined, seq: number): Promise<void> {
     return new Promise((resolve, reject) => {
+      const pending = { json, writer, seq, resolve, reject };
       const queue = this.queues.get(key);
-      if (queue) return void queue.push({ json, resolve, reject });
-      this.queues.set(key, [{ json, resolve, reject }]);
+      if (queue) return void queue.push(pending);
+      this.queues.set(key, [pending]);
       void this.drain(key);
     });
   }
@@ -63,7 +69,7 @@ export class OrderedAppends {
       if (group.length === 0) return void this.queues.delete(key);
       this.queues.set(key, []);
       try {
-        await this.send(key, group);
+        await this.send(key, inWriterOrder(group));
       } catch (err) {
         const behind = this.queues.get(key) ?? [];
         this.queues.delete(key);
@@ -129,3 +135,23 @@ function redirection(err: unknown): Redirection | null {
   if (/\b(TRYAGAIN|CLUSTERDOWN)\b|Connection is closed|Cluster isn't ready|Stream isn't writeable/.test(message)) return { kind: 'pause' };
   return null;
 }
+
+/**
+ * The group with each writer's entries in sequence order, in the places its entries took: a
+ * replayed entry can queue behind a later one of the same writer (the journal's replay and the
+ * writes that follow it meet in one queue), and the apply would skip it as a copy.
+ */
+function inWriterOrder(group: Pending[]): Pending[] {
+  const byWriter = new Map<string | undefined, Pending[]>();
+  for (const p of group) {
+    const list = byWriter.get(p.writer);
+    if (list) list.push(p);
+    else byWriter.set(p.writer, [p]);
+  }
+  const sorted = new Map([...byWriter].map(([w, ps]) => [w, { next: 0, list: ps.sort((a, b) => a.seq - b.seq) }]));
+  return group.map((p) => {
+    const s = sorted.get(p.writer);
+    return s?.list[s.next++] ?? p;
+  });
+}
+
