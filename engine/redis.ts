@@ -54,7 +54,7 @@ const clusterOptions: ClusterOptions = {
  * Connects to REDIS_URL: one `redis://` URL is a single node, a comma-separated list is a Redis
  * Cluster. On a single node, auto-pipelining batches the commands of one event-loop tick into one
  * write. A Cluster client always has a command timeout (REDIS_CLUSTER_TIMEOUT_MS unless the caller
- * names a shorter one), so no command waits forever on a node that went away.
+ * names its own), so no command waits forever on a node that went away.
  */
 export function createRedis(config: Config, options: RedisClientOptions = {}): RedisClient {
   const urls = config.REDIS_URL.split(',').map((u) => u.trim()).filter(Boolean);
