@@ -29,7 +29,8 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   // Its own connection without an offline queue: a write during an outage spills at once instead
   // of waiting in a queue that could still send it later, after the journal took it.
-  const ingestRedis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS, offlineQueue: false });
+  // On a Cluster it follows redirections itself, in order (gateway/ingest/ordered-appends.ts).
+  const ingestRedis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS, offlineQueue: false, followRedirections: false });
   const journal = new SpillJournal(join(config.DATA_DIR, 'spill'), workerId, config.SPILL_MAX_BYTES);
   // How full Redis is, read once a second for every request: past the watermark, writes spill.
   const pressure = new RedisPressure(redis, topology, config, metrics, log);
@@ -37,6 +38,8 @@ export const gatewayRole: RoleFactory = async ({ config, log, metrics, workerId,
     isLive: workerRunsHere,
     admission: pressure,
     refused: (reason) => metrics.refusedWrites.labels(reason).inc(),
+    // Within the append's own timeout, with room for the XADDs before it.
+    replicas: { count: config.REDIS_WAIT_REPLICAS, waitMs: Math.floor(config.REDIS_TIMEOUT_MS / 2) },
   });
   await connected(ingestRedis, config.REDIS_TIMEOUT_MS);
   await pressure.start();

@@ -38,6 +38,10 @@ export const ConfigSchema = Type.Object(
     KEY_CACHE_MS: Type.Integer({ default: 2000, minimum: 0, maximum: 5000 }),
     /** Longest a buffered append or a consent write may wait on Redis before the gateway answers 503. */
     REDIS_TIMEOUT_MS: Type.Integer({ default: 2000, minimum: 50 }),
+    /** Longest any command of a worker may wait on a Redis Cluster node (blocking reads excepted), ms. */
+    REDIS_CLUSTER_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100 }),
+    /** On a Redis Cluster, how many replicas a buffered append waits for (WAIT) before its 202. */
+    REDIS_WAIT_REPLICAS: Type.Integer({ default: 0, minimum: 0, maximum: 5 }),
     /** Most bytes the gateway's spill journal (DATA_DIR/spill) holds while Redis is unreachable; past it, 503. */
     SPILL_MAX_BYTES: Type.Integer({ default: 1073741824, minimum: 0 }),
     /** Past this share of Redis's memory limit (percent), gateways keep buffered writes in their spill journal. */

@@ -16,11 +16,16 @@ const READ_GRACE_MS = 5000;
  * A group read moves entries to the pending list even if its reply is lost, so reads are never
  * resent after a reconnect and fail when the connection drops; the consumer then recovers: it
  * claims its pending entries again (docs/architecture.md, "Consumer groups and pending entries").
+ * A Cluster client's command timeout is left out: a read blocks longer, and its own grace
+ * (READ_GRACE_MS) bounds it.
  */
 const blockingOptions: Partial<RedisOptions> = { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 };
 
 function duplicateForReads(redis: RedisClient): RedisClient {
-  const copy = redis instanceof Cluster ? redis.duplicate([], { redisOptions: { ...redis.options.redisOptions, ...blockingOptions } }) : redis.duplicate(blockingOptions);
+  if (!(redis instanceof Cluster)) return redis.duplicate(blockingOptions) as RedisClient;
+  const nodeOptions: RedisOptions = { ...redis.options.redisOptions, ...blockingOptions };
+  delete nodeOptions.commandTimeout;
+  const copy = redis.duplicate([], { redisOptions: nodeOptions });
   return copy as RedisClient;
 }
 

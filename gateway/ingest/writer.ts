@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { Cluster } from 'ioredis';
 import { OverloadedError, UnavailableError } from '../../schemas/errors.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { appendEntries } from '../../engine/ingest.ts';
 import type { Logger } from '../../engine/log.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import type { Topology } from '../../engine/topology.ts';
+import { OrderedAppends } from './ordered-appends.ts';
 import type { Admission } from './pressure.ts';
 import { readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
 
@@ -32,6 +34,8 @@ export interface IngestWriterOptions {
   admission?: Admission;
   /** Told of each write refused with 503, by reason. */
   refused?: (reason: 'overloaded' | 'unavailable') => void;
+  /** On a Cluster, the replicas each append waits for, and for how long at most, ms (gateway/ingest/ordered-appends.ts). */
+  replicas?: { count: number; waitMs: number };
 }
 
 /**
@@ -50,12 +54,16 @@ export class IngestWriter {
   private spilling = false;
   private cause: SpillCause = 'unreachable';
   private refusedAt = 0;
+  /** Writes bound for the journal that wait for earlier ones to be placed first. */
+  private toJournal = 0;
   private replaying = false;
   private replayOffset = 0;
   private orphans: string[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   private readonly admission: Admission;
+  /** On a Cluster, appends that follow redirections in order; on one node, its connection keeps the order. */
+  private readonly ordered: OrderedAppends | null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -65,6 +73,8 @@ export class IngestWriter {
     private readonly options: IngestWriterOptions = {},
   ) {
     this.admission = options.admission ?? alwaysAdmits;
+    const replicas = options.replicas ?? { count: 0, waitMs: 0 };
+    this.ordered = redis instanceof Cluster ? new OrderedAppends(redis, topology, replicas.count, replicas.waitMs) : null;
   }
 
   /** True while writes go to the spill journal. */
@@ -116,7 +126,7 @@ export class IngestWriter {
     const lines = entries.map((e) => JSON.stringify(e));
     if (!this.spilling && this.redis.status === 'ready' && this.admission.admits) {
       try {
-        await appendEntries(this.redis, this.topology, entries, lines);
+        await this.append(entries, lines);
         this.admission.appended(lines.reduce((n, l) => n + l.length, 0));
         return;
       } catch (err) {
@@ -128,15 +138,23 @@ export class IngestWriter {
       this.startSpilling('overloaded', new Error(this.admission.describe()));
     }
     // An earlier append may still be in flight, to fail later: the journal keeps sequence order.
-    await earlier;
-    if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
-      const overloaded = this.cause === 'overloaded';
-      this.options.refused?.(overloaded ? 'overloaded' : 'unavailable');
-      if (!overloaded) throw new UnavailableError('Redis is unreachable and the spill journal is full');
-      this.refusedAt = Date.now();
-      throw new OverloadedError(this.overloadMessage(), OVERLOADED_RETRY_S);
+    // Until this write is in the journal, the replay may not switch back to Redis: a later write
+    // would reach Redis before it.
+    this.toJournal++;
+    let appended: Promise<void>;
+    try {
+      await earlier;
+      if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
+        const overloaded = this.cause === 'overloaded';
+        this.options.refused?.(overloaded ? 'overloaded' : 'unavailable');
+        if (!overloaded) throw new UnavailableError('Redis is unreachable and the spill journal is full');
+        this.refusedAt = Date.now();
+        throw new OverloadedError(this.overloadMessage(), OVERLOADED_RETRY_S);
+      }
+      appended = this.journal.append(lines);
+    } finally {
+      this.toJournal--;
     }
-    const appended = this.journal.append(lines);
     // Queued in order; the fsync it waits for is shared with the writes queued behind it.
     place();
     try {
@@ -208,11 +226,12 @@ export class IngestWriter {
   }
 
   /**
-   * Switches back to Redis when the whole journal is in Redis and no append waits for an fsync.
+   * Switches back to Redis when the whole journal is in Redis, no append waits for an fsync and no
+   * write waits to be appended.
    * Synchronous, so no write can slip between the check, the truncation and the switch.
    */
   private finishIfDrained(): void {
-    if (!this.journal.idle || this.replayOffset !== this.journal.durable) return;
+    if (this.toJournal > 0 || !this.journal.idle || this.replayOffset !== this.journal.durable) return;
     this.journal.clearSync();
     this.replayOffset = 0;
     this.spilling = false;
@@ -233,8 +252,13 @@ export class IngestWriter {
         this.log.error('skipping an unreadable spill journal line', { line: line.slice(0, 200) });
       }
     }
-    await appendEntries(this.redis, this.topology, entries);
+    await this.append(entries);
     this.admission.appended(lines.reduce((n, l) => n + l.length, 0));
+  }
+
+  private async append(entries: IngestEntry[], lines?: readonly string[]): Promise<void> {
+    if (this.ordered) await this.ordered.appendEntries(entries, lines);
+    else await appendEntries(this.redis, this.topology, entries, lines);
   }
 }
 

@@ -1,18 +1,33 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 
-const run = promisify(execFile);
+export const run = promisify(execFile);
 
-/** A three-master Redis Cluster of the test's own, on free loopback ports, nothing kept on disk. */
+export interface PrivateClusterOptions {
+  /** Each node keeps an append-only file (fsync always) in a directory of its own, as production does. */
+  durable?: boolean;
+  /** One replica per primary (3 primaries + 3 replicas) instead of none. */
+  replicas?: boolean;
+  /** cluster-node-timeout, ms: how long before a silent node counts as failed (default 2000). */
+  nodeTimeoutMs?: number;
+}
+
+/**
+ * A Redis Cluster of the test's own (three primaries, with or without a replica each) on free
+ * loopback ports. A node can be killed and started again on its data (test/helpers/cluster-fault.ts).
+ */
 export class PrivateCluster {
+  private readonly procs = new Map<number, ChildProcess>();
+
   private constructor(
     readonly ports: number[],
-    private readonly procs: ChildProcess[],
+    private readonly dir: string,
+    private readonly opts: PrivateClusterOptions,
   ) {}
 
   /** REDIS_URL for the engine: a comma-separated list means Redis Cluster. */
@@ -20,25 +35,19 @@ export class PrivateCluster {
     return this.ports.map((p) => `redis://127.0.0.1:${p}`).join(',');
   }
 
-  static async start(): Promise<PrivateCluster> {
+  static async start(opts: PrivateClusterOptions = {}): Promise<PrivateCluster> {
     const ports: number[] = [];
-    while (ports.length < 3) {
+    while (ports.length < (opts.replicas ? 6 : 3)) {
       const port = await freeNodePort();
       if (!ports.includes(port)) ports.push(port);
     }
-    const dir = mkdtempSync(join(tmpdir(), 'cluster-'));
-    const procs = ports.map((port) =>
-      spawn(
-        'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--save', '', '--appendonly', 'no'],
-        { cwd: dir, stdio: 'ignore' },
-      ),
-    );
-    const cluster = new PrivateCluster(ports, procs);
+    const cluster = new PrivateCluster(ports, mkdtempSync(join(tmpdir(), 'cluster-')), opts);
     try {
+      for (const port of ports) cluster.spawnNode(port);
       for (const port of ports) await answers(port);
-      await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
-      for (const port of ports) await clusterOk(port);
+      const replicas = opts.replicas ? '1' : '0';
+      await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', replicas, '--cluster-yes']);
+      await cluster.settled();
     } catch (err) {
       // Nodes left running would keep the test process alive until its timeout.
       await cluster.stop();
@@ -47,26 +56,64 @@ export class PrivateCluster {
     return cluster;
   }
 
+  /** Waits until every running node says the cluster is ok and agrees on who serves each slot. */
+  async settled(): Promise<void> {
+    for (const port of this.procs.keys()) await clusterOk(port);
+    await poll(this.ports[0] ?? 0, async (r) => {
+      const res = await run('redis-cli', ['--cluster', 'check', `127.0.0.1:${r.options.port ?? 0}`]).catch(() => null);
+      return res !== null && res.stdout.includes('[OK] All nodes agree about slots configuration.') && !res.stdout.includes('[WARNING]');
+    });
+  }
+
+  /** Kills one node with SIGKILL. */
+  async kill(port: number): Promise<void> {
+    const proc = this.procs.get(port);
+    this.procs.delete(port);
+    if (proc) await exit(proc);
+  }
+
+  /** Stops (SIGSTOP) or resumes (SIGCONT) one node: stopped, it answers nothing, not even its primary. */
+  freeze(port: number, frozen: boolean): void {
+    this.procs.get(port)?.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+  }
+
+  /** Starts a killed node again on its data (a durable cluster's append-only file and nodes.conf). */
+  async restart(port: number): Promise<void> {
+    this.spawnNode(port);
+    await answers(port);
+  }
+
   async stop(): Promise<void> {
-    await Promise.all(
-      this.procs.map(
-        (proc) =>
-          new Promise<void>((resolve) => {
-            if (proc.exitCode !== null) return resolve();
-            proc.once('exit', () => resolve());
-            proc.kill('SIGKILL');
-          }),
-      ),
-    );
+    const procs = [...this.procs.values()];
+    this.procs.clear();
+    await Promise.all(procs.map(exit));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private spawnNode(port: number): void {
+    const dir = join(this.dir, String(port));
+    mkdirSync(dir, { recursive: true });
+    const storage = this.opts.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'];
+    args.push('--cluster-node-timeout', String(this.opts.nodeTimeoutMs ?? 2000), '--save', '', ...storage);
+    this.procs.set(port, spawn('redis-server', args, { stdio: 'ignore' }));
   }
 }
 
-async function poll(port: number, check: (redis: Redis) => Promise<boolean>): Promise<void> {
+function exit(proc: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+    proc.once('exit', () => resolve());
+    proc.kill('SIGKILL');
+  });
+}
+
+/** Polls a node until `check` holds (30 s: on a loaded 2-core machine a node can take seconds). */
+export async function poll(port: number, check: (redis: Redis) => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   redis.on('error', () => undefined);
   try {
-    // Generous: on a loaded 2-core machine a node can take seconds to start or to agree on the cluster.
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
       try {
         if (redis.status !== 'ready') await redis.connect();
         if (await check(redis)) return;
