@@ -22,10 +22,14 @@ export const NotificationLimits = {
   idempotencySeconds: 30 * 24 * 3600,
 } as const;
 
-/** Texts by locale (docs/api.md#the-notification-body). */
+/**
+ * Texts by locale (docs/api.md#the-notification-body). A record's key pattern becomes
+ * patternProperties, which let other keys through: `additionalProperties` refuses them.
+ */
 export const Localized = Type.Record(Type.String({ minLength: 1, maxLength: 35, pattern: '^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$' }), Type.String({ minLength: 1, maxLength: 4096 }), {
   minProperties: 1,
   maxProperties: 200,
+  additionalProperties: false,
 });
 
 /** Texts by locale, `en` among them. */
