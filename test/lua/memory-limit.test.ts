@@ -34,6 +34,13 @@ async function fullRedis(t: Test): Promise<{ url: string; raw: Redis }> {
     const ballast = 'x'.repeat(size);
     while ((await raw.set(`ballast:${i++}`, ballast).catch(() => null)) === 'OK');
   }
+  // Memory moves a little between commands (buffers, lazy frees): top up until the probes that
+  // follow are refused too, each one a write that would itself take room.
+  for (let tries = 0; tries < 1000; tries++) {
+    const grew = await Promise.all([raw.zadd('probe:z', 1, `a${tries}`).then(() => true, () => false), raw.xadd('probe', '*', 'd', '1').then(() => true, () => false)]);
+    if (!grew.includes(true)) break;
+    await raw.set(`ballast:${i++}`, 'x'.repeat(64)).catch(() => null);
+  }
   await t.rejects(raw.xadd('probe', '*', 'd', '1'), OOM, 'a plain XADD is refused: Redis is full');
   await t.rejects(raw.zadd('probe:z', 1, 'a'), OOM, 'so is a plain ZADD');
   return { url: server.url, raw };
