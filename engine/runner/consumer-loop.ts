@@ -9,7 +9,7 @@ import { toEntries, toRawEntries, type RawStreamEntry, type StreamEntry } from '
 export const BLOCK_MS = 2000;
 /** Pause after a failure before the consumer recovers and goes on, ms. */
 export const RETRY_MS = 500;
-/** How long past its BLOCK time a read may go unanswered before its connection is dropped, ms. */
+/** How long past its BLOCK time a read may go unanswered before it fails and its connection is closed, ms. */
 const READ_GRACE_MS = 5000;
 
 /**
@@ -81,6 +81,8 @@ export class ConsumerLoop {
   private blocking: RedisClient | undefined;
   /** The blocking connection's CLIENT ID on a single node, for interrupt(). */
   private blockingId: number | undefined;
+  /** Fails the read in flight at once, whatever its connection does. */
+  private abandonRead: ((err: Error) => void) | undefined;
   private wake: (() => void) | undefined;
 
   constructor(private readonly opts: ConsumerLoopOptions) {}
@@ -90,15 +92,9 @@ export class ConsumerLoop {
     return this.stopped;
   }
 
-  /** Runs `body` until stop(), with the blocking connection open, and closes it after. */
+  /** Runs `body` until stop(), with a blocking connection open, and closes it after. */
   async run(body: ConsumerBody): Promise<void> {
-    const blocking = duplicateForReads(this.opts.redis);
-    blocking.on('error', () => {
-      // Failed reads surface as rejected commands, which the loop handles.
-    });
-    // A reconnected connection has a new CLIENT ID: identify() asks again.
-    blocking.on('ready', () => (this.blockingId = undefined));
-    this.blocking = blocking;
+    this.blocking = this.openBlocking();
     try {
       while (!this.stopped) {
         try {
@@ -115,7 +111,7 @@ export class ConsumerLoop {
         }
       }
     } finally {
-      blocking.disconnect();
+      this.blocking.disconnect();
     }
   }
 
@@ -191,7 +187,7 @@ export class ConsumerLoop {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    if (this.reading) this.blocking?.disconnect();
+    this.abandonRead?.(new Error('the consumer stopped'));
     this.wake?.();
   }
 
@@ -207,6 +203,30 @@ export class ConsumerLoop {
     });
   }
 
+  private openBlocking(): RedisClient {
+    const blocking = duplicateForReads(this.opts.redis);
+    blocking.on('error', () => {
+      // Failed reads surface as rejected commands, which the loop handles.
+    });
+    // A reconnected connection has a new CLIENT ID: identify() asks again.
+    blocking.on('ready', () => {
+      if (this.blocking === blocking) this.blockingId = undefined;
+    });
+    return blocking;
+  }
+
+  /**
+   * Closes the connection of a failed or abandoned read for good, and the next read gets a new
+   * one. A read may wait unsent in a Cluster client's queue (a stop or a failover closed its
+   * node's connection): ioredis never fails it there, and a reconnect would send it late.
+   */
+  private dropBlocking(blocking: RedisClient): void {
+    blocking.disconnect();
+    if (this.blocking !== blocking || this.stopped) return;
+    this.blocking = this.openBlocking();
+    this.blockingId = undefined;
+  }
+
   private async readWith<E>(
     command: 'xreadgroup' | 'xreadgroupBuffer',
     decode: Decode<E>,
@@ -218,16 +238,22 @@ export class ConsumerLoop {
     if (!blocking) throw new Error('ConsumerLoop.read outside run()');
     const { group, consumer } = this.opts;
     const block = blockMs === undefined ? [] : ['BLOCK', blockMs];
+    const args = ['GROUP', group, consumer, 'COUNT', count, ...block, 'STREAMS', ...streams, ...streams.map(() => '>')];
+    const abandoned = new Promise<never>((_, reject) => (this.abandonRead = reject));
+    const silentMs = (blockMs ?? 0) + READ_GRACE_MS;
+    const silent = setTimeout(() => this.abandonRead?.(new Error(`group read unanswered after ${silentMs} ms`)), silentMs);
     this.reading = true;
-    // disconnect(true) reconnects at once; the read in flight fails (maxRetriesPerRequest 0).
-    const silent = setTimeout(() => blocking.disconnect(true), (blockMs ?? 0) + READ_GRACE_MS);
     let reply: unknown;
     try {
-      const args = ['GROUP', group, consumer, 'COUNT', count, ...block, 'STREAMS', ...streams, ...streams.map(() => '>')];
-      reply = command === 'xreadgroup' ? await blocking.xreadgroup(...(args as Parameters<RedisClient['xreadgroup']>)) : await blocking.xreadgroupBuffer(...args);
+      const sent = command === 'xreadgroup' ? blocking.xreadgroup(...(args as Parameters<RedisClient['xreadgroup']>)) : blocking.xreadgroupBuffer(...args);
+      reply = await Promise.race([sent, abandoned]);
+    } catch (err) {
+      this.dropBlocking(blocking);
+      throw err;
     } finally {
       clearTimeout(silent);
       this.reading = false;
+      this.abandonRead = undefined;
     }
     const out: Entries<E> = new Map();
     for (const item of Array.isArray(reply) ? (reply as unknown[]) : []) {
