@@ -113,7 +113,10 @@ export class IngestWriter {
     }
     const earlier = this.placed;
     let place = (): void => {};
-    this.placed = new Promise((resolve) => (place = resolve));
+    const own = new Promise<void>((resolve) => (place = resolve));
+    // Placed only once every earlier write is too: a write taken by Redis while an earlier one
+    // still waits to spill must not let a later one into the journal before that earlier one.
+    this.placed = Promise.all([earlier, own]).then(() => undefined);
     try {
       await this.writeInOrder(entries, earlier, place);
     } finally {
