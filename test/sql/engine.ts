@@ -13,6 +13,8 @@ export interface SqlEngine {
   engine: EngineProcess;
   /** The SQL listener's base URL. */
   sqlUrl: string;
+  /** The deployment's environment with the listener's SQL_PORT. */
+  env: Record<string, string>;
   operatorKey: string;
   /** Appends outcomes to the streams the recorder reads, as dispatch does. */
   addOutcomes(entries: OutcomeEntry[]): Promise<void>;
@@ -38,12 +40,14 @@ export async function sqlEngine(t: Test, env: Record<string, string> = {}): Prom
   t.teardown(() => redis.disconnect());
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const operatorKey = await new Keystore(redis, topology).createOperatorKey();
-  const engine = await d.start(['gateway', 'apply', 'recorder', 'sql'], { SQL_PORT: String(port), ...env });
+  const own = { ...d.env, SQL_PORT: String(port), ...env };
+  const engine = await d.start(['gateway', 'apply', 'recorder', 'sql'], own);
   const project = d.project.project_id;
   return {
     d,
     engine,
     sqlUrl: `http://127.0.0.1:${port}`,
+    env: own,
     operatorKey,
     outcome: (n, over = {}) => outcome(project, n, over),
     addOutcomes: async (entries) => {
