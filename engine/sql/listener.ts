@@ -6,7 +6,7 @@ import type { SqlBackend } from './backend.ts';
 import { SqlError, sqlErrors } from './errors.ts';
 import { querySettings, type SqlLimits } from './limits.ts';
 import { presentedKey, readSqlRequest } from './request.ts';
-import { assertOneStatement } from './statement.ts';
+import { checkStatement } from './statement.ts';
 
 export interface SqlListenerOptions {
   host: string;
@@ -77,7 +77,7 @@ export async function startSqlListener(options: SqlListenerOptions): Promise<Sql
       const request = await readSqlRequest(req, url);
       queryId = request.queryId;
       if (request.sql.trim() === '') throw sqlErrors.syntax('Empty query');
-      assertOneStatement(request.sql);
+      checkStatement(request.sql);
       const settings = querySettings(request.settings, limits.limits);
       const answer = await backend.run({ ...request, settings });
       res
@@ -108,7 +108,7 @@ export async function startSqlListener(options: SqlListenerOptions): Promise<Sql
     const address = req.socket.remoteAddress ?? '';
     if (!failures.allowed(address)) throw sqlErrors.tooManyFailures();
     const key = presentedKey(req);
-    if (key !== undefined && (await keys.check(key))) return;
+    if (key !== undefined && (await keys.check(key).catch(unreachable))) return;
     failures.fail(address);
     log.warn('sql key refused', { remote: address, reason: key === undefined ? 'no key' : 'not a live operator key' });
     throw key === undefined ? sqlErrors.noKey() : sqlErrors.badKey();
@@ -137,6 +137,10 @@ export async function startSqlListener(options: SqlListenerOptions): Promise<Sql
       return closing;
     },
   };
+}
+
+function unreachable(err: unknown): never {
+  throw new SqlError(210, 'NETWORK_ERROR', `The key store did not answer: ${err instanceof Error ? err.message : String(err)}`, 503);
 }
 
 function contentType(format: string | undefined): string {

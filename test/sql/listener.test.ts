@@ -1,8 +1,13 @@
 import { createClient } from '@clickhouse/client';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
+import { runEngine } from '../helpers/engine.ts';
 import { eventually } from '../helpers/http.ts';
 import { sqlCall, sqlEngine } from './engine.ts';
 
+const outfile = join(tmpdir(), `sql-outfile-${process.pid}.txt`);
 const COUNTS = 'SELECT status, count() AS n FROM message_deliveries WHERE project = {project:String} GROUP BY status ORDER BY status';
 
 t.test('the SQL listener answers operator keys as ClickHouse does, and refuses everything else', async (t) => {
@@ -64,6 +69,11 @@ t.test('the SQL listener answers operator keys as ClickHouse does, and refuses e
     ['url()', "SELECT * FROM url('http://127.0.0.1:1/', 'CSV', 'a String')", /READONLY/],
     ['file()', "SELECT * FROM file('/etc/passwd', 'LineAsString')", /READONLY/],
     ['two statements', 'SELECT 1; DROP TABLE message_deliveries', /Multi-statements are not allowed/],
+    ['INTO OUTFILE', `SELECT 1 INTO OUTFILE '${outfile}'`, /INTO_OUTFILE_NOT_ALLOWED/],
+    ['the function file()', "SELECT /* */ `file`('/etc/hostname')", /READONLY/],
+    ['KILL QUERY', 'KILL QUERY WHERE 1', /READONLY/],
+    ['BACKUP', "BACKUP TABLE message_deliveries TO Disk('default', 'b')", /READONLY/],
+    ['SYSTEM', 'SYSTEM FLUSH LOGS', /READONLY/],
   ];
   for (const [what, query, error] of forbidden) {
     const refused = await sqlCall(s.sqlUrl, {}, { body: query, headers: key });
@@ -71,6 +81,9 @@ t.test('the SQL listener answers operator keys as ClickHouse does, and refuses e
     t.ok(refused.headers.get('x-clickhouse-exception-code'), `${what}: an exception code`);
     t.match(refused.text, error, `${what}: ${refused.text.trim()}`);
   }
+  t.notOk(existsSync(outfile), 'no file was written');
+  const quoted = await sqlCall(s.sqlUrl, {}, { body: "SELECT 'file(x); DROP' AS `a;b` -- ; file(\n", headers: key });
+  t.equal(quoted.text, 'file(x); DROP\n', 'literals, quoted names and comments are not taken for statements or calls');
   const raised = await sqlCall(s.sqlUrl, { query: 'SELECT 1', max_execution_time: '3600' }, { headers: key });
   t.equal(raised.headers.get('x-clickhouse-exception-code'), '452', 'a limit raised by a setting is refused');
   const lowered = await sqlCall(s.sqlUrl, { query: "SELECT getSetting('max_execution_time'), getSetting('readonly')", max_execution_time: '7' }, { headers: key });
@@ -86,4 +99,17 @@ t.test('the SQL listener answers operator keys as ClickHouse does, and refuses e
   const publicPost = await fetch(`${s.engine.url}/`, { method: 'POST', body: 'SELECT 1', headers: key });
   t.not(publicPost.status, 200, 'nor a POST of SQL');
   t.notMatch(await publicPost.text(), /^1\n$/);
+
+  const revoked = await runEngine(['keys', 'revoke', s.operatorKey], s.d.env);
+  t.equal(revoked.code, 0, revoked.stderr);
+  await eventually('the revocation', async () => ((await sqlCall(s.sqlUrl, { query: 'SELECT 1' }, { headers: key })).status === 401 ? true : undefined));
+  t.pass('a revoked operator key is refused within KEY_CACHE_MS');
+
+  const statuses: number[] = [];
+  for (let i = 0; i < 12; i++) statuses.push((await sqlCall(s.sqlUrl, { query: 'SELECT 1' }, { headers: { 'X-ClickHouse-Key': `operator_guess${i}` } })).status);
+  t.ok(statuses.includes(429), `failed keys from one address are limited: ${statuses.join(' ')}`);
+  const limited = await sqlCall(s.sqlUrl, { query: 'SELECT 1' }, { headers: { 'X-ClickHouse-Key': 'operator_one_more' } });
+  t.equal(limited.status, 429, 'the address is refused before its key is looked at');
+  t.equal(limited.headers.get('x-clickhouse-exception-code'), '516');
+  t.ok(limited.headers.get('retry-after'), 'with Retry-After');
 });

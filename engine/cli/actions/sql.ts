@@ -6,7 +6,7 @@ import { EngineLockedError, embeddedLockHolder } from '../../clickhouse/lock-hol
 import { SqlError } from '../../sql/errors.ts';
 import { querySettings, sqlLimits } from '../../sql/limits.ts';
 import { sqlBackend } from '../../sql/role.ts';
-import { assertOneStatement } from '../../sql/statement.ts';
+import { checkStatement } from '../../sql/statement.ts';
 
 /** How long the running engine's listener has to answer /ping before the data is opened directly. */
 const PING_MS = 1000;
@@ -34,7 +34,7 @@ export async function runSql(config: Config, query: string, format: string): Pro
   }
   const backend = sqlBackend(config);
   try {
-    assertOneStatement(query);
+    checkStatement(query);
     const settings = querySettings([], sqlLimits(config).limits);
     const answer = await backend.run({ sql: query, defaultFormat: format, database: undefined, queryId: randomUUID(), settings, params: [] });
     process.stdout.write(answer.body);
