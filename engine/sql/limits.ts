@@ -1,7 +1,7 @@
 import type { Config } from '../../schemas/config.ts';
 import { sqlErrors } from './errors.ts';
 
-/** The limits every SQL query runs under; a request may lower each, never raise it (docs/sql.md, "Limits"). */
+/** The limits every SQL query runs under; a request may lower each, never raise it (docs/sql.md, "Read-only, and the limits"). */
 export const LimitNames = ['max_execution_time', 'max_memory_usage', 'max_rows_to_read', 'max_result_rows', 'max_result_bytes'] as const;
 export type LimitName = (typeof LimitNames)[number];
 export type Limits = Readonly<Record<LimitName, number>>;
@@ -12,6 +12,7 @@ export interface SqlLimits {
   limits: Limits;
 }
 
+/** The listener's limits, from SQL_MAX_* (schemas/config.ts). */
 export function sqlLimits(config: Config): SqlLimits {
   return {
     maxConcurrent: config.SQL_MAX_CONCURRENT_QUERIES,

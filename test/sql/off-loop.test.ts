@@ -6,7 +6,8 @@ import { sqlCall, sqlEngine } from './engine.ts';
 const SCAN = 'SELECT count() FROM system.numbers WHERE intHash64(number) % 1000003 = 17';
 
 t.test("a long scan is stopped by the engine's timeout while SDK writes and the recorder carry on", async (t) => {
-  const s = await sqlEngine(t, { SQL_MAX_CONCURRENT_QUERIES: '1' });
+  // Rows to read without bound, so that the time limit is what stops the scan, on any machine.
+  const s = await sqlEngine(t, { SQL_MAX_CONCURRENT_QUERIES: '1', SQL_MAX_ROWS_TO_READ: '1000000000000000' });
   const key = { 'X-ClickHouse-Key': s.operatorKey };
   const project = s.d.project.project_id;
 
