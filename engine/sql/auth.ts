@@ -52,6 +52,9 @@ const MAX_ADDRESSES = 10_000;
  * seconds. An address out of tokens is refused before its key is looked at.
  */
 export class FailureLimiter {
+  /** When an address out of tokens has one again. */
+  static readonly retryAfterSeconds = FAILURE_REFILL_MS / 1000;
+
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
   /** True when the address may try a key now. */

@@ -42,7 +42,7 @@ export async function startSqlListener(options: SqlListenerOptions): Promise<Sql
 
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, keepAlive: true }, (req, res) => {
     const done = handle(req, res).catch((err: unknown) => {
-      log.error('sql listener failed', { err });
+      log.error('sql answer failed', { err });
       res.destroy();
     });
     running.add(done);
@@ -88,20 +88,26 @@ export async function startSqlListener(options: SqlListenerOptions): Promise<Sql
           ...(answer.format === undefined ? {} : { 'X-ClickHouse-Format': answer.format }),
         })
         .end(answer.body);
-    } catch (err) {
+    } catch (caught) {
       req.resume();
-      if (!(err instanceof SqlError)) throw err;
+      const err = caught instanceof SqlError ? caught : internal(caught, queryId);
       res
         .writeHead(err.status, {
           'Content-Type': 'text/plain; charset=UTF-8',
           'X-ClickHouse-Exception-Code': String(err.code),
           ...(queryId === '' ? {} : { 'X-ClickHouse-Query-Id': queryId }),
-          ...(err.status === 429 ? { 'Retry-After': '6' } : {}),
+          ...(err.status === 429 ? { 'Retry-After': String(FailureLimiter.retryAfterSeconds) } : {}),
         })
         .end(err.body(backend.version()));
     } finally {
       if (counted) queries--;
     }
+  }
+
+  /** A failure that is not the engine's refusal: a bug, logged; answered as ClickHouse answers a foreign exception. */
+  function internal(err: unknown, queryId: string): SqlError {
+    log.error('sql query failed', { err, query_id: queryId });
+    return new SqlError(1001, 'STD_EXCEPTION', `Internal error, logged with query id ${queryId}`);
   }
 
   async function authenticate(req: IncomingMessage): Promise<void> {
