@@ -99,6 +99,8 @@ t.test('the SQL listener answers operator keys as ClickHouse does, and refuses e
   const publicPost = await fetch(`${s.engine.url}/`, { method: 'POST', body: 'SELECT 1', headers: key });
   t.not(publicPost.status, 200, 'nor a POST of SQL');
   t.notMatch(await publicPost.text(), /^1\n$/);
+  const publicApi = await fetch(`${s.engine.url}/api/deliveries`, { headers: { Authorization: `Bearer ${s.operatorKey}` } });
+  t.equal(publicApi.status, 401, 'the public API refuses an operator key');
 
   const revoked = await runEngine(['keys', 'revoke', s.operatorKey], s.d.env);
   t.equal(revoked.code, 0, revoked.stderr);
