@@ -150,7 +150,8 @@ export class Keystore {
   async createOperatorKey(): Promise<string> {
     const key = newKey('operator');
     const hash = hashKey(key);
-    await this.redis.hset(this.topology.key(hash), { type: 'operator', prefix: key.slice(0, 8), created_at: new Date().toISOString() });
+    // Past `operator_`, as a project key's prefix shows four characters past `sdk_`.
+    await this.redis.hset(this.topology.key(hash), { type: 'operator', prefix: key.slice(0, 'operator_'.length + 4), created_at: new Date().toISOString() });
     await this.redis.sadd(this.topology.operatorKeys(), hash);
     return key;
   }

@@ -79,6 +79,7 @@ t.test('operator keys: created without a project, listed, revoked, refused by th
   t.equal(list.code, 0, list.stderr);
   t.equal(list.stdout.trim().split('\n').length, 1, 'the one operator key');
   t.match(list.stdout, /\boperator\b/);
+  t.match(list.stdout, new RegExp(`${key.slice(0, 13)}…`), 'the key\'s first characters past its type');
   t.notOk(list.stdout.includes(key), 'the key never appears in the listing');
   const projectList = await runEngine(['keys', 'list', d.project.project_id], d.env);
   t.notMatch(projectList.stdout, /operator/, "a project's listing has no operator key");
