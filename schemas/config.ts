@@ -70,7 +70,7 @@ export const ConfigSchema = Type.Object(
     SQL_MAX_ROWS_TO_READ: Type.Integer({ default: 1000000000, minimum: 1 }),
     /** Most rows in one SQL answer (max_result_rows); a query may lower it. */
     SQL_MAX_RESULT_ROWS: Type.Integer({ default: 1000000, minimum: 1 }),
-    /** Most bytes in one SQL answer (max_result_bytes); a query may lower it. */
+    /** Most bytes of one SQL result as ClickHouse holds it in memory (max_result_bytes); a query may lower it. */
     SQL_MAX_RESULT_BYTES: Type.Integer({ default: 104857600, minimum: 1 }),
     /** SQL queries one listener runs at once; past it, ClickHouse's error 202 (too many simultaneous queries). */
     SQL_MAX_CONCURRENT_QUERIES: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
