@@ -1,3 +1,8 @@
+import { join } from 'node:path';
+import type { Config } from '../../schemas/config.ts';
+import { EmbeddedSql } from './embedded.ts';
+import { ServerSql } from './server.ts';
+
 /** What a backend runs: one statement with its settings (limits and readonly already chosen). */
 export interface SqlQuery {
   sql: string;
@@ -25,5 +30,9 @@ export interface SqlBackend {
   run(query: SqlQuery): Promise<SqlAnswer>;
   /** The engine's version for the error texts the listener writes itself, once known. */
   version(): string;
-  close(): Promise<void>;
+}
+
+/** The engine's own ClickHouse: its server, or the embedded engine under DATA_DIR. */
+export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>): SqlBackend {
+  return config.CLICKHOUSE_URL === undefined ? new EmbeddedSql(join(config.DATA_DIR, 'clickhouse')) : new ServerSql(config.CLICKHOUSE_URL);
 }

@@ -56,8 +56,6 @@ export class EmbeddedSql implements SqlBackend {
       session?.close();
     }
   }
-
-  async close(): Promise<void> {}
 }
 
 /** USE and SET statements that put the query's database, settings and parameters in place. */

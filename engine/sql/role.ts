@@ -1,15 +1,11 @@
-import { join } from 'node:path';
-import type { Config } from '../../schemas/config.ts';
 import { Keystore } from '../keystore.ts';
 import { createRedis } from '../redis.ts';
 import type { RoleContext, RunningRole } from '../roles.ts';
 import { Topology } from '../topology.ts';
 import { OperatorKeys } from './auth.ts';
-import type { SqlBackend } from './backend.ts';
-import { EmbeddedSql } from './embedded.ts';
+import { sqlBackend } from './backend.ts';
 import { sqlLimits } from './limits.ts';
 import { startSqlListener } from './listener.ts';
-import { ServerSql } from './server.ts';
 
 /**
  * The `sql` role: the SQL listener on SQL_HOST:SQL_PORT (docs/sql.md), off when SQL_PORT is 0. On
@@ -36,19 +32,12 @@ export async function sqlRole(ctx: RoleContext): Promise<RunningRole> {
         closing ??= (async () => {
           await listener.close();
           redis.disconnect();
-          await backend.close();
         })();
         return closing;
       },
     };
   } catch (err) {
     redis.disconnect();
-    await backend.close();
     throw err;
   }
-}
-
-/** The engine's own ClickHouse: its server, or the embedded engine under DATA_DIR. */
-export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>): SqlBackend {
-  return config.CLICKHOUSE_URL === undefined ? new EmbeddedSql(join(config.DATA_DIR, 'clickhouse')) : new ServerSql(config.CLICKHOUSE_URL);
 }

@@ -73,6 +73,4 @@ export class ServerSql implements SqlBackend {
     if (!response.ok || code !== null) throw new ServerError(Number(code ?? 1001), response.status, Buffer.from(body).toString('utf8'));
     return { body, format: response.headers.get('x-clickhouse-format') ?? undefined, summary: response.headers.get('x-clickhouse-summary') ?? '{}' };
   }
-
-  async close(): Promise<void> {}
 }

@@ -5,7 +5,7 @@ import type { Config } from '../../../schemas/config.ts';
 import { EngineLockedError, embeddedLockHolder } from '../../clickhouse/lock-holder.ts';
 import { SqlError } from '../../sql/errors.ts';
 import { querySettings, sqlLimits } from '../../sql/limits.ts';
-import { sqlBackend } from '../../sql/role.ts';
+import { sqlBackend } from '../../sql/backend.ts';
 import { checkStatement } from '../../sql/statement.ts';
 
 /** How long the running engine's listener has to answer /ping before the data is opened directly. */
@@ -43,8 +43,6 @@ export async function runSql(config: Config, query: string, format: string): Pro
     if (!(err instanceof SqlError)) throw err;
     process.stderr.write(err.body(backend.version()));
     return 1;
-  } finally {
-    await backend.close();
   }
 }
 
