@@ -4,7 +4,11 @@ import type { Topology } from './topology.ts';
 
 /** Projects and their keys (docs/api.md#keys-and-projects). Only the SHA-256 of a key is stored. */
 
+/** Project keys: the SDK surface and the REST API. */
 export type KeyType = 'sdk' | 'rest';
+
+/** Every kind of key: operator keys belong to no project and open only the SQL listener (docs/sql.md). */
+export type AnyKeyType = KeyType | 'operator';
 
 /**
  * A project's per-key token bucket (docs/api.md#rate-limits-429-and-retry-after): each key may make `burst` calls at once,
@@ -40,7 +44,7 @@ export interface CreatedProject {
 export interface KeyRecord {
   /** The key's public id: the first 12 hex digits of its hash, shown by `keys list`. */
   id: string;
-  type: KeyType;
+  type: AnyKeyType;
   /** The key's first characters, so an operator can tell keys apart. */
   prefix: string;
   created_at: string;
@@ -62,7 +66,7 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-function newKey(type: KeyType): string {
+function newKey(type: AnyKeyType): string {
   return `${type}_${randomBytes(24).toString('base64url')}`;
 }
 
@@ -142,21 +146,29 @@ export class Keystore {
     return key;
   }
 
+  /** Issues an operator key (no project) and returns it; the key itself is never stored. */
+  async createOperatorKey(): Promise<string> {
+    const key = newKey('operator');
+    const hash = hashKey(key);
+    // Past `operator_`, as a project key's prefix shows four characters past `sdk_`.
+    await this.redis.hset(this.topology.key(hash), { type: 'operator', prefix: key.slice(0, 'operator_'.length + 4), created_at: new Date().toISOString() });
+    await this.redis.sadd(this.topology.operatorKeys(), hash);
+    return key;
+  }
+
   async listKeys(projectId: string): Promise<KeyRecord[]> {
-    const hashes = await this.redis.smembers(this.topology.projectKeys(projectId));
-    const records = await Promise.all(
-      hashes.map(async (hash) => {
-        const h = await this.redis.hgetall(this.topology.key(hash));
-        return {
-          id: hash.slice(0, 12),
-          type: h['type'] === 'rest' ? 'rest' : 'sdk',
-          prefix: h['prefix'] ?? '',
-          created_at: h['created_at'] ?? '',
-          revoked_at: h['revoked_at'] ?? null,
-        } satisfies KeyRecord;
-      }),
-    );
-    return records.sort((a, b) => a.created_at.localeCompare(b.created_at));
+    return this.records(await this.redis.smembers(this.topology.projectKeys(projectId)));
+  }
+
+  async listOperatorKeys(): Promise<KeyRecord[]> {
+    return this.records(await this.redis.smembers(this.topology.operatorKeys()));
+  }
+
+  /** The SHA-256 hashes (hex) of the operator keys not revoked. */
+  async liveOperatorKeyHashes(): Promise<string[]> {
+    const hashes = await this.redis.smembers(this.topology.operatorKeys());
+    const revoked = await Promise.all(hashes.map((hash) => this.redis.hget(this.topology.key(hash), 'revoked_at')));
+    return hashes.filter((_, i) => revoked[i] === null);
   }
 
   /** Revokes a key given the key itself; false when no such key exists. */
@@ -167,10 +179,33 @@ export class Keystore {
     return true;
   }
 
-  /** The project and type of a live key, or null for an unknown or revoked key. */
+  private async records(hashes: string[]): Promise<KeyRecord[]> {
+    const records = await Promise.all(
+      hashes.map(async (hash) => {
+        const h = await this.redis.hgetall(this.topology.key(hash));
+        return {
+          id: hash.slice(0, 12),
+          type: keyType(h['type']),
+          prefix: h['prefix'] ?? '',
+          created_at: h['created_at'] ?? '',
+          revoked_at: h['revoked_at'] ?? null,
+        } satisfies KeyRecord;
+      }),
+    );
+    return records.sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  /**
+   * The project and type of a live project key, or null for an unknown or revoked key and for an
+   * operator key (it has no project, so the public API refuses it).
+   */
   async lookupKey(key: string): Promise<KeyOwner | null> {
     const h = await this.redis.hgetall(this.topology.key(hashKey(key)));
     if (!h['project_id'] || h['revoked_at']) return null;
     return { project_id: h['project_id'], type: h['type'] === 'rest' ? 'rest' : 'sdk' };
   }
+}
+
+function keyType(stored: string | undefined): AnyKeyType {
+  return stored === 'rest' || stored === 'operator' ? stored : 'sdk';
 }

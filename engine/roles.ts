@@ -22,9 +22,10 @@ export interface RunningRole {
 
 export type RoleFactory = (ctx: RoleContext) => Promise<RunningRole>;
 
-export const RoleNames = ['gateway', 'apply', 'fanout', 'dispatch', 'recorder', 'scheduler'] as const;
+export const RoleNames = ['gateway', 'apply', 'fanout', 'dispatch', 'recorder', 'scheduler', 'sql'] as const;
 export type RoleName = (typeof RoleNames)[number];
 
 /** Roles that use ClickHouse; `engine start` opens and migrates it before starting them. */
 // Fan-out opens it on its first segment or filter audience: one targeting users by id needs none.
-export const ClickHouseRoles: readonly RoleName[] = ['recorder'];
+// The SQL listener on the embedded engine must live in the process that holds it (docs/sql.md).
+export const ClickHouseRoles: readonly RoleName[] = ['recorder', 'sql'];

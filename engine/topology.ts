@@ -155,6 +155,11 @@ export class Topology {
     return `${this.prefix}key:${hash}`;
   }
 
+  /** The hashes of the operator keys (set); each key's record is at key(hash). */
+  operatorKeys(): string {
+    return `${this.prefix}operator:keys`;
+  }
+
   /** The rate-limit bucket of a key, by its hash: one key, so one slot on a Redis Cluster. */
   rateBucket(hash: string): string {
     return `${this.prefix}rate:${hash}`;

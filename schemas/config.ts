@@ -56,6 +56,24 @@ export const ConfigSchema = Type.Object(
     PROVIDER_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
     /** Longest one provider request may take, from the send until its whole answer is read, ms; past it the attempt is a `timeout`. */
     PROVIDER_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, maximum: 120000 }),
+    /** Interface the SQL listener (the `sql` role, docs/sql.md) binds; never the gateway's port. */
+    SQL_HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
+    /** Port of the SQL listener (ClickHouse's HTTP interface, read-only, operator keys); 0 turns it off. */
+    SQL_PORT: Type.Integer({ default: 8124, minimum: 0, maximum: 65535 }),
+    /** An operator key: `engine sql` sends it to the running engine's SQL listener. */
+    SQL_KEY: Type.Optional(Type.String({ minLength: 1 })),
+    /** Longest an SQL query may run, seconds (max_execution_time); a query may lower it, never raise it. */
+    SQL_MAX_EXECUTION_TIME: Type.Integer({ default: 30, minimum: 1, maximum: 3600 }),
+    /** Most memory one SQL query may use, bytes (max_memory_usage); a query may lower it. */
+    SQL_MAX_MEMORY_USAGE: Type.Integer({ default: 1073741824, minimum: 1048576 }),
+    /** Most rows one SQL query may read from tables (max_rows_to_read); a query may lower it. */
+    SQL_MAX_ROWS_TO_READ: Type.Integer({ default: 1000000000, minimum: 1 }),
+    /** Most rows in one SQL answer (max_result_rows); a query may lower it. */
+    SQL_MAX_RESULT_ROWS: Type.Integer({ default: 1000000, minimum: 1 }),
+    /** Most bytes of one SQL result as ClickHouse holds it in memory (max_result_bytes); a query may lower it. */
+    SQL_MAX_RESULT_BYTES: Type.Integer({ default: 104857600, minimum: 1 }),
+    /** SQL queries one listener runs at once; past it, ClickHouse's error 202 (too many simultaneous queries). */
+    SQL_MAX_CONCURRENT_QUERIES: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
     /** Grace period for in-flight work on SIGTERM/SIGINT. */
     SHUTDOWN_MS: Type.Integer({ default: 5000, minimum: 0 }),
   },

@@ -21,7 +21,11 @@ export interface ArgSpec {
   name: string;
   /** The only values the argument accepts. */
   choices?: readonly string[];
+  /** May be left out; only the last arguments may be. */
+  optional?: boolean;
 }
+
+type ArgValue<Arg extends ArgSpec> = (Arg extends { choices: readonly (infer C)[] } ? C : string) | (Arg extends { optional: true } ? undefined : never);
 
 type OptionValue<O extends OptionSpec> = O['kind'] extends 'flag'
   ? boolean
@@ -42,7 +46,7 @@ export type OptionValues<Os extends Record<string, OptionSpec>> = {
 
 /** What a command's handler gets, checked against its declaration. */
 export interface CommandInput<A extends readonly ArgSpec[], Os extends Record<string, OptionSpec>> {
-  args: { [Arg in A[number] as Arg['name']]: Arg extends { choices: readonly (infer C)[] } ? C : string };
+  args: { [Arg in A[number] as Arg['name']]: ArgValue<Arg> };
   options: OptionValues<Os>;
 }
 
@@ -50,7 +54,7 @@ export interface CommandInput<A extends readonly ArgSpec[], Os extends Record<st
 export interface CommandSpec<A extends readonly ArgSpec[], Os extends Record<string, OptionSpec>> {
   /** The words that name it: `['keys', 'create']`. */
   path: readonly string[];
-  /** Positional arguments, all required, in order. */
+  /** Positional arguments, in order; required unless `optional`. */
   args: A;
   options: Os;
   /** One line saying what it does. */
@@ -67,7 +71,7 @@ export interface Command {
   args: readonly ArgSpec[];
   options: Readonly<Record<string, OptionSpec>>;
   summary: string;
-  run(config: Config, input: { args: Record<string, string>; options: Record<string, ParsedValue> }): Promise<number>;
+  run(config: Config, input: { args: Record<string, string | undefined>; options: Record<string, ParsedValue> }): Promise<number>;
 }
 
 /** Declares a command; its handler sees arguments and options typed after the declaration. */

@@ -4,6 +4,7 @@ import { keysCreate, keysList, keysRevoke } from './keys.ts';
 import { migrateCommand } from './migrate.ts';
 import { projectCreate, projectUpdate } from './project.ts';
 import { providersSet } from './providers.ts';
+import { sqlCommand } from './sql.ts';
 import { startCommand } from './start.ts';
 import { templatesCreate, templatesDelete, templatesList } from './templates.ts';
 
@@ -13,5 +14,5 @@ import { templatesCreate, templatesDelete, templatesList } from './templates.ts'
  * them. What a command does is in ./actions/, imported when it runs, so help loads none of it.
  */
 export function commandTable(roles: Partial<Record<RoleName, RoleFactory>>): readonly Command[] {
-  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, templatesCreate, templatesList, templatesDelete, migrateCommand];
+  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, templatesCreate, templatesList, templatesDelete, migrateCommand, sqlCommand];
 }

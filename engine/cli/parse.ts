@@ -4,7 +4,7 @@ import { UsageError, commandName, optionText } from './usage.ts';
 
 /** What a command line asks for: a command to run, or the help of some commands. */
 export type Invocation =
-  | { kind: 'run'; command: Command; args: Record<string, string>; options: Record<string, ParsedValue> }
+  | { kind: 'run'; command: Command; args: Record<string, string | undefined>; options: Record<string, ParsedValue> }
   | { kind: 'help'; commands: readonly Command[] };
 
 const helpWords = ['help', '--help', '-h'];
@@ -36,7 +36,7 @@ function matching(table: readonly Command[], words: readonly string[]): readonly
   return found.length > 0 ? found : table;
 }
 
-function check(command: Command, rest: readonly string[]): { args: Record<string, string>; options: Record<string, ParsedValue> } {
+function check(command: Command, rest: readonly string[]): { args: Record<string, string | undefined>; options: Record<string, ParsedValue> } {
   const name = commandName(command);
   const fail = (message: string): never => {
     throw new UsageError(message, [command]);
@@ -48,17 +48,19 @@ function check(command: Command, rest: readonly string[]): { args: Record<string
   } catch (err) {
     return fail(`${name}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const expected = command.args.map((a) => `<${a.name}>`).join(' ');
-  if (parsed.positionals.length !== command.args.length) {
+  const expected = command.args.map((a) => (a.optional ? `[<${a.name}>]` : `<${a.name}>`)).join(' ');
+  const required = command.args.filter((a) => !a.optional).length;
+  if (parsed.positionals.length < required || parsed.positionals.length > command.args.length) {
     fail(
       command.args.length === 0
         ? `${name} takes no arguments`
         : `${name} takes ${expected}, got ${parsed.positionals.length === 0 ? 'none' : parsed.positionals.map((p) => `"${p}"`).join(' ')}`,
     );
   }
-  const args: Record<string, string> = {};
+  const args: Record<string, string | undefined> = {};
   command.args.forEach((arg, i) => {
-    const value = parsed.positionals[i] ?? '';
+    const value = parsed.positionals[i];
+    if (value === undefined) return;
     if (arg.choices && !arg.choices.includes(value)) fail(`${name}: unknown ${arg.name} "${value}" (${arg.choices.join(', ')})`);
     args[arg.name] = value;
   });

@@ -27,7 +27,8 @@ export function optionText(name: string, option: OptionSpec): string {
 }
 
 function argText(arg: ArgSpec): string {
-  return `<${arg.choices ? arg.choices.join('|') : arg.name}>`;
+  const text = `<${arg.choices ? arg.choices.join('|') : arg.name}>`;
+  return arg.optional ? `[${text}]` : text;
 }
 
 /** One line: `engine keys create <project_id> --type sdk|rest [--json]`. */

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
+import { Keystore, hashKey } from '../../engine/keystore.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { deployment, runEngine } from '../helpers/engine.ts';
@@ -52,4 +52,40 @@ t.test('keys create for an unknown project and revoke of an unknown key exit 1',
   const revoke = await runEngine(['keys', 'revoke', 'sdk_not_a_real_key'], d.env);
   t.equal(revoke.code, 1);
   t.match(revoke.stderr, /no such key/);
+});
+
+t.test('operator keys: created without a project, listed, revoked, refused by the public API', async (t) => {
+  const d = await deployment(t);
+  const config = loadConfig(d.env);
+  const redis = createRedis(config);
+  t.teardown(() => redis.disconnect());
+  const keystore = new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS));
+
+  const created = await runEngine(['keys', 'create', '--type', 'operator', '--json'], d.env);
+  t.equal(created.code, 0, created.stderr);
+  t.same(Object.keys(JSON.parse(created.stdout) as object), ['key'], '--json prints only the key');
+  const key = (JSON.parse(created.stdout) as { key: string }).key;
+  t.match(key, /^operator_/);
+  t.equal(await keystore.lookupKey(key), null, 'an operator key opens no project');
+  t.same(await keystore.liveOperatorKeyHashes(), [hashKey(key)]);
+
+  const withProject = await runEngine(['keys', 'create', d.project.project_id, '--type', 'operator'], d.env);
+  t.equal(withProject.code, 2, 'an operator key takes no project');
+  const withoutProject = await runEngine(['keys', 'create', '--type', 'rest'], d.env);
+  t.equal(withoutProject.code, 2, 'a project key needs its project');
+  t.match(withoutProject.stderr, /needs <project_id>/);
+
+  const list = await runEngine(['keys', 'list'], d.env);
+  t.equal(list.code, 0, list.stderr);
+  t.equal(list.stdout.trim().split('\n').length, 1, 'the one operator key');
+  t.match(list.stdout, /\boperator\b/);
+  t.match(list.stdout, new RegExp(`${key.slice(0, 13)}…`), 'the key\'s first characters past its type');
+  t.notOk(list.stdout.includes(key), 'the key never appears in the listing');
+  const projectList = await runEngine(['keys', 'list', d.project.project_id], d.env);
+  t.notMatch(projectList.stdout, /operator/, "a project's listing has no operator key");
+
+  const revoke = await runEngine(['keys', 'revoke', key], d.env);
+  t.equal(revoke.code, 0, revoke.stderr);
+  t.same(await keystore.liveOperatorKeyHashes(), [], 'a revoked operator key is no longer live');
+  t.match((await runEngine(['keys', 'list'], d.env)).stdout, /revoked/);
 });

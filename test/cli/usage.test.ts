@@ -19,7 +19,7 @@ const badInvocations: [string, string[], RegExp][] = [
   ['project update without on|off', ['project', 'update', 'p1', '--identity-verification', 'maybe'], /on\|off/],
   ['project with no action', ['project'], /project needs/],
   ['an unknown flag', ['keys', 'list', 'p1', '--secret'], /--secret/],
-  ['a missing argument', ['keys', 'list'], /keys list takes <project_id>/],
+  ['a missing argument', ['keys', 'revoke'], /keys revoke takes <key>/],
   ['an extra argument', ['migrate', 'now'], /migrate takes no arguments/],
   ['start with an unknown role', ['start', '--roles', 'gateway,mailer'], /unknown role "mailer"/],
   ['start with a bad port', ['start', '--port', 'eighty'], /--port must be a number/],
@@ -71,7 +71,7 @@ t.test('help prints every command with its options and exits 0, whatever the env
   }
   const one = await runEngine(['keys', 'create', '--help'], env);
   t.equal(one.code, 0);
-  t.match(one.stdout, /engine keys create <project_id> --type sdk\|rest \[--json\]/);
+  t.match(one.stdout, /engine keys create \[<project_id>\] --type sdk\|rest\|operator \[--json\]/);
   t.notMatch(one.stdout, /engine migrate/, 'only the command asked about');
 });
 

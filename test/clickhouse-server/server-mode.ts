@@ -9,7 +9,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const sameInBothModes = new Set(['test/query/unavailable.test.ts']);
 
 /**
- * Runs the test files of `dir` (test/clickhouse, test/query or test/recorder) again, in server
+ * Runs the test files of `dir` (test/clickhouse, test/query, test/recorder or test/sql) again, in server
  * mode: every ClickHouse they open goes through CLICKHOUSE_URL to one stand-in of this process (a
  * database per test, see ./database.ts), so the engine's server path carries their traffic,
  * several processes included. One test file per directory, so tap runs them alongside others.

@@ -36,7 +36,8 @@ export interface EngineProcess {
 /** Environment for processes of one test: its own key prefix and data directory, short leases. */
 export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-test-'));
-  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', CHECK_ANSWERS: 'true', ...serverEnv, ...extra };
+  // SQL_PORT 0: the SQL listener's fixed default port would collide between tests; test/sql picks free ones.
+  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', CHECK_ANSWERS: 'true', SQL_PORT: '0', ...serverEnv, ...extra };
 }
 
 /** Runs `engine <args>` to completion and returns its exit code and output. */

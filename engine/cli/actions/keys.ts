@@ -11,12 +11,22 @@ export async function createKey(config: Config, projectId: string, type: KeyType
   return 0;
 }
 
-/** What `engine keys list` does: one line a key, never the key itself. */
-export async function listKeys(config: Config, projectId: string): Promise<number> {
-  const result = await withKeystore(config, async (ks) => ((await ks.getProject(projectId)) ? ks.listKeys(projectId) : null));
-  if (!result) return unknownProject(projectId);
+/** What `engine keys create --type operator` does: prints the new key (or `{"key": …}`). */
+export async function createOperatorKey(config: Config, json: boolean): Promise<number> {
+  const key = await withKeystore(config, (ks) => ks.createOperatorKey());
+  console.log(json ? JSON.stringify({ key }) : key);
+  return 0;
+}
+
+/** What `engine keys list` does: one line a key, never the key itself; the operator keys without a project. */
+export async function listKeys(config: Config, projectId: string | undefined): Promise<number> {
+  const result = await withKeystore(config, async (ks) => {
+    if (projectId === undefined) return ks.listOperatorKeys();
+    return (await ks.getProject(projectId)) ? ks.listKeys(projectId) : null;
+  });
+  if (!result) return unknownProject(projectId ?? '');
   for (const k of result) {
-    console.log(`${k.id}  ${k.type.padEnd(4)}  ${k.prefix}…  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`);
+    console.log(`${k.id}  ${k.type.padEnd(8)}  ${k.prefix}…  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`);
   }
   return 0;
 }

@@ -1,0 +1,38 @@
+import { join } from 'node:path';
+import type { Config } from '../../schemas/config.ts';
+import { EmbeddedSql } from './embedded.ts';
+import { ServerSql } from './server.ts';
+
+/** What a backend runs: one statement with its settings (limits and readonly already chosen). */
+export interface SqlQuery {
+  sql: string;
+  /** The format when the query names none. */
+  defaultFormat: string | undefined;
+  database: string | undefined;
+  queryId: string;
+  settings: readonly (readonly [string, string])[];
+  params: readonly (readonly [string, string])[];
+}
+
+export interface SqlAnswer {
+  /** The rows, written by the engine in their format. */
+  body: Uint8Array;
+  format: string | undefined;
+  /** The X-ClickHouse-Summary header's value (JSON). */
+  summary: string;
+}
+
+/**
+ * Where queries run: the embedded engine (./embedded.ts) or a ClickHouse server (./server.ts).
+ * run() throws an SqlError with ClickHouse's code and text when the engine refuses the query.
+ */
+export interface SqlBackend {
+  run(query: SqlQuery): Promise<SqlAnswer>;
+  /** The engine's version for the error texts the listener writes itself, once known. */
+  version(): string;
+}
+
+/** The engine's own ClickHouse: its server, or the embedded engine under DATA_DIR. */
+export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>): SqlBackend {
+  return config.CLICKHOUSE_URL === undefined ? new EmbeddedSql(join(config.DATA_DIR, 'clickhouse')) : new ServerSql(config.CLICKHOUSE_URL);
+}

@@ -1,0 +1,43 @@
+import { Keystore } from '../keystore.ts';
+import { createRedis } from '../redis.ts';
+import type { RoleContext, RunningRole } from '../roles.ts';
+import { Topology } from '../topology.ts';
+import { OperatorKeys } from './auth.ts';
+import { sqlBackend } from './backend.ts';
+import { sqlLimits } from './limits.ts';
+import { startSqlListener } from './listener.ts';
+
+/**
+ * The `sql` role: the SQL listener on SQL_HOST:SQL_PORT (docs/sql.md), off when SQL_PORT is 0. On
+ * the embedded engine it runs in the process that holds the engine, so `engine start` opens
+ * ClickHouse before it starts this role (engine/roles.ts, ClickHouseRoles).
+ */
+export async function sqlRole(ctx: RoleContext): Promise<RunningRole> {
+  const { config, log } = ctx;
+  if (config.SQL_PORT === 0) {
+    log.info('sql listener off', { SQL_PORT: 0 });
+    return { name: 'sql', close: async () => undefined };
+  }
+  if (config.CLICKHOUSE_URL === undefined) await ctx.clickhouse.get();
+  const backend = sqlBackend(config);
+  const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
+  const keys = new OperatorKeys(new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)), config.KEY_CACHE_MS);
+  try {
+    const listener = await startSqlListener({ host: config.SQL_HOST, port: config.SQL_PORT, backend, keys, limits: sqlLimits(config), log, shutdownMs: config.SHUTDOWN_MS });
+    log.info('sql listening', { host: config.SQL_HOST, port: listener.port });
+    let closing: Promise<void> | undefined;
+    return {
+      name: 'sql',
+      close: () => {
+        closing ??= (async () => {
+          await listener.close();
+          redis.disconnect();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+}

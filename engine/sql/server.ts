@@ -1,0 +1,76 @@
+import type { SqlAnswer, SqlBackend, SqlQuery } from './backend.ts';
+import { SqlError } from './errors.ts';
+
+/** A refusal of the server, answered as it came: its status, code and text. */
+class ServerError extends SqlError {
+  constructor(
+    code: number,
+    status: number,
+    private readonly text: string,
+  ) {
+    super(code, 'SERVER', text, status);
+  }
+
+  override body(): string {
+    return this.text;
+  }
+}
+
+/** How long past max_execution_time the listener waits for the server before it gives up. */
+const GRACE_MS = 5000;
+
+/**
+ * Queries forwarded to the ClickHouse server of CLICKHOUSE_URL, with the same settings the embedded
+ * engine gets (the limits and readonly = 1), as a POST so that no server default for GET applies.
+ * The URL's credentials and its path (the database) are the engine's; the server answers in the
+ * format asked, and its answer is passed on whole.
+ */
+export class ServerSql implements SqlBackend {
+  private readonly base: URL;
+  private readonly authorization: string | undefined;
+  private readonly database: string | undefined;
+
+  constructor(url: string) {
+    const parsed = new URL(url);
+    this.authorization =
+      parsed.username === '' ? undefined : `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString('base64')}`;
+    this.database = parsed.pathname.length > 1 ? decodeURIComponent(parsed.pathname.slice(1)) : undefined;
+    this.base = new URL(`${parsed.protocol}//${parsed.host}/`);
+  }
+
+  /** Unknown: the listener's own error texts then carry no version. */
+  version(): string {
+    return '';
+  }
+
+  async run(query: SqlQuery): Promise<SqlAnswer> {
+    const url = new URL(this.base);
+    const database = query.database ?? this.database;
+    if (database !== undefined) url.searchParams.set('database', database);
+    if (query.defaultFormat !== undefined) url.searchParams.set('default_format', query.defaultFormat);
+    url.searchParams.set('query_id', query.queryId);
+    let seconds = 0;
+    for (const [name, value] of query.settings) {
+      url.searchParams.set(name, value);
+      if (name === 'max_execution_time') seconds = Number(value);
+    }
+    for (const [name, value] of query.params) url.searchParams.set(`param_${name}`, value);
+    let response: Response;
+    let body: Uint8Array;
+    try {
+      response = await fetch(url, {
+        method: 'POST',
+        body: query.sql,
+        headers: { 'Content-Type': 'text/plain; charset=UTF-8', ...(this.authorization ? { Authorization: this.authorization } : {}) },
+        signal: AbortSignal.timeout(seconds * 1000 + GRACE_MS),
+      });
+      body = new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new SqlError(210, 'NETWORK_ERROR', `The ClickHouse server did not answer: ${reason}`, 503);
+    }
+    const code = response.headers.get('x-clickhouse-exception-code');
+    if (!response.ok || code !== null) throw new ServerError(Number(code ?? 1001), response.status, Buffer.from(body).toString('utf8'));
+    return { body, format: response.headers.get('x-clickhouse-format') ?? undefined, summary: response.headers.get('x-clickhouse-summary') ?? '{}' };
+  }
+}

@@ -1,0 +1,3 @@
+import { runInServerMode } from './server-mode.ts';
+
+await runInServerMode('test/sql');
