@@ -17,6 +17,8 @@ const Button = Type.Object({ id: Type.String(), text: Type.Optional(Type.String(
 export const OneSignalTranslated = {
   app_id: Type.String({ minLength: 1, maxLength: 128 }),
   include_aliases: Type.Object({ external_id: Type.Array(ExternalId, { minItems: 1, maxItems: 20_000 }) }, { additionalProperties: false }),
+  /** OneSignal's older name of include_subscription_ids. */
+  include_player_ids: NotificationBody.properties.include_subscription_ids,
   target_channel: Type.Union([Type.Literal('push'), Type.Literal('email'), Type.Literal('sms')]),
   /** OneSignal's older name of the idempotency key. */
   external_id: Type.String({ minLength: 1, maxLength: 256 }),
@@ -37,10 +39,8 @@ export const OneSignalOptions = {
   ios_badge_count: NotificationOptions.properties.ios_badgeCount,
 } as Record<string, TSchema>;
 
-/** Targeting by subscription or token: refused, since ignoring it would send to someone else. */
+/** Targeting by device token: refused, since ignoring it would send to someone else. */
 export const OneSignalRefused = {
-  include_subscription_ids: Strings,
-  include_player_ids: Strings,
   include_email_tokens: Strings,
   include_phone_numbers: Strings,
   include_ios_tokens: Strings,

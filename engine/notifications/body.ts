@@ -34,7 +34,7 @@ const envelope = compileTwoWay(Envelope);
 const templated = compileTwoWay(Type.Object({ ...Envelope.properties, contents: Type.Optional(Contents) }, { additionalProperties: false }));
 
 /** The targeting modes, each named by the field that selects it. */
-const modes = ['include_external_user_ids', 'included_segments', 'filters'] as const;
+const modes = ['include_external_user_ids', 'include_subscription_ids', 'included_segments', 'filters'] as const;
 
 /** A body the engine takes: its own, the `app_id` it named, and what was taken but ignored. */
 export interface AcceptedBody {

@@ -33,7 +33,7 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
   for (const [field, value] of Object.entries(request)) {
     if (ownFields.has(field)) body[field] = value;
     else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
-    else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by subscription or token is not supported; target users with include_aliases.external_id'));
+    else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by token is not supported; target subscriptions with include_subscription_ids or users with include_aliases.external_id'));
     else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
   }
 
@@ -50,6 +50,11 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
   if (aliases !== undefined) {
     if (body['include_external_user_ids'] !== undefined) errors.push(errorItem('/include_aliases', 'give include_aliases or include_external_user_ids, not both'));
     else body['include_external_user_ids'] = aliases.external_id;
+  }
+  const playerIds = request['include_player_ids'];
+  if (playerIds !== undefined) {
+    if (body['include_subscription_ids'] !== undefined) errors.push(errorItem('/include_player_ids', 'give include_player_ids or include_subscription_ids, not both'));
+    else body['include_subscription_ids'] = playerIds;
   }
   const target = request['target_channel'];
   if (typeof target === 'string') {
