@@ -11,7 +11,8 @@ import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.t
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
 import { acceptedState, Notifications } from './lifecycle.ts';
 import { isPersonal } from './personal.ts';
-import { reachOfSubscriptions } from './subscriptions.ts';
+import type { TokenTarget } from './onesignal.ts';
+import { reachOfIds, reachOfRefs, type SubscriptionsReach } from './subscriptions.ts';
 
 /** What creating, reading and cancelling notifications needs (the gateway's deps fit it). */
 export interface NotificationDeps {
@@ -31,6 +32,8 @@ export interface Extras {
   warnings: NotificationWarning[];
   /** Minute of each user's local day to send at, with the zone of users without one; null: at once. */
   localTime?: { minute: number; default_timezone: string } | null;
+  /** OneSignal's token lists, the targeting mode when given (docs/api.md#moving-from-onesignal). */
+  tokens?: TokenTarget | null;
 }
 
 /** Who is targeted, on which channel, and how many of them will get a delivery attempt. */
@@ -66,7 +69,11 @@ export async function createNotification(
   const localTime = extras.localTime ?? null;
   const withOptions = Object.keys(options).length > 0;
   // Options and local time count in the hash; without them, the hash is the one of bodies older than them.
-  const hash = key === undefined ? '' : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }) });
+  const tokens = extras.tokens ?? null;
+  const hash =
+    key === undefined
+      ? ''
+      : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }), ...(tokens === null ? {} : { tokens: tokens.refs }) });
   if (key !== undefined) {
     const prior = await keys.read(project, key);
     if (prior !== null) return keys.repeat(project, key, prior, hash);
@@ -74,7 +81,7 @@ export async function createNotification(
 
   const id = randomUUID();
   const sendAfter = body.send_after === undefined ? null : timeOf(body.send_after);
-  const targeting = await target(deps, project, body, now);
+  const targeting = await target(deps, project, body, tokens, now);
   const spec: NotificationSpec = {
     id,
     project,
@@ -123,13 +130,20 @@ export async function createNotification(
   return answer;
 }
 
-async function target(deps: NotificationDeps, project: string, body: NotificationBody, now: number): Promise<Targeting> {
+async function target(deps: NotificationDeps, project: string, body: NotificationBody, tokens: TokenTarget | null, now: number): Promise<Targeting> {
   const channel = body.channel ?? 'PUSH';
   const none = { channel, external_ids: null, included_segments: null, excluded_segments: [], filters: null, invalid: [] };
-  if (body.include_subscription_ids !== undefined) {
-    const reach = await reachOfSubscriptions(deps.redis, deps.topology, project, body.channel, body.include_subscription_ids, '/include_subscription_ids');
+  const bySubscription = (reach: SubscriptionsReach): Targeting => {
     const { owners, subscriptions, invalid } = reach;
     return { ...none, channel: reach.channel, external_ids: owners, subscriptions, recipients: owners.length, invalidSubscriptions: invalid };
+  };
+  if (body.include_subscription_ids !== undefined) {
+    return bySubscription(await reachOfIds(deps.redis, deps.topology, project, body.channel, body.include_subscription_ids, '/include_subscription_ids'));
+  }
+  if (tokens !== null) {
+    // Each (type, token) once, however often listed.
+    const named = [...new Map(tokens.refs.map((ref) => [`${ref.type}:${ref.token}`, { name: ref.token, ref }])).values()];
+    return bySubscription(await reachOfRefs(deps.redis, deps.topology, project, body.channel, named, `/${tokens.fields[0] ?? ''}`));
   }
   if (body.include_external_user_ids !== undefined) {
     const reach = await reachOfUsers(deps.redis, deps.topology, project, channel, body.include_external_user_ids);

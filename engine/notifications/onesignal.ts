@@ -1,7 +1,8 @@
 import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
-import { OneSignalIgnored, OneSignalOptions, OneSignalRefused } from '../../schemas/onesignal.ts';
+import { OneSignalIgnored, OneSignalOptions, OneSignalRefused, OneSignalTokens } from '../../schemas/onesignal.ts';
+import type { SubscriptionRef } from '../state/subscription-ids.ts';
 import { minuteOfDay } from '../local-time.ts';
 import { sendAfterText } from './send-after.ts';
 
@@ -19,8 +20,16 @@ export interface Translated {
   localMinute: number | null;
   app_id: string | null;
   template_id: string | null;
+  /** OneSignal's token lists (include_ios_tokens, ...), a targeting mode of their own; null without. */
+  tokens: TokenTarget | null;
   warnings: NotificationWarning[];
   errors: ErrorItem[];
+}
+
+/** Subscriptions named by type and token, and the fields that named them. */
+export interface TokenTarget {
+  fields: string[];
+  refs: SubscriptionRef[];
 }
 
 const ownFields = new Set(Object.keys(NotificationBody.properties));
@@ -30,8 +39,15 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
   const warnings: NotificationWarning[] = [];
   const errors: ErrorItem[] = [];
   const options: Record<string, unknown> = {};
+  let tokens: TokenTarget | null = null;
   for (const [field, value] of Object.entries(request)) {
+    const type = Object.hasOwn(OneSignalTokens, field) ? OneSignalTokens[field] : undefined;
     if (ownFields.has(field)) body[field] = value;
+    else if (type !== undefined && Array.isArray(value)) {
+      tokens ??= { fields: [], refs: [] };
+      tokens.fields.push(field);
+      tokens.refs.push(...value.map((token: unknown) => ({ type, token: String(token) })));
+    }
     else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
     else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by token is not supported; target subscriptions with include_subscription_ids or users with include_aliases.external_id'));
     else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
@@ -82,6 +98,7 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     localMinute,
     app_id: typeof appId === 'string' ? appId : null,
     template_id: typeof templateId === 'string' ? templateId : null,
+    tokens,
     warnings,
     errors,
   };

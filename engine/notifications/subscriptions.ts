@@ -21,37 +21,48 @@ export interface SubscriptionsReach {
 const channelOf = Object.fromEntries(Object.entries(channelTypes).flatMap(([channel, types]) => types.map((t) => [t, channel]))) as Record<SubscriptionType, Channel>;
 
 /**
- * Resolves subscription ids to the subscriptions and their current owners: the id index, then the
- * token's ownership record, then the owner's subs hash (each one auto-pipelined round). An id
- * counts when its owner holds it live now. Without `channel`, the ids' types give it; ids of
- * several channels are a CallerError naming `path`.
+ * Resolves subscription ids to their subscriptions through the id index, then as reachOfRefs.
  */
-export async function reachOfSubscriptions(
+export async function reachOfIds(redis: RedisClient, topology: Topology, project: string, channel: Channel | undefined, ids: readonly string[], path: string): Promise<SubscriptionsReach> {
+  const unique = [...new Set(ids)];
+  const refs = await new SubscriptionIds(redis, topology).resolve(project, unique);
+  return reachOfRefs(redis, topology, project, channel, unique.map((name, i) => ({ name, ref: refs[i] ?? null })), path);
+}
+
+/**
+ * The current owners of subscriptions named by type and token (`name` is what the answer lists
+ * when one is not found): the token's ownership record, then the owner's subs hash (each one
+ * auto-pipelined round). A subscription counts when its owner holds it live now. Without
+ * `channel`, the subscriptions' types give it; several channels are a CallerError naming `path`.
+ */
+export async function reachOfRefs(
   redis: RedisClient,
   topology: Topology,
   project: string,
   channel: Channel | undefined,
-  ids: readonly string[],
+  named: readonly { name: string; ref: SubscriptionRef | null }[],
   path: string,
 ): Promise<SubscriptionsReach> {
-  const unique = [...new Set(ids)];
-  const refs = await new SubscriptionIds(redis, topology).resolve(project, unique);
-  const owners = await Promise.all(refs.map((ref) => (ref === null ? null : redis.hget(topology.token(project, ref.type, ref.token), 'owner'))));
+  const owners = await Promise.all(named.map(({ ref }) => (ref === null ? null : redis.hget(topology.token(project, ref.type, ref.token), 'owner'))));
   const held = await liveOf(redis, topology, project, owners);
-  const live = unique.map((_, i) => {
-    const ref = refs[i] ?? null;
+  const live = named.map(({ ref }, i) => {
     const owner = owners[i] ?? null;
     return ref !== null && owner !== null && held.get(owner)?.has(fieldOf(ref)) === true ? { ref, owner } : null;
   });
   const chosen = channel ?? onlyChannel(live, path);
   const reach: SubscriptionsReach = { channel: chosen, owners: [], subscriptions: Object.create(null) as Record<string, string[]>, invalid: [] };
+  const seen = new Set<string>();
   live.forEach((found, i) => {
-    if (found === null || channelOf[found.ref.type] !== chosen) return reach.invalid.push(unique[i] ?? '');
+    if (found === null || channelOf[found.ref.type] !== chosen) return reach.invalid.push(named[i]?.name ?? '');
+    const field = fieldOf(found.ref);
+    // Two names of one subscription (an id listed twice, a token listed under two fields) send once.
+    if (seen.has(`${found.owner}\0${field}`)) return;
+    seen.add(`${found.owner}\0${field}`);
     const fields = reach.subscriptions[found.owner];
     if (fields === undefined) {
       reach.owners.push(found.owner);
-      reach.subscriptions[found.owner] = [fieldOf(found.ref)];
-    } else fields.push(fieldOf(found.ref));
+      reach.subscriptions[found.owner] = [field];
+    } else fields.push(field);
   });
   return reach;
 }

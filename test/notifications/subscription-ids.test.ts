@@ -124,3 +124,17 @@ t.test('channels: from the ids, refused when they mix, the others named under ta
   await until(s, (mail.body as { id: string }).id);
   t.equal((await s.sims.sendgrid.requests()).filter((r) => JSON.stringify(r.body).includes('<p>Mail</p>')).length, 1);
 });
+
+t.test("OneSignal's token lists target the subscriptions of those tokens; an unknown token is named", async (t) => {
+  const answer = await post({ include_ios_tokens: [phone.a, 'f00d'], include_android_reg_ids: [tablet], contents: { en: 'By token' } });
+  t.match(answer, { status: 201, body: { recipients: 2, errors: { invalid_player_ids: ['f00d'] } } });
+  await until(s, (answer.body as { id: string }).id);
+  t.equal(await apnsTo(phone.a, 'By token'), 1);
+  t.equal(await apnsTo(phone.b, 'By token'), 0);
+  t.equal((await s.sims.fcm.requests()).filter((r) => JSON.stringify(r.body).includes('By token')).length, 1);
+
+  const mail = await post({ include_email_tokens: [email], email_subject: 'Token mail', email_body: '<p>Token mail</p>', target_channel: 'email' });
+  t.match(mail, { status: 201, body: { recipients: 1, errors: { invalid_player_ids: [] } } });
+  await until(s, (mail.body as { id: string }).id);
+  t.equal((await s.sims.sendgrid.requests()).filter((r) => JSON.stringify(r.body).includes('<p>Token mail</p>')).length, 1);
+});
