@@ -129,7 +129,7 @@ t.test('by user ids: recipients are users with a live subscription of the channe
 t.test('the body is checked: exactly one targeting mode, contents.en, data size, known segments, filters', async (t) => {
   const none = await post({ contents });
   t.same([none.status, paths(none)], [400, ['']]);
-  t.match((none.body as { errors: { message: string }[] }).errors[0]?.message, /include_external_user_ids, included_segments, filters/);
+  t.match((none.body as { errors: { message: string }[] }).errors[0]?.message, /include_external_user_ids, include_subscription_ids, included_segments, filters/);
 
   const two = await post({ include_external_user_ids: ['ios'], filters: [{ field: 'subscription', type: 'SMS' }], contents });
   t.same([two.status, paths(two).sort()], [400, ['/filters', '/include_external_user_ids']]);
@@ -287,6 +287,7 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
     received: 0,
     remaining: 1,
     queued_at: Math.floor(spec.created_at / 1000),
+    platform_delivery_stats: {},
   });
 
   // What the fan-out and dispatch would write: sending, then every job done.
@@ -410,10 +411,14 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
 });
 
 // Last: it closes the process's ClickHouse.
-t.test('without ClickHouse: GET and segment targeting answer 503, user ids still work', async (t) => {
+t.test('without ClickHouse: segment targeting answers 503; user ids, GET and DELETE still work', async (t) => {
   const mine = await created({ include_external_user_ids: ['ios'], contents });
   await gw.store.close();
-  for (const answer of [await get(mine.id), await cancel(mine.id), await post({ included_segments: ['All'], contents }), await post({ filters: [{ field: 'subscription', type: 'SMS' }], contents })]) {
+  const view = await get(mine.id);
+  t.match([view.status, view.body], [200, { id: mine.id, recipients: 1, counts: { sent: 0, delivered: 0 }, received: 0 }], 'GET answers from Redis');
+  t.notOk('platform_delivery_stats' in (view.body as object), 'without platform_delivery_stats');
+  t.match([(await cancel(mine.id)).body], [{ status: 'canceled', success: true }], 'DELETE too');
+  for (const answer of [await post({ included_segments: ['All'], contents }), await post({ filters: [{ field: 'subscription', type: 'SMS' }], contents })]) {
     t.same([answer.status, answer.headers.get('retry-after'), (answer.body as { errors: { code: string }[] }).errors[0]?.code], [503, '1', 'unavailable']);
   }
   t.equal((await post({ include_external_user_ids: ['ios'], contents })).status, 201);
