@@ -19,6 +19,11 @@ export interface NotificationDeps {
   redis: RedisClient;
   topology: Topology;
   clickhouse: Pick<ClickHouseStore, 'get'>;
+  /**
+   * Whether an error says ClickHouse cannot answer now (the gateway's classification): the
+   * notification view then answers from Redis alone. Absent: every error propagates.
+   */
+  clickhouseUnavailable?: (err: unknown) => boolean;
 }
 
 /** True when a heading or content holds placeholders to fill per user. */

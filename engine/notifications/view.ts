@@ -28,8 +28,8 @@ interface Found {
 /**
  * The GET body of notification `id` (docs/api.md#reading-listing-and-cancelling), or null when
  * `project` has none of that id (another project's is not found either). Receipt counts and
- * platform_delivery_stats come from ClickHouse: when it cannot answer, the view is what Redis
- * knows (receipt counts 0, no platform_delivery_stats).
+ * platform_delivery_stats come from ClickHouse: when it cannot answer (deps.clickhouseUnavailable),
+ * the view is what Redis knows (receipt counts 0, no platform_delivery_stats).
  */
 export async function readView(deps: NotificationDeps, project: string, id: string): Promise<NotificationView | null> {
   const found = await find(new Notifications(deps.redis, deps.topology), project, id);
@@ -91,8 +91,9 @@ async function recorded(deps: NotificationDeps, project: string, id: string, cre
     const ch = await deps.clickhouse.get();
     const [receipts, platforms] = await Promise.all([receiptCounts(ch, project, id), platformCounts(ch, project, id, createdAt)]);
     return { receipts, platforms };
-  } catch {
-    // The counts in Redis still answer (docs/api.md#reading-listing-and-cancelling).
+  } catch (err) {
+    // The counts in Redis still answer (docs/api.md#reading-listing-and-cancelling); a bug does not hide here.
+    if (deps.clickhouseUnavailable?.(err) !== true) throw err;
     return { receipts: { delivered: 0, opened: 0, clicked: 0 }, platforms: null };
   }
 }

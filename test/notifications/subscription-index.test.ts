@@ -40,10 +40,13 @@ t.test('the settler indexes each registration by its id, and a replayed entry ch
   t.equal(await redis.hget(topology.token('p1', 'IOS_PUSH', 'ab:cd'), 'owner'), 'u1', 'the claim is settled too');
 });
 
-t.test('without ClickHouse the view answers from Redis, without platform_delivery_stats', async (t) => {
-  const deps = { redis, topology, clickhouse: { get: () => Promise.reject(new Error('ClickHouse is down')) } };
+t.test('without ClickHouse the view answers from Redis, without platform_delivery_stats; a bug still throws', async (t) => {
+  const down = new Error('ClickHouse is down');
+  const deps = { redis, topology, clickhouse: { get: () => Promise.reject(down) }, clickhouseUnavailable: (err: unknown) => err === down };
   const created = await createNotification(deps, 'p1', { include_external_user_ids: ['u9'], contents: { en: 'x' } });
   const view = await readView(deps, 'p1', created.id);
   t.match(view, { id: created.id, recipients: 0, counts: { sent: 0, delivered: 0 }, received: 0, converted: 0 });
   t.notOk(view !== null && 'platform_delivery_stats' in view, 'platform_delivery_stats is left out');
+  const bug = new Error('not an outage');
+  await t.rejects(readView({ ...deps, clickhouse: { get: () => Promise.reject(bug) } }, 'p1', created.id), bug, 'any other error still propagates');
 });
