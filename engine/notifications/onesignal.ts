@@ -2,6 +2,7 @@ import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
 import { OneSignalIgnored, OneSignalOptions, OneSignalRefused, OneSignalTokens } from '../../schemas/onesignal.ts';
+import { channelOf } from '../../schemas/outcomes.ts';
 import type { SubscriptionRef } from '../state/subscription-ids.ts';
 import { minuteOfDay } from '../local-time.ts';
 import { sendAfterText } from './send-after.ts';
@@ -78,6 +79,10 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     if (body['channel'] !== undefined && body['channel'] !== channel) errors.push(errorItem('/target_channel', `disagrees with channel ${String(body['channel'])}`));
     body['channel'] = channel;
   }
+  // Token lists of one channel give it, so email_subject and email_body of email tokens are taken.
+  const tokenChannels = new Set(tokens?.refs.map((ref) => channelOf[ref.type]));
+  const [tokenChannel] = tokenChannels;
+  if (body['channel'] === undefined && tokenChannels.size === 1 && tokenChannel !== undefined) body['channel'] = tokenChannel;
   const oldKey = request['external_id'];
   if (typeof oldKey === 'string') {
     if (body['idempotency_key'] !== undefined && body['idempotency_key'] !== oldKey) errors.push(errorItem('/external_id', 'disagrees with idempotency_key'));

@@ -4,8 +4,7 @@ import { parseSubscription } from '../state/read-user.ts';
 import { fieldOf, SubscriptionIds, type SubscriptionRef } from '../state/subscription-ids.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
-import { channelTypes, type Channel } from '../../schemas/outcomes.ts';
-import type { SubscriptionType } from '../../schemas/sdk.ts';
+import { channelOf, type Channel } from '../../schemas/outcomes.ts';
 
 /** Subscriptions targeted by id (docs/api.md#targeting), resolved to their owners at create time. */
 export interface SubscriptionsReach {
@@ -17,8 +16,6 @@ export interface SubscriptionsReach {
   /** Ids of no live subscription (of the channel, when one was given), each once. */
   invalid: string[];
 }
-
-const channelOf = Object.fromEntries(Object.entries(channelTypes).flatMap(([channel, types]) => types.map((t) => [t, channel]))) as Record<SubscriptionType, Channel>;
 
 /**
  * Resolves subscription ids to their subscriptions through the id index, then as reachOfRefs.

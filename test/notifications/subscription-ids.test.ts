@@ -133,7 +133,8 @@ t.test("OneSignal's token lists target the subscriptions of those tokens; an unk
   t.equal(await apnsTo(phone.b, 'By token'), 0);
   t.equal((await s.sims.fcm.requests()).filter((r) => JSON.stringify(r.body).includes('By token')).length, 1);
 
-  const mail = await post({ include_email_tokens: [email], email_subject: 'Token mail', email_body: '<p>Token mail</p>', target_channel: 'email' });
+  // Email tokens make an email: no target_channel needed for email_subject and email_body.
+  const mail = await post({ include_email_tokens: [email], email_subject: 'Token mail', email_body: '<p>Token mail</p>' });
   t.match(mail, { status: 201, body: { recipients: 1, errors: { invalid_player_ids: [] } } });
   await until(s, (mail.body as { id: string }).id);
   t.equal((await s.sims.sendgrid.requests()).filter((r) => JSON.stringify(r.body).includes('<p>Token mail</p>')).length, 1);
