@@ -48,8 +48,7 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
       tokens ??= { fields: [], refs: [] };
       tokens.fields.push(field);
       tokens.refs.push(...value.map((token: unknown) => ({ type, token: String(token) })));
-    }
-    else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
+    } else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
     else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by token is not supported; target subscriptions with include_subscription_ids or users with include_aliases.external_id'));
     else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
   }
