@@ -139,3 +139,28 @@ t.test("OneSignal's token lists target the subscriptions of those tokens; an unk
   await until(s, (mail.body as { id: string }).id);
   t.equal((await s.sims.sendgrid.requests()).filter((r) => JSON.stringify(r.body).includes('<p>Token mail</p>')).length, 1);
 });
+
+t.test('consent is still checked: an opted-out targeted subscription is skipped, not sent', async (t) => {
+  const out = await call(`${s.engine.url}/api/sdk/opt-out`, 'POST', s.d.project.sdk_key, { external_id: 'u1', subscription_type: 'ANDROID_PUSH' });
+  t.equal(out.status, 200);
+  const answer = await post({ include_subscription_ids: [idOf('ANDROID_PUSH', tablet)], contents: { en: 'Opted out' } });
+  t.match(answer, { status: 201, body: { recipients: 1 } });
+  const id = (answer.body as { id: string }).id;
+  t.match(await until(s, id), { counts: { sent: 0, skipped: 1 } });
+  t.equal((await s.sims.fcm.requests()).filter((r) => JSON.stringify(r.body).includes('Opted out')).length, 0);
+  const records = await eventually('the skip recorded', async () => {
+    const all = await deliveriesOf(s, id);
+    return all.length > 0 ? all : undefined;
+  });
+  t.match(records, [{ external_id: 'u1', status: 'skipped', error_code: 'opted_out' }]);
+});
+
+t.test('an idempotency key covers the tokens: other tokens under one key are a 409', async (t) => {
+  const later = new Date(Date.now() + 3_600_000).toISOString();
+  const body = { include_ios_tokens: [phone.a], contents: { en: 'Keyed' }, send_after: later, idempotency_key: 'tokens-1' };
+  const first = await post(body);
+  t.match(first, { status: 201, body: { status: 'scheduled', recipients: 1 } });
+  const again = await post(body);
+  t.same([again.status, (again.body as { id: string }).id], [201, (first.body as { id: string }).id], 'the same body answers the first again');
+  t.match(await post({ ...body, include_ios_tokens: [phone.b] }), { status: 409, body: { errors: [{ code: 'idempotency_conflict' }] } });
+});
