@@ -8,6 +8,7 @@ import { Notifications, type NotificationRecord } from '../../engine/notificatio
 import { SegmentStore } from '../../engine/segments/store.ts';
 import type { NotificationCreated, NotificationSpec, NotificationView } from '../../schemas/notifications.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
+import { deliveryRow, type DeliveryRow } from '../query/fixtures.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 
 let gw: InProcess;
@@ -313,8 +314,26 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
   t.same(done.counts, { sent: 1, failed: 1, skipped: 1, delivered: 3, opened: 2, clicked: 1 }, 'each user once, a later stage counting as the earlier');
   t.match(done, { successful: 1, failed: 1, errored: 1, converted: 1, received: 3, remaining: 0 }, "OneSignal's names of the counts");
 
+  // Delivery records per platform: last attempts by status, users sent to with a receipt.
+  const row = (i: number, overrides: Partial<DeliveryRow>): DeliveryRow => deliveryRow(p, i, { notification_id: body.id, at: Date.now(), retrying: false, ...overrides });
+  await insertRows(gw.clickhouse, 'message_deliveries', [
+    row(1, { external_id: 'ios', subscription_type: 'IOS_PUSH', status: 'sent' }),
+    row(2, { external_id: 'u2', subscription_type: 'ANDROID_PUSH', status: 'failed', retrying: true }),
+    row(3, { external_id: 'u2', subscription_type: 'ANDROID_PUSH', status: 'failed' }),
+    row(4, { external_id: 'u3', subscription_type: 'WEB_PUSH', status: 'skipped' }),
+    row(5, { external_id: 'u4', subscription_type: null, status: 'skipped' }),
+    row(6, { external_id: 'ios', subscription_type: 'EMAIL', status: 'sent', notification_id: 'another' }),
+  ]);
+  const zero = { successful: 0, failed: 0, errored: 0, converted: 0, received: 0 };
+  t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, {
+    ios: { ...zero, successful: 1, received: 1 },
+    android: { ...zero, errored: 1 },
+    web_push: { ...zero, failed: 1 },
+  });
+  const withStats = (await get(body.id)).body as NotificationView;
+
   const again = await cancel(body.id);
-  t.same([again.status, again.body], [200, { ...done, success: true }], 'cancelling a completed notification changes nothing');
+  t.same([again.status, again.body], [200, { ...withStats, success: true }], 'cancelling a completed notification changes nothing');
 });
 
 t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine', async (t) => {
