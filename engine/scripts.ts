@@ -10,7 +10,7 @@ import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/leas
 import { markRound, settleBatch } from './scripts/settle-batch.ts';
 import { createGroup, oldestUnread } from './scripts/streams.ts';
 import { takeToken } from './scripts/take-token.ts';
-import { appendDetach, claimToken, clearDetach } from './scripts/token-claims.ts';
+import { appendDetach, claimToken, clearDetach, indexSubscription } from './scripts/token-claims.ts';
 
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
@@ -32,6 +32,7 @@ export const scripts = {
   claimToken,
   clearDetach,
   appendDetach,
+  indexSubscription,
   takeToken,
   appendJobs,
   loadRecipient,

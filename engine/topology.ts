@@ -119,6 +119,14 @@ export class Topology {
     return `${this.prefix}token:${this.tag(this.tokenPartitionOf(project, type, token))}:${project}:${type}:${token}`;
   }
 
+  /**
+   * The index of subscription id `id` (engine/state/subscription-ids.ts): `TYPE:token`. Found by
+   * the id alone, so it has no partition tag; one key per id keeps a project off one slot.
+   */
+  subscriptionId(project: string, id: string): string {
+    return `${this.prefix}subid:${project}:${id}`;
+  }
+
   workers(): string {
     return `${this.prefix}workers`;
   }

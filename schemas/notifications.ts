@@ -15,6 +15,7 @@ export const NotificationLimits = {
   /** `data` serialised, bytes. */
   data: 2048,
   userIds: 20_000,
+  subscriptionIds: 20_000,
   /** Default and largest `ttl`, seconds. */
   ttlDefault: 259_200,
   ttlMax: 2_419_200,
@@ -38,6 +39,8 @@ export const Contents = Type.Intersect([Localized, Type.Object({ en: Type.String
 export const NotificationBody = Type.Object(
   {
     include_external_user_ids: Type.Optional(Type.Array(ExternalId, { minItems: 1, maxItems: NotificationLimits.userIds })),
+    /** Subscription ids as GET /api/users shows them; an unknown one is named in the answer, not refused. */
+    include_subscription_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { minItems: 1, maxItems: NotificationLimits.subscriptionIds })),
     included_segments: Type.Optional(Type.Array(SegmentName, { minItems: 1, maxItems: 100 })),
     excluded_segments: Type.Optional(Type.Array(SegmentName, { maxItems: 100 })),
     filters: Type.Optional(Filters),
@@ -71,7 +74,11 @@ export const NotificationCreated = Type.Object({
   svc_message_id: Type.String(),
   recipients: Type.Integer({ minimum: 0 }),
   status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled')]),
-  errors: Type.Object({ invalid_external_user_ids: Type.Array(Type.String()) }),
+  errors: Type.Object({
+    invalid_external_user_ids: Type.Array(Type.String()),
+    /** By subscription id: the ids of no live subscription of the channel (OneSignal's name). */
+    invalid_player_ids: Type.Optional(Type.Array(Type.String())),
+  }),
   /** OneSignal's answer carries it (its older idempotency key); always null here. */
   external_id: Type.Null(),
   /** Fields taken but not acted on (docs/api.md#moving-from-onesignal). */
@@ -85,6 +92,24 @@ export const NotificationCounts = Type.Object({
   delivered: Type.Integer({ minimum: 0 }),
   opened: Type.Integer({ minimum: 0 }),
   clicked: Type.Integer({ minimum: 0 }),
+});
+
+/** One platform's counts in `platform_delivery_stats`, under OneSignal's names. */
+export const PlatformCounts = Type.Object({
+  successful: Type.Integer({ minimum: 0 }),
+  failed: Type.Integer({ minimum: 0 }),
+  errored: Type.Integer({ minimum: 0 }),
+  converted: Type.Integer({ minimum: 0 }),
+  received: Type.Integer({ minimum: 0 }),
+});
+
+/** Per platform, under OneSignal's keys; web push is not told apart by browser here. */
+export const PlatformDeliveryStats = Type.Object({
+  ios: Type.Optional(PlatformCounts),
+  android: Type.Optional(PlatformCounts),
+  web_push: Type.Optional(PlatformCounts),
+  email: Type.Optional(PlatformCounts),
+  sms: Type.Optional(PlatformCounts),
 });
 
 export const NotificationView = Type.Object({
@@ -106,6 +131,8 @@ export const NotificationView = Type.Object({
   remaining: Type.Integer({ minimum: 0 }),
   /** created_at in Unix seconds. */
   queued_at: Type.Integer({ minimum: 0 }),
+  /** Counts per platform with a delivery record, from ClickHouse; absent when it cannot answer. */
+  platform_delivery_stats: Type.Optional(PlatformDeliveryStats),
 });
 
 /** DELETE /api/notifications/{id}: the view, and OneSignal's `success`. */
@@ -183,8 +210,10 @@ export const NotificationSpec = Type.Object({
   priority: Type.Union([Type.Literal('high'), Type.Literal('normal')]),
   collapse_id: Type.Union([Type.String(), Type.Null()]),
   throttle_rate_per_minute: Type.Integer({ minimum: 0 }),
-  /** Exactly one targeting mode is set. */
+  /** Exactly one targeting mode is set; by subscription id, `external_ids` holds their owners. */
   external_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  /** By subscription id: each owner's targeted subscriptions (`TYPE:token`), the only ones sent to. */
+  subscriptions: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
   included_segments: Type.Union([Type.Array(Type.String()), Type.Null()]),
   excluded_segments: Type.Array(Type.String()),
   filters: Type.Union([Filters, Type.Null()]),
@@ -204,7 +233,7 @@ export const DispatchJob = Type.Object({
   project: Type.String(),
   external_id: Type.String(),
   attempt: Type.Integer({ minimum: 1 }),
-  /** Retries only: the subscriptions (`TYPE:token`) still to retry; absent means every live one. */
+  /** Retries only: the subscriptions (`TYPE:token`) still to retry; absent means every live one (of the spec's `subscriptions`, when set). */
   subs: Type.Optional(Type.Array(Type.String())),
   /** A local-time job put off to the user's local time: when it was due (ms); it is not put off again. */
   due: Type.Optional(Type.Integer()),
@@ -218,6 +247,8 @@ export type NotificationCanceled = Static<typeof NotificationCanceled>;
 export type NotificationsQuery = Static<typeof NotificationsQuery>;
 export type NotificationStatus = Static<typeof NotificationStatus>;
 export type NotificationCounts = Static<typeof NotificationCounts>;
+export type PlatformCounts = Static<typeof PlatformCounts>;
+export type PlatformDeliveryStats = Static<typeof PlatformDeliveryStats>;
 export type NotificationSpec = Static<typeof NotificationSpec>;
 export type NotificationOptions = Static<typeof NotificationOptions>;
 export type DispatchJob = Static<typeof DispatchJob>;

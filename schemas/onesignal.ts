@@ -1,6 +1,6 @@
 import Type, { type TSchema } from 'typebox';
 import { NotificationBody, NotificationOptions } from './notifications.ts';
-import { ExternalId } from './sdk.ts';
+import { ExternalId, type SubscriptionType } from './sdk.ts';
 
 /**
  * The fields of OneSignal's create-notification body that are not the engine's own
@@ -10,6 +10,7 @@ import { ExternalId } from './sdk.ts';
 
 const Text = Type.String({ maxLength: 4096 });
 const Strings = Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 20_000 });
+const Tokens = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minItems: 1, maxItems: 20_000 });
 const AnyObject = Type.Record(Type.String(), Type.Unknown());
 const Button = Type.Object({ id: Type.String(), text: Type.Optional(Type.String()), icon: Type.Optional(Type.String()), url: Type.Optional(Type.String()) });
 
@@ -17,6 +18,8 @@ const Button = Type.Object({ id: Type.String(), text: Type.Optional(Type.String(
 export const OneSignalTranslated = {
   app_id: Type.String({ minLength: 1, maxLength: 128 }),
   include_aliases: Type.Object({ external_id: Type.Array(ExternalId, { minItems: 1, maxItems: 20_000 }) }, { additionalProperties: false }),
+  /** OneSignal's older name of include_subscription_ids. */
+  include_player_ids: NotificationBody.properties.include_subscription_ids,
   target_channel: Type.Union([Type.Literal('push'), Type.Literal('email'), Type.Literal('sms')]),
   /** OneSignal's older name of the idempotency key. */
   external_id: Type.String({ minLength: 1, maxLength: 256 }),
@@ -37,14 +40,19 @@ export const OneSignalOptions = {
   ios_badge_count: NotificationOptions.properties.ios_badgeCount,
 } as Record<string, TSchema>;
 
-/** Targeting by subscription or token: refused, since ignoring it would send to someone else. */
+/**
+ * OneSignal's lists of tokens, each of one subscription type: they target those subscriptions, as
+ * include_subscription_ids does (engine/notifications/subscriptions.ts).
+ */
+export const OneSignalTokens: Record<string, SubscriptionType> = {
+  include_email_tokens: 'EMAIL',
+  include_phone_numbers: 'SMS',
+  include_ios_tokens: 'IOS_PUSH',
+  include_android_reg_ids: 'ANDROID_PUSH',
+};
+
+/** Targeting by tokens of no type the engine can tell: refused, since ignoring it would send to someone else. */
 export const OneSignalRefused = {
-  include_subscription_ids: Strings,
-  include_player_ids: Strings,
-  include_email_tokens: Strings,
-  include_phone_numbers: Strings,
-  include_ios_tokens: Strings,
-  include_android_reg_ids: Strings,
   include_wp_wns_uris: Strings,
   include_amazon_reg_ids: Strings,
   include_chrome_reg_ids: Strings,
@@ -141,6 +149,7 @@ export const NotificationRequest = Type.Object(
     ...Object.fromEntries(Object.entries(OneSignalSpellings).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalTranslated).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalOptions).map(([k, s]) => [k, Type.Optional(s)])),
+    ...Object.fromEntries(Object.keys(OneSignalTokens).map((k) => [k, Type.Optional(Tokens)])),
     ...Object.fromEntries(Object.entries(OneSignalRefused).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalIgnored).map(([k, f]) => [k, Type.Optional(f.schema)])),
   },

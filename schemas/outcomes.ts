@@ -55,4 +55,7 @@ export const channelTypes: Readonly<Record<Channel, readonly SubscriptionType[]>
   SMS: ['SMS'],
   EMAIL: ['EMAIL'],
 };
+
+/** The channel that sends to each subscription type. */
+export const channelOf = Object.fromEntries(Object.entries(channelTypes).flatMap(([channel, types]) => types.map((t) => [t, channel]))) as Readonly<Record<SubscriptionType, Channel>>;
 export type OutcomeEntry = Static<typeof OutcomeEntry>;

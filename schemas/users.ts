@@ -3,6 +3,8 @@ import { SubscriptionTypeSchema } from './sdk.ts';
 
 /** `GET /api/users/{external_id}` (docs/api.md#users-and-events): the applied state of one user. */
 export const SubscriptionView = Type.Object({
+  /** The subscription's id, as `include_subscription_ids` of a notification takes it. */
+  id: Type.String({ format: 'uuid' }),
   type: SubscriptionTypeSchema,
   token_tail: Type.String(),
   device_model: Type.Union([Type.String(), Type.Null()]),

@@ -192,11 +192,13 @@ export class DispatchHandler {
     return result;
   }
 
+  /** Loads the job's user with the subscriptions it may send to: a retry's, else those the spec targets, else all. */
   private load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
+    const only = job.subs ?? targetedOf(spec, job.external_id);
     return scripts.loadRecipient(this.deps.redis, {
       keys: { subs: keys.subs, tags: keys.tags },
-      args: { types: channelTypes[spec.channel].join(' '), limited: job.subs === undefined ? 0 : 1, allTags: spec.personal === true ? 1 : 0 },
-      only: job.subs ?? NO_FIELDS,
+      args: { types: channelTypes[spec.channel].join(' '), limited: only === undefined ? 0 : 1, allTags: spec.personal === true ? 1 : 0 },
+      only: only ?? NO_FIELDS,
     });
   }
 
@@ -313,6 +315,14 @@ function parseJob(json: string | undefined): DispatchJob | null {
   } catch {
     return null;
   }
+}
+
+/** The subscriptions of the user a notification by subscription id targets; undefined for other notifications. */
+function targetedOf(spec: NotificationSpec, externalId: string): readonly string[] | undefined {
+  const targeted = spec.subscriptions;
+  if (targeted === undefined) return undefined;
+  // An own property only: an external_id may be named like a property of Object.prototype.
+  return Object.hasOwn(targeted, externalId) ? (targeted[externalId] ?? NO_FIELDS) : NO_FIELDS;
 }
 
 /** The field of a subscription in the user's subs hash. */

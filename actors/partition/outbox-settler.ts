@@ -4,6 +4,7 @@ import type { Topology } from '../../engine/topology.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
 import type { OwedDetach } from '../../engine/scripts/token-claims.ts';
+import { SubscriptionIds } from '../../engine/state/subscription-ids.ts';
 import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
 
 /** One registration the apply script left in outbox:{pN} (field d, JSON). */
@@ -19,14 +20,18 @@ const READ_COUNT = 256;
 
 /**
  * Settles the subscription registrations an apply left in a partition's outbox. A token's owner
- * lives in another Cluster slot, so it is claimed here, after the apply; every step can be replayed
- * after a crash (docs/architecture.md, "Partitions").
+ * lives in another Cluster slot, so it is claimed here, after the apply, and the subscription's id
+ * is indexed; every step can be replayed after a crash (docs/architecture.md, "Partitions").
  */
 export class OutboxSettler {
+  private readonly ids: SubscriptionIds;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly topology: Topology,
-  ) {}
+  ) {
+    this.ids = new SubscriptionIds(redis, topology);
+  }
 
   /** Settles every registration in the partition's outbox. */
   async settle(partition: number): Promise<void> {
@@ -48,6 +53,7 @@ export class OutboxSettler {
       keys: token,
       args: { externalId: reg.external_id, registeredAt: reg.registered_at },
     });
+    await this.ids.record(reg.project, reg);
     await Promise.all(
       owed.map((detach) =>
         scripts

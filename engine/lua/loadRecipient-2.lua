@@ -2,15 +2,16 @@
 --[[
   Loads what a dispatch job needs of its user (actors/dispatch/dispatch-handler.ts) in one call:
   their subscriptions of the notification's channel and their `language` and `timezone` tags. A subscription's
-  field is `<type>:<token>`, so those of other channels (and, for a retry, those not to retry)
-  are left out here by name, without decoding them.
+  field is `<type>:<token>`, so those of other channels (and, for a retry, those not to retry; for
+  a notification by subscription id, those it does not target) are left out here by name, without
+  decoding them.
 
   KEYS[1] subs     subs:{pN}:<project>:<external_id>
   KEYS[2] tags     tags:{pN}:<project>:<external_id>
   ARGV[1] types    the channel's subscription types, space-separated
-  ARGV[2] limited  '1' for a retry: only the subscriptions listed after it; '0' for all
+  ARGV[2] limited  '1' for a retry or by subscription id: only the subscriptions listed after it; '0' for all
   ARGV[3] allTags  '1' for a notification with personal texts: every tag is returned too
-  ARGV[4], ARGV[5], ...  only  fields of the subscriptions a retry is limited to
+  ARGV[4], ARGV[5], ...  only  fields of the subscriptions the job is limited to
 
   Returns {language, subs, timezone, tags}: the stored `language` tag (nil when unset), the JSON
   of each subscription kept, in no particular order, the stored `timezone` tag (nil when unset),

@@ -5,7 +5,7 @@ import { compileTwoWay } from '../validator.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { Contents, NotificationBody, NotificationLimits, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
 import { NotificationRequest, OneSignalSpellings } from '../../schemas/onesignal.ts';
-import { fromOneSignal } from './onesignal.ts';
+import { fromOneSignal, type TokenTarget } from './onesignal.ts';
 import { personalTextError } from './personal.ts';
 
 /**
@@ -34,7 +34,7 @@ const envelope = compileTwoWay(Envelope);
 const templated = compileTwoWay(Type.Object({ ...Envelope.properties, contents: Type.Optional(Contents) }, { additionalProperties: false }));
 
 /** The targeting modes, each named by the field that selects it. */
-const modes = ['include_external_user_ids', 'included_segments', 'filters'] as const;
+const modes = ['include_external_user_ids', 'include_subscription_ids', 'included_segments', 'filters'] as const;
 
 /** A body the engine takes: its own, the `app_id` it named, and what was taken but ignored. */
 export interface AcceptedBody {
@@ -44,6 +44,8 @@ export interface AcceptedBody {
   options: NotificationOptions;
   localMinute: number | null;
   app_id: string | null;
+  /** OneSignal's token lists, when they are the targeting mode. */
+  tokens: TokenTarget | null;
   warnings: NotificationWarning[];
 }
 
@@ -63,10 +65,10 @@ export function checkNotificationBody(input: unknown): CheckedBody {
     const filters = checkFilters(body['filters'], '/filters');
     if (!filters.ok) errors.push(...filters.errors);
   }
-  errors.push(...targetingErrors(body), ...dataErrors(body['data']), ...personalErrors(body));
+  errors.push(...targetingErrors(body, translated.tokens?.fields ?? []), ...dataErrors(body['data']), ...personalErrors(body));
   if (errors.length > 0) return { ok: false, errors };
-  const { options, localMinute, app_id, template_id, warnings } = translated;
-  return { ok: true, value: { body: body as DraftBody, options, localMinute, app_id, template_id, warnings } };
+  const { options, localMinute, app_id, template_id, tokens, warnings } = translated;
+  return { ok: true, value: { body: body as DraftBody, options, localMinute, app_id, template_id, tokens, warnings } };
 }
 
 /** Placeholders the engine would not fill (engine/notifications/personal.ts) in `headings` and `contents`, by path. */
@@ -83,11 +85,14 @@ export function personalErrors(body: Record<string, unknown>): ErrorItem[] {
   return errors;
 }
 
-function targetingErrors(body: Record<string, unknown>): ErrorItem[] {
-  const given = modes.filter((m) => body[m] !== undefined);
+/** Exactly one targeting mode; OneSignal's token lists, however many, are one (tokenFields). */
+function targetingErrors(body: Record<string, unknown>, tokenFields: readonly string[]): ErrorItem[] {
+  const own: string[] = modes.filter((m) => body[m] !== undefined);
+  const given = [...own, ...tokenFields];
+  const count = own.length + (tokenFields.length > 0 ? 1 : 0);
   const errors: ErrorItem[] = [];
-  if (given.length === 0) errors.push(errorItem('', `exactly one of ${modes.join(', ')} is required`));
-  if (given.length > 1) {
+  if (count === 0) errors.push(errorItem('', `exactly one of ${modes.join(', ')} is required`));
+  if (count > 1) {
     for (const m of given) errors.push(errorItem(`/${m}`, `only one targeting mode may be given, got ${given.join(' and ')}`));
   }
   if (body['excluded_segments'] !== undefined && body['included_segments'] === undefined) {

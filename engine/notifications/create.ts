@@ -5,17 +5,25 @@ import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
+import type { Channel } from '../../schemas/outcomes.ts';
 import { NotificationLimits, type NotificationBody, type NotificationCreated, type NotificationOptions, type NotificationSpec, type NotificationWarning } from '../../schemas/notifications.ts';
 import { countTargeted, reachOfUsers, segmentFilters, union } from './audience.ts';
 import { bodyHash, IdempotencyKeys, type Claim } from './idempotency.ts';
 import { acceptedState, Notifications } from './lifecycle.ts';
 import { isPersonal } from './personal.ts';
+import type { TokenTarget } from './onesignal.ts';
+import { reachOfIds, reachOfRefs, type SubscriptionsReach } from './subscriptions.ts';
 
 /** What creating, reading and cancelling notifications needs (the gateway's deps fit it). */
 export interface NotificationDeps {
   redis: RedisClient;
   topology: Topology;
   clickhouse: Pick<ClickHouseStore, 'get'>;
+  /**
+   * Whether an error says ClickHouse cannot answer now (the gateway's classification): the
+   * notification view then answers from Redis alone. Absent: every error propagates.
+   */
+  clickhouseUnavailable?: (err: unknown) => boolean;
 }
 
 /** True when a heading or content holds placeholders to fill per user. */
@@ -29,16 +37,23 @@ export interface Extras {
   warnings: NotificationWarning[];
   /** Minute of each user's local day to send at, with the zone of users without one; null: at once. */
   localTime?: { minute: number; default_timezone: string } | null;
+  /** OneSignal's token lists, the targeting mode when given (docs/api.md#moving-from-onesignal). */
+  tokens?: TokenTarget | null;
 }
 
-/** Who is targeted and how many of them will get a delivery attempt. */
+/** Who is targeted, on which channel, and how many of them will get a delivery attempt. */
 interface Targeting {
+  channel: Channel;
   external_ids: string[] | null;
+  /** By subscription id: each owner's subscriptions to send to. */
+  subscriptions?: Record<string, string[]>;
   included_segments: string[] | null;
   excluded_segments: string[];
   filters: NotificationSpec['filters'];
   recipients: number;
   invalid: string[];
+  /** By subscription id: the ids that name no live subscription of the channel. */
+  invalidSubscriptions?: string[];
 }
 
 /**
@@ -59,20 +74,23 @@ export async function createNotification(
   const localTime = extras.localTime ?? null;
   const withOptions = Object.keys(options).length > 0;
   // Options and local time count in the hash; without them, the hash is the one of bodies older than them.
-  const hash = key === undefined ? '' : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }) });
+  const tokens = extras.tokens ?? null;
+  const hash =
+    key === undefined
+      ? ''
+      : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }), ...(tokens === null ? {} : { tokens: tokens.refs }) });
   if (key !== undefined) {
     const prior = await keys.read(project, key);
     if (prior !== null) return keys.repeat(project, key, prior, hash);
   }
 
   const id = randomUUID();
-  const channel = body.channel ?? 'PUSH';
   const sendAfter = body.send_after === undefined ? null : timeOf(body.send_after);
-  const targeting = await target(deps, project, body, now);
+  const targeting = await target(deps, project, body, tokens, now);
   const spec: NotificationSpec = {
     id,
     project,
-    channel,
+    channel: targeting.channel,
     headings: body.headings ?? null,
     contents: body.contents,
     data: { ...body.data, svc_message_id: id },
@@ -81,6 +99,7 @@ export async function createNotification(
     collapse_id: body.collapse_id ?? null,
     throttle_rate_per_minute: body.throttle_rate_per_minute ?? 0,
     external_ids: targeting.external_ids,
+    ...(targeting.subscriptions === undefined ? {} : { subscriptions: targeting.subscriptions }),
     included_segments: targeting.included_segments,
     excluded_segments: targeting.excluded_segments,
     filters: targeting.filters,
@@ -96,7 +115,7 @@ export async function createNotification(
     svc_message_id: id,
     recipients: targeting.recipients,
     status: state,
-    errors: { invalid_external_user_ids: targeting.invalid },
+    errors: { invalid_external_user_ids: targeting.invalid, ...(targeting.invalidSubscriptions === undefined ? {} : { invalid_player_ids: targeting.invalidSubscriptions }) },
     external_id: null,
     warnings,
   };
@@ -116,9 +135,21 @@ export async function createNotification(
   return answer;
 }
 
-async function target(deps: NotificationDeps, project: string, body: NotificationBody, now: number): Promise<Targeting> {
+async function target(deps: NotificationDeps, project: string, body: NotificationBody, tokens: TokenTarget | null, now: number): Promise<Targeting> {
   const channel = body.channel ?? 'PUSH';
-  const none = { external_ids: null, included_segments: null, excluded_segments: [], filters: null, invalid: [] };
+  const none = { channel, external_ids: null, included_segments: null, excluded_segments: [], filters: null, invalid: [] };
+  const bySubscription = (reach: SubscriptionsReach): Targeting => {
+    const { owners, subscriptions, invalid } = reach;
+    return { ...none, channel: reach.channel, external_ids: owners, subscriptions, recipients: owners.length, invalidSubscriptions: invalid };
+  };
+  if (body.include_subscription_ids !== undefined) {
+    return bySubscription(await reachOfIds(deps.redis, deps.topology, project, body.channel, body.include_subscription_ids, '/include_subscription_ids'));
+  }
+  if (tokens !== null) {
+    // Each (type, token) once, however often listed.
+    const named = [...new Map(tokens.refs.map((ref) => [`${ref.type}:${ref.token}`, { name: ref.token, ref }])).values()];
+    return bySubscription(await reachOfRefs(deps.redis, deps.topology, project, body.channel, named, `/${tokens.fields[0] ?? ''}`));
+  }
   if (body.include_external_user_ids !== undefined) {
     const reach = await reachOfUsers(deps.redis, deps.topology, project, channel, body.include_external_user_ids);
     return { ...none, external_ids: reach.ids, recipients: reach.reachable, invalid: reach.invalid };

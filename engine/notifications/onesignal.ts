@@ -1,7 +1,9 @@
 import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
-import { OneSignalIgnored, OneSignalOptions, OneSignalRefused } from '../../schemas/onesignal.ts';
+import { OneSignalIgnored, OneSignalOptions, OneSignalRefused, OneSignalTokens } from '../../schemas/onesignal.ts';
+import { channelOf } from '../../schemas/outcomes.ts';
+import type { SubscriptionRef } from '../state/subscription-ids.ts';
 import { minuteOfDay } from '../local-time.ts';
 import { sendAfterText } from './send-after.ts';
 
@@ -19,8 +21,16 @@ export interface Translated {
   localMinute: number | null;
   app_id: string | null;
   template_id: string | null;
+  /** OneSignal's token lists (include_ios_tokens, ...), a targeting mode of their own; null without. */
+  tokens: TokenTarget | null;
   warnings: NotificationWarning[];
   errors: ErrorItem[];
+}
+
+/** Subscriptions named by type and token, and the fields that named them. */
+export interface TokenTarget {
+  fields: string[];
+  refs: SubscriptionRef[];
 }
 
 const ownFields = new Set(Object.keys(NotificationBody.properties));
@@ -30,10 +40,16 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
   const warnings: NotificationWarning[] = [];
   const errors: ErrorItem[] = [];
   const options: Record<string, unknown> = {};
+  let tokens: TokenTarget | null = null;
   for (const [field, value] of Object.entries(request)) {
+    const type = Object.hasOwn(OneSignalTokens, field) ? OneSignalTokens[field] : undefined;
     if (ownFields.has(field)) body[field] = value;
-    else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
-    else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by subscription or token is not supported; target users with include_aliases.external_id'));
+    else if (type !== undefined && Array.isArray(value)) {
+      tokens ??= { fields: [], refs: [] };
+      tokens.fields.push(field);
+      tokens.refs.push(...value.map((token: unknown) => ({ type, token: String(token) })));
+    } else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
+    else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by token is not supported; target subscriptions with include_subscription_ids or users with include_aliases.external_id'));
     else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
   }
 
@@ -51,12 +67,21 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     if (body['include_external_user_ids'] !== undefined) errors.push(errorItem('/include_aliases', 'give include_aliases or include_external_user_ids, not both'));
     else body['include_external_user_ids'] = aliases.external_id;
   }
+  const playerIds = request['include_player_ids'];
+  if (playerIds !== undefined) {
+    if (body['include_subscription_ids'] !== undefined) errors.push(errorItem('/include_player_ids', 'give include_player_ids or include_subscription_ids, not both'));
+    else body['include_subscription_ids'] = playerIds;
+  }
   const target = request['target_channel'];
   if (typeof target === 'string') {
     const channel = target.toUpperCase();
     if (body['channel'] !== undefined && body['channel'] !== channel) errors.push(errorItem('/target_channel', `disagrees with channel ${String(body['channel'])}`));
     body['channel'] = channel;
   }
+  // Token lists of one channel give it, so email_subject and email_body of email tokens are taken.
+  const tokenChannels = new Set(tokens?.refs.map((ref) => channelOf[ref.type]));
+  const [tokenChannel] = tokenChannels;
+  if (body['channel'] === undefined && tokenChannels.size === 1 && tokenChannel !== undefined) body['channel'] = tokenChannel;
   const oldKey = request['external_id'];
   if (typeof oldKey === 'string') {
     if (body['idempotency_key'] !== undefined && body['idempotency_key'] !== oldKey) errors.push(errorItem('/external_id', 'disagrees with idempotency_key'));
@@ -77,6 +102,7 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     localMinute,
     app_id: typeof appId === 'string' ? appId : null,
     template_id: typeof templateId === 'string' ? templateId : null,
+    tokens,
     warnings,
     errors,
   };

@@ -1,10 +1,23 @@
 import type { ClickHouse } from '../clickhouse/client.ts';
 import { QueryFile } from '../clickhouse/query-file.ts';
-import type { NotificationView } from '../../schemas/notifications.ts';
+import type { NotificationView, PlatformCounts, PlatformDeliveryStats } from '../../schemas/notifications.ts';
+import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { NotificationDeps } from './create.ts';
 import { Notifications, statusOf, type DispatchCounts, type NotificationRecord } from './lifecycle.ts';
 
 const receiptsQuery = QueryFile.load('notification-receipts').text([]);
+const platformsQuery = QueryFile.load('notification-platforms').text([]);
+
+/** OneSignal's platform key of each subscription type. */
+const platformOf: Record<SubscriptionType, keyof PlatformDeliveryStats> = { IOS_PUSH: 'ios', ANDROID_PUSH: 'android', WEB_PUSH: 'web_push', EMAIL: 'email', SMS: 'sms' };
+/** Clocks of the gateway and of dispatch may differ: records are looked for from a minute before creation. */
+const CLOCK_MARGIN_MS = 60_000;
+
+/** What ClickHouse tells of a notification: receipts, and counts per platform. */
+interface Recorded {
+  receipts: { delivered: number; opened: number; clicked: number };
+  platforms: PlatformDeliveryStats | null;
+}
 
 /** A notification with its dispatch counters, as one project sees it. */
 interface Found {
@@ -14,8 +27,9 @@ interface Found {
 
 /**
  * The GET body of notification `id` (docs/api.md#reading-listing-and-cancelling), or null when
- * `project` has none of that id (another project's is not found either). Receipt counts come from
- * ClickHouse: when it cannot answer, the error propagates (503 at the gateway).
+ * `project` has none of that id (another project's is not found either). Receipt counts and
+ * platform_delivery_stats come from ClickHouse: when it cannot answer (deps.clickhouseUnavailable),
+ * the view is what Redis knows (receipt counts 0, no platform_delivery_stats).
  */
 export async function readView(deps: NotificationDeps, project: string, id: string): Promise<NotificationView | null> {
   const found = await find(new Notifications(deps.redis, deps.topology), project, id);
@@ -45,8 +59,7 @@ async function find(notifications: Notifications, project: string, id: string): 
 async function view(deps: NotificationDeps, found: Found): Promise<NotificationView> {
   const { record, counts } = found;
   const { spec } = record;
-  const ch = await deps.clickhouse.get();
-  const receipts = await receiptCounts(ch, spec.project, spec.id);
+  const { receipts, platforms } = await recorded(deps, spec.project, spec.id, spec.created_at);
   const s = statusOf(record, counts);
   // A notification whose audience was empty finishes without a job: it completed when it was due.
   const completedAt = s !== 'completed' ? null : counts.lastAt > 0 ? counts.lastAt : (spec.send_after ?? spec.created_at);
@@ -69,7 +82,33 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
     received: receipts.delivered,
     remaining: s === 'completed' || s === 'canceled' ? 0 : Math.max(0, record.recipients - settled),
     queued_at: Math.floor(spec.created_at / 1000),
+    ...(platforms === null ? {} : { platform_delivery_stats: platforms }),
   };
+}
+
+async function recorded(deps: NotificationDeps, project: string, id: string, createdAt: number): Promise<Recorded> {
+  try {
+    const ch = await deps.clickhouse.get();
+    const [receipts, platforms] = await Promise.all([receiptCounts(ch, project, id), platformCounts(ch, project, id, createdAt)]);
+    return { receipts, platforms };
+  } catch (err) {
+    // The counts in Redis still answer (docs/api.md#reading-listing-and-cancelling); a bug does not hide here.
+    if (deps.clickhouseUnavailable?.(err) !== true) throw err;
+    return { receipts: { delivered: 0, opened: 0, clicked: 0 }, platforms: null };
+  }
+}
+
+async function platformCounts(ch: ClickHouse, project: string, id: string, createdAt: number): Promise<PlatformDeliveryStats> {
+  type Row = Record<'successful' | 'skipped' | 'failed' | 'received' | 'converted', string | number> & { type: SubscriptionType };
+  const result = await ch.query({ query: platformsQuery, query_params: { project, notification_id: id, since: createdAt - CLOCK_MARGIN_MS }, format: 'JSONEachRow' });
+  const stats: PlatformDeliveryStats = {};
+  for (const row of await result.json<Row>()) {
+    const key = platformOf[row.type];
+    // OneSignal's `failed` is our skipped (unsubscribed), its `errored` our failed, as in the view's totals.
+    const counts: PlatformCounts = { successful: Number(row.successful), failed: Number(row.skipped), errored: Number(row.failed), converted: Number(row.converted), received: Number(row.received) };
+    if (key !== undefined) stats[key] = counts;
+  }
+  return stats;
 }
 
 async function receiptCounts(ch: ClickHouse, project: string, id: string): Promise<{ delivered: number; opened: number; clicked: number }> {

@@ -1,4 +1,4 @@
-import { defineScript, flag, str } from './contract.ts';
+import { defineScript, flag, int, str } from './contract.ts';
 
 /** A detach owed on a token: drop it from this user if registered at or before `registeredAt`. */
 export interface OwedDetach {
@@ -41,4 +41,13 @@ export const appendDetach = defineScript({
   keys: ['ingest'],
   args: ['entry'],
   reply: { parse: (raw) => ({ id: str('appendDetach', raw) }) },
+});
+
+/** engine/lua/indexSubscription-1.lua: records the subscription a subscription id names. */
+export const indexSubscription = defineScript({
+  name: 'indexSubscription',
+  oom: 'allow', // settles an apply already made (the outbox)
+  keys: ['index'],
+  args: ['field'],
+  reply: { parse: (raw) => ({ indexed: int('indexSubscription', raw) === 1 }) },
 });

@@ -3,6 +3,7 @@ import type { SubscriptionView, UserView } from '../../schemas/users.ts';
 import type { RedisClient } from '../redis.ts';
 import type { Topology } from '../topology.ts';
 import { parseConsent } from './consent.ts';
+import { subscriptionId } from './subscription-ids.ts';
 import { decodeTag } from './tag-codec.ts';
 
 /** The four hashes that hold one user's state, field to value. */
@@ -19,7 +20,7 @@ export interface UserHashes {
  * Cluster slot); they are written by different callers, so the view is not a single snapshot.
  */
 export async function readUser(redis: RedisClient, topology: Topology, project: string, externalId: string): Promise<UserView | null> {
-  return userView(externalId, await readHashes(redis, topology, project, externalId));
+  return userView(project, externalId, await readHashes(redis, topology, project, externalId));
 }
 
 /** The four hashes of one user, read at once (one partition, so one Cluster slot). */
@@ -34,7 +35,7 @@ export async function readHashes(redis: RedisClient, topology: Topology, project
 }
 
 /** A user's view from its hashes; null when the user hash is empty (no such user). */
-function userView(externalId: string, hashes: UserHashes): UserView | null {
+function userView(project: string, externalId: string, hashes: UserHashes): UserView | null {
   const { user, tags, subs, consent } = hashes;
   if (user['created_at'] === undefined) return null;
   const view: UserView = {
@@ -53,16 +54,17 @@ function userView(externalId: string, hashes: UserHashes): UserView | null {
     .map(parseSubscription)
     .filter((s): s is StoredSubscription => s !== null)
     .sort((a, b) => a.registered_at - b.registered_at);
-  view.subscriptions = stored.map(subscriptionView);
+  view.subscriptions = stored.map((s) => subscriptionView(project, s));
   for (const [type, c] of Object.entries(parseConsent(consent))) {
     view.consent[type] = { opted_out: c.opted_out, at: new Date(c.at).toISOString() };
   }
   return view;
 }
 
-/** A subscription without its secrets: only the token's last 4 characters are shown. */
-export function subscriptionView(s: StoredSubscription): SubscriptionView {
+/** A subscription without its secrets: its id, and only the token's last 4 characters. */
+export function subscriptionView(project: string, s: StoredSubscription): SubscriptionView {
   return {
+    id: subscriptionId(project, s.type, s.token),
     type: s.type,
     token_tail: `…${s.token.slice(-4)}`,
     device_model: s.device_model ?? null,

@@ -1,6 +1,7 @@
 import { readView } from '../../engine/notifications/view.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { NotificationQuery, NotificationView } from '../../schemas/notifications.ts';
+import { isUnavailable } from '../server/failure.ts';
 import { httpRoute } from '../server/route.ts';
 import { NotificationParams } from './params.ts';
 
@@ -13,12 +14,14 @@ export const notificationsGet = httpRoute({
   query: NotificationQuery,
   answers: { 200: NotificationView },
   errors: ['project_mismatch', 'not_found'],
-  handler:
-    ({ deps }) =>
-    async ({ ex, caller, params, query }) => {
+  handler: ({ deps }) => {
+    // Without ClickHouse the view still answers from Redis (docs/api.md#reading-listing-and-cancelling).
+    const views = { ...deps, clickhouseUnavailable: isUnavailable };
+    return async ({ ex, caller, params, query }) => {
       if (query.app_id !== undefined && query.app_id !== caller.project) throw new CallerError('project_mismatch');
-      const view = await readView(deps, caller.project, params.id);
+      const view = await readView(views, caller.project, params.id);
       if (view === null) throw new CallerError('not_found');
       ex.send(200, JSON.stringify(view));
-    },
+    };
+  },
 });

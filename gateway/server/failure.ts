@@ -81,6 +81,11 @@ export function classify(err: unknown): Failure {
   return { kind: 'bug' };
 }
 
+/** True for an error that says a dependency could not answer now (a 503 at the boundary). */
+export function isUnavailable(err: unknown): boolean {
+  return classify(err).kind === 'unavailable';
+}
+
 function unreachable({ name, message, code, type }: Described): boolean {
   const text = typeof message === 'string' ? message : '';
   if (typeof code === 'string' && (networkCodes.has(code) || chdbCodes.has(code))) return true;

@@ -140,6 +140,7 @@ t.test('a user view shows the subscription the dispatch path retired, with tags,
   await p.page.waitForSelector('table.deliveries');
   t.equal(await p.page.textContent('table.subscriptions tbody tr .badge'), 'retired', 'the dead token shows retired');
   t.match(await p.page.textContent('table.subscriptions'), 'IOS_PUSH');
+  t.match(await p.page.textContent('table.subscriptions tbody tr td.code'), /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'each subscription shows its id');
   const tags = await p.page.$$eval('table.tags tr', (rows) => rows.map((r) => [r.querySelector('th')?.textContent, r.querySelector('td')?.textContent]));
   t.same(Object.fromEntries(tags), { plan: 'gold', visits: '3' }, 'the tags');
   t.match(await p.page.textContent('ul.consent'), /^EMAIL: opted out since /, 'the opt-out');

@@ -3,6 +3,7 @@ import t from 'tap';
 import { loadConfig } from '../../engine/config.ts';
 import { Keystore } from '../../engine/keystore.ts';
 import { createRedis } from '../../engine/redis.ts';
+import { subscriptionId } from '../../engine/state/subscription-ids.ts';
 import { Topology } from '../../engine/topology.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import { deployment } from '../helpers/engine.ts';
@@ -125,8 +126,9 @@ t.test('GET /api/users/{external_id} shows the stored state; 404 unknown, 403 SD
     external_id: 'ada',
     tags: { level: 4, plan: 'pro', zip: '01234' },
     subscriptions: [
-      { type: 'EMAIL', token_tail: '….com', device_model: null, device_os: null, app_version: null, state: 'retired', updated_at: '2026-11-22T10:00:00.005Z' },
+      { id: subscriptionId(project, 'EMAIL', 'ada@example.com'), type: 'EMAIL', token_tail: '….com', device_model: null, device_os: null, app_version: null, state: 'retired', updated_at: '2026-11-22T10:00:00.005Z' },
       {
+        id: subscriptionId(project, 'IOS_PUSH', `${'ab'.repeat(32)}9f3e`),
         type: 'IOS_PUSH',
         token_tail: '…9f3e',
         device_model: 'iPhone15,2',

@@ -60,6 +60,9 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   await ensureGroup(redis, topology.ingest(0), 'apply');
   t.equal(((await raw.xinfo('GROUPS', topology.ingest(0))) as unknown[]).length, 1, 'a consumer group is created (once)');
   t.same(await scripts.markRound(redis, { keys: { marks: topology.recorderMarks(0) }, args: { kind: 'changes', token: 'r1' } }), { marked: true }, 'a recorder round is marked');
+  const index = topology.subscriptionId('proj', 'id1');
+  t.same(await scripts.indexSubscription(redis, { keys: { index }, args: { field: 'IOS_PUSH:t1' } }), { indexed: true }, 'a settled subscription is indexed');
+  t.equal(await raw.get(index), 'IOS_PUSH:t1');
   const stored = await writeConsent(redis, topology, 'proj', 'u1', 'EMAIL', true, 1234);
   t.same(JSON.parse((await raw.hget(topology.consent('proj', 'u1'), 'EMAIL')) ?? 'null'), stored, 'an opt-out is written');
   t.equal(await raw.xlen(topology.changes(topology.partitionOf('proj', 'u1'))), 1, 'with its change for the recorder');

@@ -8,6 +8,7 @@ import { Notifications, type NotificationRecord } from '../../engine/notificatio
 import { SegmentStore } from '../../engine/segments/store.ts';
 import type { NotificationCreated, NotificationSpec, NotificationView } from '../../schemas/notifications.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';
+import { deliveryRow, type DeliveryRow } from '../query/fixtures.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 
 let gw: InProcess;
@@ -129,7 +130,7 @@ t.test('by user ids: recipients are users with a live subscription of the channe
 t.test('the body is checked: exactly one targeting mode, contents.en, data size, known segments, filters', async (t) => {
   const none = await post({ contents });
   t.same([none.status, paths(none)], [400, ['']]);
-  t.match((none.body as { errors: { message: string }[] }).errors[0]?.message, /include_external_user_ids, included_segments, filters/);
+  t.match((none.body as { errors: { message: string }[] }).errors[0]?.message, /include_external_user_ids, include_subscription_ids, included_segments, filters/);
 
   const two = await post({ include_external_user_ids: ['ios'], filters: [{ field: 'subscription', type: 'SMS' }], contents });
   t.same([two.status, paths(two).sort()], [400, ['/filters', '/include_external_user_ids']]);
@@ -287,6 +288,7 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
     received: 0,
     remaining: 1,
     queued_at: Math.floor(spec.created_at / 1000),
+    platform_delivery_stats: {},
   });
 
   // What the fan-out and dispatch would write: sending, then every job done.
@@ -312,8 +314,26 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
   t.same(done.counts, { sent: 1, failed: 1, skipped: 1, delivered: 3, opened: 2, clicked: 1 }, 'each user once, a later stage counting as the earlier');
   t.match(done, { successful: 1, failed: 1, errored: 1, converted: 1, received: 3, remaining: 0 }, "OneSignal's names of the counts");
 
+  // Delivery records per platform: last attempts by status, users sent to with a receipt.
+  const row = (i: number, overrides: Partial<DeliveryRow>): DeliveryRow => deliveryRow(p, i, { notification_id: body.id, at: Date.now(), retrying: false, ...overrides });
+  await insertRows(gw.clickhouse, 'message_deliveries', [
+    row(1, { external_id: 'ios', subscription_type: 'IOS_PUSH', status: 'sent' }),
+    row(2, { external_id: 'u2', subscription_type: 'ANDROID_PUSH', status: 'failed', retrying: true }),
+    row(3, { external_id: 'u2', subscription_type: 'ANDROID_PUSH', status: 'failed' }),
+    row(4, { external_id: 'u3', subscription_type: 'WEB_PUSH', status: 'skipped' }),
+    row(5, { external_id: 'u4', subscription_type: null, status: 'skipped' }),
+    row(6, { external_id: 'ios', subscription_type: 'EMAIL', status: 'sent', notification_id: 'another' }),
+  ]);
+  const zero = { successful: 0, failed: 0, errored: 0, converted: 0, received: 0 };
+  t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, {
+    ios: { ...zero, successful: 1, received: 1 },
+    android: { ...zero, errored: 1 },
+    web_push: { ...zero, failed: 1 },
+  });
+  const withStats = (await get(body.id)).body as NotificationView;
+
   const again = await cancel(body.id);
-  t.same([again.status, again.body], [200, { ...done, success: true }], 'cancelling a completed notification changes nothing');
+  t.same([again.status, again.body], [200, { ...withStats, success: true }], 'cancelling a completed notification changes nothing');
 });
 
 t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine', async (t) => {
@@ -410,10 +430,14 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
 });
 
 // Last: it closes the process's ClickHouse.
-t.test('without ClickHouse: GET and segment targeting answer 503, user ids still work', async (t) => {
+t.test('without ClickHouse: segment targeting answers 503; user ids, GET and DELETE still work', async (t) => {
   const mine = await created({ include_external_user_ids: ['ios'], contents });
   await gw.store.close();
-  for (const answer of [await get(mine.id), await cancel(mine.id), await post({ included_segments: ['All'], contents }), await post({ filters: [{ field: 'subscription', type: 'SMS' }], contents })]) {
+  const view = await get(mine.id);
+  t.match([view.status, view.body], [200, { id: mine.id, recipients: 1, counts: { sent: 0, delivered: 0 }, received: 0 }], 'GET answers from Redis');
+  t.notOk('platform_delivery_stats' in (view.body as object), 'without platform_delivery_stats');
+  t.match([(await cancel(mine.id)).body], [{ status: 'canceled', success: true }], 'DELETE too');
+  for (const answer of [await post({ included_segments: ['All'], contents }), await post({ filters: [{ field: 'subscription', type: 'SMS' }], contents })]) {
     t.same([answer.status, answer.headers.get('retry-after'), (answer.body as { errors: { code: string }[] }).errors[0]?.code], [503, '1', 'unavailable']);
   }
   t.equal((await post({ include_external_user_ids: ['ios'], contents })).status, 201);

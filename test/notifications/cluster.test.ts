@@ -3,8 +3,10 @@ import type { NotificationCreated } from '../../schemas/notifications.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { scripts } from '../../engine/scripts.ts';
+import { subscriptionId, SubscriptionIds } from '../../engine/state/subscription-ids.ts';
 
-t.test('on a Redis Cluster a notification is written record first, then its log entry, and cancels', async (t) => {
+t.test('on a Redis Cluster a notification is written record first, then its log entry, and cancels; subscription ids resolve', async (t) => {
   const cluster = await PrivateCluster.start();
   t.teardown(() => cluster.stop());
   const gw = await inProcessGateway(t, { REDIS_URL: cluster.url });
@@ -29,4 +31,14 @@ t.test('on a Redis Cluster a notification is written record first, then its log 
   t.match([canceled.status, canceled.body], [200, { id: sid, status: 'canceled', canceled: true, send_after: later }]);
   t.equal(await gw.redis.zscore(gw.topology.scheduled(), sid), null);
   t.match((await call(`${url}/${id}`, 'GET', key)).body, { id, status: 'queued', recipients: 0 });
+
+  // By subscription id: the index, the token's record and the holder's subs hash are in three slots.
+  const project = gw.project.project_id;
+  const sub = { type: 'IOS_PUSH' as const, token: 'ab'.repeat(32) };
+  await new SubscriptionIds(gw.redis, gw.topology).record(project, sub);
+  await scripts.claimToken(gw.redis, { keys: { token: gw.topology.token(project, sub.type, sub.token) }, args: { externalId: 'u3', registeredAt: 1 } });
+  const stored = { ...sub, state: 'live', created_at: 1, updated_at: 1, registered_at: 1 };
+  await gw.redis.hset(gw.topology.subs(project, 'u3'), `${sub.type}:${sub.token}`, JSON.stringify(stored));
+  const byId = await call(url, 'POST', key, { include_subscription_ids: [subscriptionId(project, sub.type, sub.token), 'unknown'], contents });
+  t.match([byId.status, byId.body], [201, { recipients: 1, errors: { invalid_player_ids: ['unknown'] } }], 'by subscription id');
 });

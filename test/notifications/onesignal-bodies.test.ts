@@ -158,11 +158,14 @@ t.test("delivery fields in OneSignal's spellings", async (t) => {
   t.same(warned(badge.body as { warnings: { field: string }[] }), ['ios_badgeType']);
 });
 
-t.test('what is still refused: another app, targeting by subscription, bad values, unknown fields', async (t) => {
+t.test('what is still refused: another app, targeting by Amazon or Windows tokens, bad values, unknown fields', async (t) => {
   const base = { include_aliases: { external_id: ['u0'] }, contents: { en: 'x' } };
   const cases: [string, Record<string, unknown>, number, string, string | undefined][] = [
     ['another app', { ...base, app_id: '00000000-0000-4000-8000-000000000000' }, 403, 'project_mismatch', undefined],
-    ['by subscription id', { include_subscription_ids: ['1dd608f2-c6a1-11e3-851d-000c2940e62c'], contents: { en: 'x' } }, 400, 'validation_failed', '/include_subscription_ids'],
+    ['by tokens of a provider the engine has not', { include_amazon_reg_ids: ['amzn1.adm-registration.v3.x'], contents: { en: 'x' } }, 400, 'validation_failed', '/include_amazon_reg_ids'],
+    ['an empty list of subscription ids', { include_subscription_ids: [], contents: { en: 'x' } }, 400, 'validation_failed', '/include_subscription_ids'],
+    ['both player and subscription ids', { include_player_ids: ['a'], include_subscription_ids: ['a'], contents: { en: 'x' } }, 400, 'validation_failed', '/include_player_ids'],
+    ['subscription ids and aliases', { ...base, include_subscription_ids: ['a'] }, 400, 'validation_failed', '/include_'],
     ['priority 11', { ...base, priority: 11 }, 400, 'validation_failed', '/priority'],
     ['a badge type OneSignal has not', { ...base, ios_badgeType: 'Sometimes' }, 400, 'validation_failed', '/ios_badgeType'],
     ['send_after in no format', { ...base, send_after: 'tomorrow morning' }, 400, 'validation_failed', '/send_after'],

@@ -72,6 +72,7 @@ export function UserDetail({ id }: { id: string }) {
               <thead>
                 <tr>
                   <th>Type</th>
+                  <th>Id</th>
                   <th>Token</th>
                   <th>Device</th>
                   <th>App</th>
@@ -81,8 +82,9 @@ export function UserDetail({ id }: { id: string }) {
               </thead>
               <tbody>
                 {user.subscriptions.map((s) => (
-                  <tr key={`${s.type}${s.token_tail}`} class={`sub-${s.state}`}>
+                  <tr key={s.id} class={`sub-${s.state}`}>
                     <td>{s.type}</td>
+                    <td class="code">{s.id}</td>
                     <td class="tail">{s.token_tail}</td>
                     <td>{[s.device_model, s.device_os].filter((v) => v !== null).join(' · ') || '—'}</td>
                     <td>{s.app_version ?? '—'}</td>
