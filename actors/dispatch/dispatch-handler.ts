@@ -243,6 +243,7 @@ class Outcomes {
 
   attempt(sub: StoredSubscription, sent: SendResult, retrying: boolean, at: number): OutcomeEntry {
     if (sent.ok) return this.entry(sub, 'sent', null, null, sent.providerMessageId, Math.round(sent.latencyMs), false, at);
+    if (sent.skipped) return this.entry(sub, 'skipped', sent.code, sent.hint, null, null, false, at);
     const latency = sent.latencyMs === null ? null : Math.round(sent.latencyMs);
     return this.entry(sub, 'failed', sent.code, sent.hint, null, latency, retrying, at);
   }
