@@ -51,9 +51,19 @@ export const NotificationBody = Type.Object(
     collapse_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     throttle_rate_per_minute: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000 })),
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    /** Transactional sends: the project's frequency cap does not apply (docs/api.md#frequency-caps). */
+    ignore_frequency_cap: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
+
+/** At most `max` sends of a channel to one user in any `hours` (docs/api.md#frequency-caps). */
+export const FrequencyCapBounds = { max: { min: 1, max: 1000 }, hours: { min: 1, max: 24 * 30 } } as const;
+export const FrequencyCap = Type.Object({
+  max: Type.Integer({ minimum: FrequencyCapBounds.max.min, maximum: FrequencyCapBounds.max.max }),
+  hours: Type.Integer({ minimum: FrequencyCapBounds.hours.min, maximum: FrequencyCapBounds.hours.max }),
+});
+export type FrequencyCap = Static<typeof FrequencyCap>;
 
 export const NotificationStatus = Type.Union([
   Type.Literal('scheduled'),
@@ -196,6 +206,8 @@ export const NotificationSpec = Type.Object({
   personal: Type.Optional(Type.Literal(true)),
   /** Sent at this minute of each user's local day (docs/api.md#local-time); absent: at once. */
   local_time: Type.Optional(Type.Object({ minute: Type.Integer({ minimum: 0, maximum: 1439 }), default_timezone: Type.String() })),
+  /** The project's cap for the channel when the notification was created; absent: none or ignored. */
+  frequency_cap: Type.Optional(FrequencyCap),
 });
 
 /** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */

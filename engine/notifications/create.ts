@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { errorItem } from '../ajv-errors.ts';
 import type { ClickHouseStore } from '../clickhouse/store.ts';
+import type { FrequencyCaps } from '../keystore.ts';
 import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
 import type { Topology } from '../topology.ts';
@@ -29,6 +30,8 @@ export interface Extras {
   warnings: NotificationWarning[];
   /** Minute of each user's local day to send at, with the zone of users without one; null: at once. */
   localTime?: { minute: number; default_timezone: string } | null;
+  /** The project's frequency caps; the channel's applies unless the body ignores it. */
+  frequencyCaps?: FrequencyCaps;
 }
 
 /** Who is targeted and how many of them will get a delivery attempt. */
@@ -68,6 +71,7 @@ export async function createNotification(
   const id = randomUUID();
   const channel = body.channel ?? 'PUSH';
   const sendAfter = body.send_after === undefined ? null : timeOf(body.send_after);
+  const cap = body.ignore_frequency_cap === true ? undefined : extras.frequencyCaps?.[channel];
   const targeting = await target(deps, project, body, now);
   const spec: NotificationSpec = {
     id,
@@ -89,6 +93,7 @@ export async function createNotification(
     ...(withOptions ? { options } : {}),
     ...(localTime === null ? {} : { local_time: localTime }),
     ...(hasPersonal(body) ? { personal: true as const } : {}),
+    ...(cap === undefined ? {} : { frequency_cap: cap }),
   };
   const state = acceptedState(spec, now);
   const answer: NotificationCreated = {
