@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Filters } from './filters.ts';
 import { Channel } from './outcomes.ts';
+import { Redrive } from './redrive.ts';
 import { ExternalId } from './sdk.ts';
 import { SegmentName } from './segments.ts';
 
@@ -86,6 +87,8 @@ export const NotificationCreated = Type.Object({
   external_id: Type.Null(),
   /** Fields taken but not acted on (docs/api.md#moving-from-onesignal). */
   warnings: Type.Array(NotificationWarning),
+  /** A re-drive: the notification whose content it sends again (docs/api.md#re-drive). */
+  redrive_of: Type.Optional(Type.String()),
 });
 
 export const NotificationCounts = Type.Object({
@@ -116,6 +119,7 @@ export const NotificationView = Type.Object({
   remaining: Type.Integer({ minimum: 0 }),
   /** created_at in Unix seconds. */
   queued_at: Type.Integer({ minimum: 0 }),
+  redrive_of: Type.Optional(Type.String()),
 });
 
 /** DELETE /api/notifications/{id}: the view, and OneSignal's `success`. */
@@ -208,6 +212,8 @@ export const NotificationSpec = Type.Object({
   local_time: Type.Optional(Type.Object({ minute: Type.Integer({ minimum: 0, maximum: 1439 }), default_timezone: Type.String() })),
   /** The project's cap for the channel when the notification was created; absent: none or ignored. */
   frequency_cap: Type.Optional(FrequencyCap),
+  /** A re-drive's audience, read from the delivery records of `of` at fan-out; the other targeting modes are null. */
+  redrive: Type.Optional(Redrive),
 });
 
 /** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */

@@ -69,6 +69,7 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
     received: receipts.delivered,
     remaining: s === 'completed' || s === 'canceled' ? 0 : Math.max(0, record.recipients - settled),
     queued_at: Math.floor(spec.created_at / 1000),
+    ...(spec.redrive === undefined ? {} : { redrive_of: spec.redrive.of }),
   };
 }
 
