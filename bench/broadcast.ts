@@ -250,6 +250,7 @@ async function main(): Promise<void> {
     DATA_DIR: join(work, 'data'),
     PORT: String(port),
     PROVIDER_CA_FILE: simInfo.caFile,
+    OUTBOUND_ALLOW_PRIVATE: 'true',
     LOG_LEVEL: 'warn',
     REDIS_URL: redisUrl,
   };

@@ -77,8 +77,9 @@ export interface EngineOptions {
  * `started`. ENGINE_NODE_FLAGS in the environment go to its node (for example `--cpu-prof`).
  */
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
-  // No SQL listener: its fixed port would collide between engines of one machine.
-  const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', SQL_PORT: '0', ...opts.env };
+  // No SQL listener: its fixed port would collide between engines of one machine. The simulators
+  // listen on loopback, which the outbound guard refuses by default (docs/api.md#outbound-urls).
+  const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', SQL_PORT: '0', OUTBOUND_ALLOW_PRIVATE: 'true', ...opts.env };
   const roles = opts.roles === undefined ? [] : ['--roles', opts.roles.join(',')];
   const nodeFlags = [...(process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== ''), ...(opts.nodeFlags ?? [])];
   // A process without the gateway listens nowhere: it is started once it logged `started`.

@@ -1,4 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { FrequencyCap } from '../schemas/notifications.ts';
+import type { Channel } from '../schemas/outcomes.ts';
 import type { RedisClient } from './redis.ts';
 import type { Topology } from './topology.ts';
 
@@ -31,7 +33,23 @@ export interface Project {
   rate_limit: RateLimit | null;
   /** Local-time sends use it for users without a `timezone` tag (docs/api.md#local-time). */
   timezone: string;
+  /** Per channel, at most so many sends to one user in a rolling window (docs/api.md#frequency-caps). */
+  frequency_caps: FrequencyCaps;
   created_at: string;
+}
+
+export type FrequencyCaps = Partial<Record<Channel, FrequencyCap>>;
+
+/** Project hash field of a channel's frequency cap, `<max>/<hours>`. */
+const capField = (channel: Channel): string => `frequency_cap_${channel}`;
+
+function capsOf(h: Record<string, string>): FrequencyCaps {
+  const caps: FrequencyCaps = {};
+  for (const channel of ['PUSH', 'EMAIL', 'SMS'] as const) {
+    const [max, hours] = (h[capField(channel)] ?? '').split('/').map(Number);
+    if (max !== undefined && hours !== undefined && max > 0 && hours > 0) caps[channel] = { max, hours };
+  }
+  return caps;
 }
 
 export interface CreatedProject {
@@ -101,6 +119,7 @@ export class Keystore {
       identity_secret: h['identity_secret'] ?? '',
       rate_limit: rateLimitOf(h['rate_per_second'], h['rate_burst']),
       timezone: h['timezone'] ?? 'UTC',
+      frequency_caps: capsOf(h),
       created_at: h['created_at'] ?? '',
     };
   }
@@ -128,6 +147,15 @@ export class Keystore {
   async setTimeZone(id: string, zone: string): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
     await this.redis.hset(this.topology.project(id), 'timezone', zone);
+    return true;
+  }
+
+  /** Sets or removes (null) the frequency cap of each given channel; false when the project does not exist. */
+  async setFrequencyCap(id: string, channels: readonly Channel[], cap: FrequencyCap | null): Promise<boolean> {
+    if (!(await this.getProject(id))) return false;
+    const key = this.topology.project(id);
+    if (cap === null) await this.redis.hdel(key, ...channels.map(capField));
+    else await this.redis.hset(key, Object.fromEntries(channels.map((c) => [capField(c), `${cap.max}/${cap.hours}`])));
     return true;
   }
 

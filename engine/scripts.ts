@@ -4,7 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './scripts/apply-batch.ts';
 import { writeConsent } from './scripts/consent.ts';
 import type { AnyContract, Command } from './scripts/contract.ts';
-import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, releaseDue } from './scripts/dispatch.ts';
+import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, releaseDue, takeCapSlot } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
 import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/lease.ts';
 import { markRound, settleBatch } from './scripts/settle-batch.ts';
@@ -37,6 +37,7 @@ export const scripts = {
   appendJobs,
   loadRecipient,
   checkSend,
+  takeCapSlot,
   recordAttempts,
   releaseDue,
   offerToken,

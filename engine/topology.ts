@@ -115,6 +115,11 @@ export class Topology {
     return { partition, subs: of('subs'), tags: of('tags'), consent: of('consent') };
   }
 
+  /** A user's sends of one channel in the frequency-cap window (engine/lua/takeCapSlot-1.lua). */
+  frequencySends(project: string, externalId: string, channel: string): string {
+    return `${this.userKey('fcap', project, externalId)}:${channel}`;
+  }
+
   token(project: string, type: SubscriptionType, token: string): string {
     return `${this.prefix}token:${this.tag(this.tokenPartitionOf(project, type, token))}:${project}:${type}:${token}`;
   }

@@ -54,6 +54,13 @@ export const ConfigSchema = Type.Object(
     CHECK_ANSWERS: Type.Boolean({ default: false }),
     /** Extra CA certificate (PEM file) trusted for provider connections, say a local simulator's. */
     PROVIDER_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * Loopback, private, link-local and metadata addresses are allowed as Web Push endpoints and
+     * webhook URLs: for local simulators only (docs/api.md#outbound-urls).
+     */
+    OUTBOUND_ALLOW_PRIVATE: Type.Boolean({ default: false }),
+    /** Comma-separated hosts (exact, or `.suffix`) Web Push endpoints must name; unset: any public host. */
+    WEBPUSH_HOSTS: Type.Optional(Type.String({ minLength: 1 })),
     /** Longest one provider request may take, from the send until its whole answer is read, ms; past it the attempt is a `timeout`. */
     PROVIDER_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, maximum: 120000 }),
     /** Interface the SQL listener (the `sql` role, docs/sql.md) binds; never the gateway's port. */

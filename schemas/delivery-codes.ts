@@ -84,6 +84,11 @@ export const DeliveryCodes = {
   opted_out: def('FAIL', 'The user opted out of this channel; nothing was sent.'),
   no_subscription: def('FAIL', 'The user has no live subscription for this channel; nothing was sent.'),
   canceled: def('FAIL', 'The notification was canceled before this send; nothing was sent.'),
+  frequency_capped: def('FAIL', "The user reached the project's frequency cap for this channel; nothing was sent (ignore_frequency_cap on a notification bypasses it)."),
+  endpoint_refused: def(
+    'FAIL',
+    'The Web Push endpoint is a loopback, private, link-local or metadata address (or off WEBPUSH_HOSTS); nothing was sent. OUTBOUND_ALLOW_PRIVATE=true allows private addresses for local simulators only.',
+  ),
   no_credentials: def('FAIL', 'The provider is not configured for this project: add it with `engine providers set`.', true),
 } as const satisfies Record<string, DeliveryCodeDef>;
 
@@ -149,7 +154,7 @@ export function deliveryCode(provider: DeliveryProvider, status: number, reason?
 }
 
 /** A delivery answer for one of our own codes (transport failures and skips). */
-export function ownCode(code: 'timeout' | 'connection_error' | 'queue_full' | 'provider_unavailable' | 'opted_out' | 'no_subscription' | 'canceled' | 'no_credentials'): DeliveryAnswer {
+export function ownCode(code: 'timeout' | 'connection_error' | 'queue_full' | 'provider_unavailable' | 'opted_out' | 'no_subscription' | 'canceled' | 'no_credentials' | 'endpoint_refused' | 'frequency_capped'): DeliveryAnswer {
   const found = DeliveryCodes[code];
   return { code, action: found.action, hint: found.hint };
 }

@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { Filters } from './filters.ts';
 import { Channel } from './outcomes.ts';
+import { Redrive } from './redrive.ts';
 import { ExternalId } from './sdk.ts';
 import { SegmentName } from './segments.ts';
 
@@ -54,9 +55,19 @@ export const NotificationBody = Type.Object(
     collapse_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     throttle_rate_per_minute: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000 })),
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    /** Transactional sends: the project's frequency cap does not apply (docs/api.md#frequency-caps). */
+    ignore_frequency_cap: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
+
+/** At most `max` sends of a channel to one user in any `hours` (docs/api.md#frequency-caps). */
+export const FrequencyCapBounds = { max: { min: 1, max: 1000 }, hours: { min: 1, max: 24 * 30 } } as const;
+export const FrequencyCap = Type.Object({
+  max: Type.Integer({ minimum: FrequencyCapBounds.max.min, maximum: FrequencyCapBounds.max.max }),
+  hours: Type.Integer({ minimum: FrequencyCapBounds.hours.min, maximum: FrequencyCapBounds.hours.max }),
+});
+export type FrequencyCap = Static<typeof FrequencyCap>;
 
 export const NotificationStatus = Type.Union([
   Type.Literal('scheduled'),
@@ -83,6 +94,8 @@ export const NotificationCreated = Type.Object({
   external_id: Type.Null(),
   /** Fields taken but not acted on (docs/api.md#moving-from-onesignal). */
   warnings: Type.Array(NotificationWarning),
+  /** A re-drive: the notification whose content it sends again (docs/api.md#re-drive). */
+  redrive_of: Type.Optional(Type.String()),
 });
 
 export const NotificationCounts = Type.Object({
@@ -133,6 +146,8 @@ export const NotificationView = Type.Object({
   queued_at: Type.Integer({ minimum: 0 }),
   /** Counts per platform with a delivery record, from ClickHouse; absent when it cannot answer. */
   platform_delivery_stats: Type.Optional(PlatformDeliveryStats),
+  /** A re-drive: the notification whose content it sends again (docs/api.md#re-drive). */
+  redrive_of: Type.Optional(Type.String()),
 });
 
 /** DELETE /api/notifications/{id}: the view, and OneSignal's `success`. */
@@ -225,6 +240,10 @@ export const NotificationSpec = Type.Object({
   personal: Type.Optional(Type.Literal(true)),
   /** Sent at this minute of each user's local day (docs/api.md#local-time); absent: at once. */
   local_time: Type.Optional(Type.Object({ minute: Type.Integer({ minimum: 0, maximum: 1439 }), default_timezone: Type.String() })),
+  /** The project's cap for the channel when the notification was created; absent: none or ignored. */
+  frequency_cap: Type.Optional(FrequencyCap),
+  /** A re-drive's audience, read from the delivery records of `of` at fan-out; the other targeting modes are null. */
+  redrive: Type.Optional(Redrive),
 });
 
 /** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */

@@ -30,6 +30,8 @@ export const OneSignalTranslated = {
   /** `timezone`: at `delivery_time_of_day` in each user's zone; `last-active` is taken with a warning. */
   delayed_option: Type.Union([Type.Literal('timezone'), Type.Literal('last-active')]),
   delivery_time_of_day: Type.String({ minLength: 1, maxLength: 16 }),
+  /** false: the project's frequency cap does not apply (the engine's ignore_frequency_cap). */
+  enable_frequency_cap: Type.Boolean(),
 } as const;
 
 /** Fields sent on to the providers, kept as the notification's options (NotificationOptions). */

@@ -77,5 +77,6 @@ bash scripts/quickstart.sh "$sdk_key" "$rest_key" "$identity_secret" "$base"
 echo
 
 say "starting the engine (all roles) on $base; Ctrl-C stops it"
-export DATA_DIR HOST PORT PROVIDER_CA_FILE="$sims_dir/ca.pem"
+# The simulators listen on loopback, which Web Push endpoints may not name in production.
+export DATA_DIR HOST PORT PROVIDER_CA_FILE="$sims_dir/ca.pem" OUTBOUND_ALLOW_PRIVATE=true
 node bin/engine.js start

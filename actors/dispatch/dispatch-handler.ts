@@ -35,6 +35,7 @@ const MAX_GATES = 5 * 1000;
 export const MAX_ATTEMPTS = 5;
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 5 * 60_000;
+const HOUR_MS = 3_600_000;
 
 const NO_FIELDS: readonly string[] = [];
 
@@ -169,7 +170,7 @@ export class DispatchHandler {
         const release = await this.gateOf(job.project, providerFor(sub.type)).acquire();
         try {
           // Checked with a slot in hand, right before the request goes out (docs/architecture.md#consent-first).
-          const skip = await this.blocked(keys, sub);
+          const skip = (await this.blocked(keys, sub)) ?? (await this.capped(job, spec));
           if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
           const sentAt = Date.now();
           const sent = await sendTo(clients, sub, message);
@@ -209,6 +210,17 @@ export class DispatchHandler {
     return consent !== null && parseConsent({ [sub.type]: consent })[sub.type]?.opted_out ? 'opted_out' : null;
   }
 
+  /** 'frequency_capped' when the user's cap for the channel is reached; a slot is taken otherwise (docs/api.md#frequency-caps). */
+  private async capped(job: DispatchJob, spec: NotificationSpec): Promise<'frequency_capped' | null> {
+    const cap = spec.frequency_cap;
+    if (cap === undefined) return null;
+    const { taken } = await scripts.takeCapSlot(this.deps.redis, {
+      keys: { sends: this.deps.topology.frequencySends(job.project, job.external_id, spec.channel) },
+      args: { member: spec.id, max: cap.max, windowMs: cap.hours * HOUR_MS, now: Date.now() },
+    });
+    return taken ? null : 'frequency_capped';
+  }
+
   private gateOf(project: string, provider: ProviderName): Gate {
     const key = `${project}\0${provider}`;
     let gate = this.gates.get(key);
@@ -245,6 +257,7 @@ class Outcomes {
 
   attempt(sub: StoredSubscription, sent: SendResult, retrying: boolean, at: number): OutcomeEntry {
     if (sent.ok) return this.entry(sub, 'sent', null, null, sent.providerMessageId, Math.round(sent.latencyMs), false, at);
+    if (sent.skipped) return this.entry(sub, 'skipped', sent.code, sent.hint, null, null, false, at);
     const latency = sent.latencyMs === null ? null : Math.round(sent.latencyMs);
     return this.entry(sub, 'failed', sent.code, sent.hint, null, latency, retrying, at);
   }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Notifications } from '../../engine/notifications/lifecycle.ts';
+import { outboundPolicy } from '../../engine/outbound/guard.ts';
 import { createRedis } from '../../engine/redis.ts';
 import type { RoleFactory } from '../../engine/roles.ts';
 import { runPartitionRole, type PartitionWork } from '../../engine/runner/partition-runner.ts';
@@ -33,7 +34,7 @@ export const dispatchRole: RoleFactory = async (ctx) => {
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   apnsTokens.share(new RedisTokenStore(redis, topology));
   const ca = config.PROVIDER_CA_FILE === undefined ? undefined : readFileSync(config.PROVIDER_CA_FILE);
-  const clients = new ProjectClients(redis, topology, { timeoutMs: config.PROVIDER_TIMEOUT_MS, ...(ca === undefined ? {} : { ca }) });
+  const clients = new ProjectClients(redis, topology, { timeoutMs: config.PROVIDER_TIMEOUT_MS, outbound: outboundPolicy(config), ...(ca === undefined ? {} : { ca }) });
   const notifications = new Notifications(redis, topology);
   const handler = new DispatchHandler({ redis, topology, notifications, specs: new Specs(notifications), clients, log });
   const role = runPartitionRole('dispatch', ctx, redis, {

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../engine/clickhouse/client.ts';
 import { compileFilters } from '../../engine/clickhouse/filters/compile.ts';
 import { matchingOf, streamAudience } from '../../engine/clickhouse/filters/stream.ts';
+import { redriveAudience } from '../../engine/clickhouse/redrive.ts';
 import { allFiltersOf, compileAudience, union } from '../../engine/notifications/audience.ts';
 import type { SegmentStore } from '../../engine/segments/store.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
@@ -30,6 +31,10 @@ export async function walkAudience(spec: NotificationSpec, cursor: string, sourc
   if (spec.external_ids !== null) {
     const ids = [...new Set(spec.external_ids)].sort().filter((id) => id > cursor);
     for (let i = 0; i < ids.length; i += CHUNK) await onChunk(ids.slice(i, i + CHUNK));
+    return;
+  }
+  if (spec.redrive !== undefined) {
+    await streamAudience(await sources.clickhouse(), redriveAudience(spec.project, spec.redrive), onChunk, PAGE, cursor);
     return;
   }
   const includedFilters = spec.filters ?? (await segmentsFilters(spec, spec.included_segments ?? [], sources));

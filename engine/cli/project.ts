@@ -26,6 +26,11 @@ export const projectUpdate = defineCommand({
     },
     burst: { kind: 'integer', value: '<n>', help: 'calls a key may make at once under --rate-limit (default: the rate, rounded up)' },
     timezone: { kind: 'string', value: '<zone>', help: 'time zone of users without a timezone tag, for local-time sends (default: UTC)' },
+    'frequency-cap': {
+      kind: 'string',
+      value: '[<channel>:]<n>/<hours>h|[<channel>:]off',
+      help: 'at most n sends to one user in any <hours> hours, for one channel (push, email, sms) or all; off removes it',
+    },
   },
   summary: "Changes a project's settings; every gateway follows within KEY_CACHE_MS.",
   run: async (config, { args, options }) =>
@@ -34,5 +39,6 @@ export const projectUpdate = defineCommand({
       rate: options['rate-limit'],
       burst: options.burst,
       timezone: options.timezone,
+      cap: options['frequency-cap'],
     }),
 });

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { errorItem } from '../ajv-errors.ts';
 import type { ClickHouseStore } from '../clickhouse/store.ts';
+import { countAudience } from '../clickhouse/filters/stream.ts';
+import { redriveAudience } from '../clickhouse/redrive.ts';
+import type { FrequencyCaps } from '../keystore.ts';
+import type { Redrive } from '../../schemas/redrive.ts';
 import type { RedisClient } from '../redis.ts';
 import { SegmentStore } from '../segments/store.ts';
 import type { Topology } from '../topology.ts';
@@ -39,6 +43,10 @@ export interface Extras {
   localTime?: { minute: number; default_timezone: string } | null;
   /** OneSignal's token lists, the targeting mode when given (docs/api.md#moving-from-onesignal). */
   tokens?: TokenTarget | null;
+  /** The project's frequency caps; the channel's applies unless the body ignores it. */
+  frequencyCaps?: FrequencyCaps;
+  /** A re-drive: its audience replaces the body's targeting (engine/notifications/redrive.ts). */
+  redrive?: Redrive;
 }
 
 /** Who is targeted, on which channel, and how many of them will get a delivery attempt. */
@@ -75,10 +83,17 @@ export async function createNotification(
   const withOptions = Object.keys(options).length > 0;
   // Options and local time count in the hash; without them, the hash is the one of bodies older than them.
   const tokens = extras.tokens ?? null;
+  const redrive = extras.redrive;
   const hash =
     key === undefined
       ? ''
-      : bodyHash({ ...body, ...(withOptions ? { options } : {}), ...(localTime === null ? {} : { local_time: localTime.minute }), ...(tokens === null ? {} : { tokens: tokens.refs }) });
+      : bodyHash({
+          ...body,
+          ...(withOptions ? { options } : {}),
+          ...(localTime === null ? {} : { local_time: localTime.minute }),
+          ...(tokens === null ? {} : { tokens: tokens.refs }),
+          ...(redrive === undefined ? {} : { redrive }),
+        });
   if (key !== undefined) {
     const prior = await keys.read(project, key);
     if (prior !== null) return keys.repeat(project, key, prior, hash);
@@ -86,7 +101,8 @@ export async function createNotification(
 
   const id = randomUUID();
   const sendAfter = body.send_after === undefined ? null : timeOf(body.send_after);
-  const targeting = await target(deps, project, body, tokens, now);
+  const targeting = redrive === undefined ? await target(deps, project, body, tokens, now) : await redriveTarget(deps, project, body, redrive);
+  const cap = body.ignore_frequency_cap === true ? undefined : extras.frequencyCaps?.[targeting.channel];
   const spec: NotificationSpec = {
     id,
     project,
@@ -108,6 +124,8 @@ export async function createNotification(
     ...(withOptions ? { options } : {}),
     ...(localTime === null ? {} : { local_time: localTime }),
     ...(hasPersonal(body) ? { personal: true as const } : {}),
+    ...(cap === undefined ? {} : { frequency_cap: cap }),
+    ...(redrive === undefined ? {} : { redrive }),
   };
   const state = acceptedState(spec, now);
   const answer: NotificationCreated = {
@@ -118,6 +136,7 @@ export async function createNotification(
     errors: { invalid_external_user_ids: targeting.invalid, ...(targeting.invalidSubscriptions === undefined ? {} : { invalid_player_ids: targeting.invalidSubscriptions }) },
     external_id: null,
     warnings,
+    ...(redrive === undefined ? {} : { redrive_of: redrive.of }),
   };
 
   let claim: Claim | null = null;
@@ -133,6 +152,12 @@ export async function createNotification(
   await new Notifications(deps.redis, deps.topology).accept(spec, targeting.recipients, now);
   if (key !== undefined && claim !== null) await keys.written(project, key, claim);
   return answer;
+}
+
+/** A re-drive's audience, counted now from the delivery records (docs/api.md#re-drive). */
+async function redriveTarget(deps: NotificationDeps, project: string, body: NotificationBody, redrive: Redrive): Promise<Targeting> {
+  const recipients = await countAudience(await deps.clickhouse.get(), redriveAudience(project, redrive));
+  return { channel: body.channel ?? 'PUSH', external_ids: null, included_segments: null, excluded_segments: [], filters: null, recipients, invalid: [] };
 }
 
 async function target(deps: NotificationDeps, project: string, body: NotificationBody, tokens: TokenTarget | null, now: number): Promise<Targeting> {

@@ -62,6 +62,8 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     const names = body[field];
     if (Array.isArray(names)) body[field] = names.map((n: unknown) => (typeof n === 'string' ? (BUILT_IN_SEGMENTS[n] ?? n) : n));
   }
+  const capped = request['enable_frequency_cap'];
+  if (typeof capped === 'boolean' && body['ignore_frequency_cap'] === undefined) body['ignore_frequency_cap'] = !capped;
   const aliases = request['include_aliases'] as { external_id: string[] } | undefined;
   if (aliases !== undefined) {
     if (body['include_external_user_ids'] !== undefined) errors.push(errorItem('/include_aliases', 'give include_aliases or include_external_user_ids, not both'));

@@ -83,6 +83,7 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
     remaining: s === 'completed' || s === 'canceled' ? 0 : Math.max(0, record.recipients - settled),
     queued_at: Math.floor(spec.created_at / 1000),
     ...(platforms === null ? {} : { platform_delivery_stats: platforms }),
+    ...(spec.redrive === undefined ? {} : { redrive_of: spec.redrive.of }),
   };
 }
 

@@ -67,6 +67,15 @@ export const checkSend = defineScript({
   },
 });
 
+/** engine/lua/takeCapSlot-1.lua: takes a slot of a user's frequency cap for a notification, or says it is reached. */
+export const takeCapSlot = defineScript({
+  name: 'takeCapSlot',
+  oom: 'allow', // one small set per capped user; refused, sends already fanned out would wait on memory
+  keys: ['sends'],
+  args: ['member', 'max', 'windowMs', 'now'],
+  reply: { parse: (raw) => ({ taken: flag('takeCapSlot', raw) }) },
+});
+
 /** engine/lua/releaseDue-2.lua: moves due members of a sorted set onto a stream. */
 export const releaseDue = defineScript({
   name: 'releaseDue',

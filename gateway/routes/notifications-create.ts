@@ -22,7 +22,7 @@ export const notificationsCreate = httpRoute({
       if (body.app_id !== null && body.app_id !== caller.project) throw new CallerError('project_mismatch');
       const localTime = body.localMinute === null ? null : { minute: body.localMinute, default_timezone: caller.timezone };
       const notification = await withTemplate(templates, caller.project, body.body, body.template_id);
-      ex.send(201, JSON.stringify(await createNotification(deps, caller.project, notification, { ...body, localTime })));
+      ex.send(201, JSON.stringify(await createNotification(deps, caller.project, notification, { ...body, localTime, frequencyCaps: caller.frequencyCaps })));
     };
   },
 });

@@ -1,8 +1,10 @@
+import type { Config } from '../../schemas/config.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { BatchAccepted, BatchRequest, type SdkOp } from '../../schemas/sdk.ts';
 import { ErrorList } from '../../engine/ajv-errors.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { accept } from '../ingest/accept.ts';
+import { refusedEndpoint } from '../ingest/endpoints.ts';
 import { opEntry } from '../ingest/entries.ts';
 import { identityOk } from '../ingest/identity.ts';
 import { checkBatch } from '../ingest/sdk-checks.ts';
@@ -20,6 +22,8 @@ export const sdkBatch = httpRoute({
   handler:
     ({ deps }) =>
     ({ ex, caller, body: ops }) => {
+      const refused = refusedEndpoints(deps.config, ops);
+      if (refused.length > 0) throw new CallerError('validation_failed', refused);
       const denied = identityFailures(caller, ops);
       if (denied.length > 0) throw new CallerError('identity_verification_failed', denied);
       const at = Date.now();
@@ -27,6 +31,17 @@ export const sdkBatch = httpRoute({
       return accept(deps, ex, entries, `{"accepted":true,"count":${entries.length}}`);
     },
 });
+
+/** Web Push endpoints the outbound guard refuses, naming each operation's index (at most MAX_ERROR_ITEMS listed). */
+function refusedEndpoints(config: Config, ops: SdkOp[]): ErrorItem[] {
+  const list = new ErrorList();
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i];
+    const item = op?.op === 'subscribe' ? refusedEndpoint(config, op, `/operations/${i}/token`) : undefined;
+    if (item) list.add([item]);
+  }
+  return list.result('/operations', 'operations');
+}
 
 /** Per-operation identity check of a batch: one error per failing operation, naming its index (at most MAX_ERROR_ITEMS listed). */
 function identityFailures(caller: Caller, ops: SdkOp[]): ErrorItem[] {

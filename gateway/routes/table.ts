@@ -11,6 +11,7 @@ import { metrics } from './metrics.ts';
 import { notificationsCancel } from './notifications-cancel.ts';
 import { notificationsCreate } from './notifications-create.ts';
 import { notificationsGet } from './notifications-get.ts';
+import { notificationsRedrive } from './notifications-redrive.ts';
 import { notificationsList } from './notifications-list.ts';
 import { openapi } from './openapi.ts';
 import { readyz } from './readyz.ts';
@@ -59,6 +60,7 @@ export const routes: readonly Route[] = [
   notificationsList,
   notificationsGet,
   notificationsCancel,
+  notificationsRedrive,
   templatesCreate,
   templatesList,
   templateGet,

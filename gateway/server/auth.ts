@@ -1,4 +1,4 @@
-import { hashKey, type Keystore, type KeyType, type RateLimit } from '../../engine/keystore.ts';
+import { hashKey, type FrequencyCaps, type Keystore, type KeyType, type RateLimit } from '../../engine/keystore.ts';
 
 /** Who a request comes from: a live key of a project, with what identity verification needs. */
 export interface Caller {
@@ -13,6 +13,8 @@ export interface Caller {
   rateLimit: RateLimit | null;
   /** The project's default time zone (docs/api.md#local-time). */
   timezone: string;
+  /** The project's frequency caps by channel (docs/api.md#frequency-caps). */
+  frequencyCaps: FrequencyCaps;
 }
 
 interface Entry {
@@ -79,6 +81,7 @@ export class CallerCache {
             keyHash: hashKey(key),
             rateLimit: project.rate_limit,
             timezone: project.timezone,
+            frequencyCaps: project.frequency_caps,
           }
         : null;
     if (this.ttlMs > 0) {

@@ -1,5 +1,6 @@
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
 import type { SdkOp } from '../../schemas/sdk.ts';
+import { refusedEndpoint } from '../ingest/endpoints.ts';
 import { opEntry } from '../ingest/entries.ts';
 import { identityOk } from '../ingest/identity.ts';
 import { checkOp } from '../ingest/sdk-checks.ts';
@@ -191,6 +192,8 @@ export class SdkSocketChannel implements SocketChannel<unknown, Connection> {
     }
     const checked = this.check(op);
     if (!checked.ok) return { seq, answer: JSON.stringify({ seq, errors: checked.errors }) };
+    const refused = checked.value.op === 'subscribe' ? refusedEndpoint(this.deps.config, checked.value, '/token') : undefined;
+    if (refused) return { seq, answer: JSON.stringify({ seq, errors: [refused] }) };
     return { seq, op: checked.value };
   }
 }

@@ -10,6 +10,7 @@ import { Topology } from '../../engine/topology.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
 import { serverEnv } from './http-server.ts';
+import { localOutbound } from './outbound.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
@@ -37,7 +38,7 @@ export interface EngineProcess {
 export function testEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-test-'));
   // SQL_PORT 0: the SQL listener's fixed default port would collide between tests; test/sql picks free ones.
-  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', CHECK_ANSWERS: 'true', SQL_PORT: '0', ...serverEnv, ...extra };
+  return { REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, LEASE_MS: '1000', LOG_LEVEL: 'info', PARTITIONS: '8', CHECK_ANSWERS: 'true', SQL_PORT: '0', ...localOutbound, ...serverEnv, ...extra };
 }
 
 /** Runs `engine <args>` to completion and returns its exit code and output. */

@@ -15,6 +15,7 @@ import { RateLimiter } from '../../gateway/server/rate-limit.ts';
 import type { Route } from '../../gateway/server/route.ts';
 import { Tracker } from '../../gateway/server/tracker.ts';
 import { serverEnv } from './http-server.ts';
+import { localOutbound } from './outbound.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 /** A gateway app built in the test process from a route table and dependencies the test picks. */
@@ -46,7 +47,7 @@ export function captureStderr(t: Test): Record<string, unknown>[] {
  */
 export async function gatewayWith(t: Test, parts: Pick<GatewayDeps, 'ingest' | 'clickhouse'>, table: readonly Route[] = routes): Promise<{ url: string; project: CreatedProject; keystore: Keystore }> {
   const prefix = testPrefix();
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...serverEnv });
+  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...localOutbound, ...serverEnv });
   const redis = createRedis(config, { commandTimeout: 1000 });
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   const keystore = new Keystore(redis, topology);

@@ -16,6 +16,7 @@ import { newWorkerId } from '../../engine/worker-id.ts';
 import type { Config } from '../../schemas/config.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
 import { serverEnv } from './http-server.ts';
+import { localOutbound } from './outbound.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 export interface InProcess {
@@ -42,7 +43,7 @@ export async function inProcessGateway(t: Test, env: Record<string, string> = {}
   const prefix = testPrefix();
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-inproc-'));
   const database = await testDatabase();
-  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, PORT: '0', LEASE_MS: '1000', PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...serverEnv, ...database.env, ...env });
+  const config = loadConfig({ REDIS_URL, KEY_PREFIX: prefix, DATA_DIR: dataDir, PORT: '0', LEASE_MS: '1000', PARTITIONS: '8', LOG_LEVEL: 'warn', CHECK_ANSWERS: 'true', ...localOutbound, ...serverEnv, ...database.env, ...env });
   const log = createLogger(config.LOG_LEVEL);
   const store = new ClickHouseStore(config, log);
   const ctx: RoleContext = { config, log, metrics: new Metrics(), workerId: newWorkerId(), clickhouse: store };

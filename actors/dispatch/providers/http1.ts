@@ -1,5 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { LookupFunction } from 'node:net';
 import { deadline, DEFAULT_TIMEOUT_MS, TransportError } from './provider.ts';
 
 export interface Http1Options {
@@ -7,6 +8,8 @@ export interface Http1Options {
   timeoutMs?: number | undefined;
   /** Most keep-alive connections per origin. Default 32. */
   connections?: number | undefined;
+  /** Resolves names when a connection is made (the outbound guard's, for caller-chosen URLs). */
+  lookup?: LookupFunction | undefined;
 }
 
 export interface Http1Answer {
@@ -30,7 +33,7 @@ export class Http1 {
     this.#agent = new Agent({
       connections: opts.connections ?? 32,
       keepAliveTimeout: 60_000,
-      ...(opts.ca ? { connect: { ca: opts.ca } } : {}),
+      connect: { ...(opts.ca ? { ca: opts.ca } : {}), ...(opts.lookup ? { lookup: opts.lookup } : {}) },
     });
   }
 

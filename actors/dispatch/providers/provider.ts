@@ -1,4 +1,5 @@
 import type { NotificationOptions } from '../../../schemas/notifications.ts';
+import type { OutboundPolicy } from '../../../engine/outbound/guard.ts';
 import { deliveryCode, ownCode, type DeliveryAnswer, type DeliveryProvider } from '../../../schemas/delivery-codes.ts';
 
 /** One message as the dispatch actor hands it to a provider client. */
@@ -35,6 +36,8 @@ export type SendFailure = {
   latencyMs: number | null;
   /** APNs 410 only: when the token stopped being valid (ms); a re-registration after it is live. */
   invalidSinceMs?: number;
+  /** Nothing left the engine because the target is refused (endpoint_refused): recorded `skipped`. */
+  skipped?: true;
 };
 
 export type SendResult = { ok: true; providerMessageId: string | null; latencyMs: number } | SendFailure;
@@ -55,6 +58,8 @@ export interface ClientOptions {
   ca?: string | Buffer;
   /** Longest one request may take, from the send until the whole answer is read, ms. Default 10 000. */
   timeoutMs?: number;
+  /** Which addresses a caller-chosen URL (a Web Push endpoint) may reach; default: public ones only. */
+  outbound?: OutboundPolicy;
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -90,9 +95,21 @@ export function answered(
 
 /** Maps anything a transport threw to a SendFailure; a bug (not a transport failure) is rethrown. */
 export function transportFailure(err: unknown, latencyMs: number | null): SendFailure {
+  if (refusedByGuard(err)) return refusedTarget();
   const kind = transportKind(err);
   if (!kind) throw err;
   return failure(ownCode(kind), kind === 'queue_full' || kind === 'canceled' ? null : latencyMs);
+}
+
+/** A target the outbound guard refuses (engine/outbound/guard.ts): nothing is sent, recorded `skipped`. */
+export function refusedTarget(): SendFailure {
+  return { ...failure(ownCode('endpoint_refused'), null), skipped: true };
+}
+
+/** The guard's lookup refused every address of the name; undici wraps it in its own error at times. */
+function refusedByGuard(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) if ((e as { code?: unknown }).code === 'EOUTBOUND_REFUSED') return true;
+  return false;
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);

@@ -1,11 +1,13 @@
 import webpush from 'web-push';
 import { deliveryCode } from '../../../schemas/delivery-codes.ts';
 import type { WebPushCredentials } from '../../../schemas/providers.ts';
+import { guardedLookup, refusedUrl, type OutboundPolicy } from '../../../engine/outbound/guard.ts';
 import { Http1, type Http1Answer } from './http1.ts';
 import {
   answered,
   elapsed,
   failure,
+  refusedTarget,
   retryAfterMs,
   transportFailure,
   type ClientOptions,
@@ -21,6 +23,8 @@ import {
  * 1-byte padding delimiter (RFC 8188, 8291).
  */
 export const WEBPUSH_MAX_PLAINTEXT = 4096 - 86 - 16 - 1;
+
+const PUBLIC_ONLY: OutboundPolicy = { allowPrivate: false, webPushHosts: undefined };
 
 /** RFC 8030 section 5.4: a Topic is at most 32 characters of the URL-safe base64 alphabet. */
 const TOPIC = /^[A-Za-z0-9_-]{1,32}$/;
@@ -49,13 +53,17 @@ export function webPushPayload(message: PushMessage): string {
 export class WebPushClient implements ProviderClient {
   readonly #creds: WebPushCredentials;
   readonly #http: Http1;
+  readonly #outbound: OutboundPolicy;
 
   constructor(creds: WebPushCredentials, opts: ClientOptions = {}) {
     this.#creds = creds;
-    this.#http = new Http1({ ca: opts.ca, timeoutMs: opts.timeoutMs });
+    this.#outbound = opts.outbound ?? PUBLIC_ONLY;
+    this.#http = new Http1({ ca: opts.ca, timeoutMs: opts.timeoutMs, lookup: guardedLookup(this.#outbound) });
   }
 
   async send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
+    // Endpoints come from SDK keys, which ship in apps: checked again at each send (docs/api.md#outbound-urls).
+    if (refusedUrl(this.#outbound, 'webpush', target.token) !== undefined) return refusedTarget();
     if (!target.web_auth || !target.web_p256) return failure(deliveryCode('webpush', 400, null), null);
     const payload = webPushPayload(message);
     if (Buffer.byteLength(payload) > WEBPUSH_MAX_PLAINTEXT) return failure(deliveryCode('webpush', 413, null), null);

@@ -2,6 +2,7 @@ import t from 'tap';
 import { createProviderClients, closeProviderClients, providerFor, sendTo } from '../../../actors/dispatch/providers/index.ts';
 import { rateLimitResetMs, retryAfterMs, transportFailure, TransportError } from '../../../actors/dispatch/providers/provider.ts';
 import { startSimulators } from '../../../simulators/index.ts';
+import { localPolicy } from '../../helpers/outbound.ts';
 import { caOf, deviceToken, message } from './helpers.ts';
 
 t.test('Retry-After is read as delay seconds or an HTTP date', async (t) => {
@@ -37,7 +38,7 @@ t.test('createProviderClients builds the configured clients; a missing one is no
   t.teardown(() => sims.close());
   const clients = createProviderClients(
     { apns: sims.apns.credentials(), fcm: sims.fcm.credentials(), webpush: sims.webpush.credentials(), twilio: sims.twilio.credentials() },
-    { ca: caOf(sims), timeoutMs: 5000 },
+    { ca: caOf(sims), timeoutMs: 5000, outbound: localPolicy },
   );
   t.teardown(() => closeProviderClients(clients));
   t.same(Object.keys(clients).sort(), ['apns', 'fcm', 'twilio', 'webpush']);

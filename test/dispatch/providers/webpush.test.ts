@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import { WebPushClient, WEBPUSH_MAX_PLAINTEXT } from '../../../actors/dispatch/providers/webpush.ts';
 import type { Target } from '../../../actors/dispatch/providers/provider.ts';
 import { startSimulators } from '../../../simulators/index.ts';
+import { localPolicy } from '../../helpers/outbound.ts';
 import { caOf, message } from './helpers.ts';
 
 const sims = await startSimulators();
@@ -10,7 +11,7 @@ const ca = caOf(sims);
 t.beforeEach(() => sims.webpush.reset());
 
 function client(t: Test, opts: ConstructorParameters<typeof WebPushClient>[1] = {}): WebPushClient {
-  const c = new WebPushClient(sims.webpush.credentials(), { ca, ...opts });
+  const c = new WebPushClient(sims.webpush.credentials(), { ca, outbound: localPolicy, ...opts });
   t.teardown(() => c.close());
   return c;
 }
@@ -90,7 +91,7 @@ t.test('a slow push service is a timeout; an untrusted certificate a connection_
   const target = subscription();
   await sims.webpush.script({ match: { token: idOf(target) }, respond: { status: 201, delayMs: 400 }, times: 1 });
   t.match(await push.send(target, message()), { ok: false, code: 'timeout', action: 'RETRY' });
-  const untrusting = new WebPushClient(sims.webpush.credentials());
+  const untrusting = new WebPushClient(sims.webpush.credentials(), { outbound: localPolicy });
   t.teardown(() => untrusting.close());
   t.match(await untrusting.send(subscription(), message()), { ok: false, code: 'connection_error', action: 'RETRY' });
 });
