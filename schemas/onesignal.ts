@@ -48,6 +48,8 @@ export const OneSignalOptions = {
  */
 export const OneSignalTokens: Record<string, SubscriptionType> = {
   include_email_tokens: 'EMAIL',
+  /** OneSignal sends to these addresses; here they must be EMAIL subscriptions of some user. */
+  email_to: 'EMAIL',
   include_phone_numbers: 'SMS',
   include_ios_tokens: 'IOS_PUSH',
   include_android_reg_ids: 'ANDROID_PUSH',
@@ -59,7 +61,6 @@ export const OneSignalRefused = {
   include_amazon_reg_ids: Strings,
   include_chrome_reg_ids: Strings,
   include_chrome_web_reg_ids: Strings,
-  email_to: Strings,
 } as const;
 
 const notSent = 'accepted and ignored: this version does not send it to the providers';

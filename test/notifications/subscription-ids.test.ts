@@ -138,6 +138,12 @@ t.test("OneSignal's token lists target the subscriptions of those tokens; an unk
   t.match(mail, { status: 201, body: { recipients: 1, errors: { invalid_player_ids: [] } } });
   await until(s, (mail.body as { id: string }).id);
   t.equal((await s.sims.sendgrid.requests()).filter((r) => JSON.stringify(r.body).includes('<p>Token mail</p>')).length, 1);
+
+  // OneSignal's email_to: the same, for addresses that are EMAIL subscriptions here.
+  const to = await post({ email_to: [email, 'nobody@example.com'], email_subject: 'To mail', email_body: '<p>To mail</p>' });
+  t.match(to, { status: 201, body: { recipients: 1, errors: { invalid_player_ids: ['nobody@example.com'] } } });
+  await until(s, (to.body as { id: string }).id);
+  t.equal((await s.sims.sendgrid.requests()).filter((r) => JSON.stringify(r.body).includes('<p>To mail</p>')).length, 1);
 });
 
 t.test('consent is still checked: an opted-out targeted subscription is skipped, not sent', async (t) => {
