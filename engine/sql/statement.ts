@@ -47,7 +47,7 @@ function code(sql: string): string {
 }
 
 /** Index after the closing quote of the literal opening at `start`; `\x` and doubled quotes escape. */
-function skipQuoted(text: string, start: number, quote: string): number {
+export function skipQuoted(text: string, start: number, quote: string): number {
   let i = start + 1;
   while (i < text.length) {
     if (text[i] === '\\') i += 2;

@@ -1,4 +1,7 @@
+import { skipQuoted } from '../../engine/sql/statement.ts';
 import { httpErrors } from './errors.ts';
+
+export { formatClause, identifier, stringLiteral } from '../../engine/sql/statement.ts';
 
 /** `INSERT … FORMAT <name>` whose data follows: the data is not SQL, so it is not scanned. */
 const INSERT_FORMAT = /^\s*INSERT\b[\s\S]*?\bFORMAT\s+\w+/i;
@@ -31,31 +34,4 @@ export function assertOneStatement(sql: string): void {
     else if (ended >= 0 && !/\s/.test(c ?? '')) throw httpErrors.syntax(`Multi-statements are not allowed: failed at position ${ended + 1} (end of query)`);
     i++;
   }
-}
-
-/** Index after the closing quote of the literal opening at `start`; `\x` and doubled quotes escape. */
-function skipQuoted(text: string, start: number, quote: string): number {
-  let i = start + 1;
-  while (i < text.length) {
-    if (text[i] === '\\') i += 2;
-    else if (text[i] === quote && text[i + 1] === quote) i += 2;
-    else if (text[i] === quote) return i + 1;
-    else i++;
-  }
-  return i;
-}
-
-/** The format named by a trailing `FORMAT x` clause of a query that returns rows. */
-export function formatClause(sql: string): string | undefined {
-  return /\bFORMAT\s+(\w+)\s*;?\s*$/i.exec(sql)?.[1];
-}
-
-/** A ClickHouse string literal holding `text` exactly. */
-export function stringLiteral(text: string): string {
-  return `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
-}
-
-/** A ClickHouse identifier, backquoted. */
-export function identifier(name: string): string {
-  return `\`${name.replace(/[\\`]/g, (c) => `\\${c}`)}\``;
 }
