@@ -51,16 +51,21 @@ export const OneSignalTokens: Record<string, SubscriptionType> = {
   /** OneSignal sends to these addresses; here they must be EMAIL subscriptions of some user. */
   email_to: 'EMAIL',
   include_phone_numbers: 'SMS',
+  /** Chrome's Web Push subscriptions are known here by their endpoint. */
+  include_chrome_web_reg_ids: 'WEB_PUSH',
+  /** Chrome apps registered with GCM, whose tokens FCM took over. */
+  include_chrome_reg_ids: 'ANDROID_PUSH',
   include_ios_tokens: 'IOS_PUSH',
   include_android_reg_ids: 'ANDROID_PUSH',
 };
 
-/** Targeting by tokens of no type the engine can tell: refused, since ignoring it would send to someone else. */
-export const OneSignalRefused = {
+/**
+ * Token lists of platforms the engine has no provider for: taken with a warning, each token
+ * listed in errors.invalid_player_ids, as OneSignal lists tokens it cannot reach.
+ */
+export const OneSignalUnreachable = {
   include_wp_wns_uris: Strings,
   include_amazon_reg_ids: Strings,
-  include_chrome_reg_ids: Strings,
-  include_chrome_web_reg_ids: Strings,
 } as const;
 
 const notSent = 'accepted and ignored: this version does not send it to the providers';
@@ -153,7 +158,7 @@ export const NotificationRequest = Type.Object(
     ...Object.fromEntries(Object.entries(OneSignalTranslated).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalOptions).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.keys(OneSignalTokens).map((k) => [k, Type.Optional(Tokens)])),
-    ...Object.fromEntries(Object.entries(OneSignalRefused).map(([k, s]) => [k, Type.Optional(s)])),
+    ...Object.fromEntries(Object.entries(OneSignalUnreachable).map(([k, s]) => [k, Type.Optional(s)])),
     ...Object.fromEntries(Object.entries(OneSignalIgnored).map(([k, f]) => [k, Type.Optional(f.schema)])),
   },
   { additionalProperties: false },

@@ -92,6 +92,7 @@ export async function createNotification(
           ...(withOptions ? { options } : {}),
           ...(localTime === null ? {} : { local_time: localTime.minute }),
           ...(tokens === null ? {} : { tokens: tokens.refs }),
+          ...(tokens === null || tokens.unreachable.length === 0 ? {} : { unreachable: tokens.unreachable }),
           ...(redrive === undefined ? {} : { redrive }),
         });
   if (key !== undefined) {
@@ -172,7 +173,10 @@ async function target(deps: NotificationDeps, project: string, body: Notificatio
   }
   if (tokens !== null) {
     // Each (type, token) once, however often listed.
-    const named = [...new Map(tokens.refs.map((ref) => [`${ref.type}:${ref.token}`, { name: ref.token, ref }])).values()];
+    const named = [
+      ...new Map(tokens.refs.map((ref) => [`${ref.type}:${ref.token}`, { name: ref.token, ref }])).values(),
+      ...tokens.unreachable.map((name) => ({ name, ref: null })),
+    ];
     return bySubscription(await reachOfRefs(deps.redis, deps.topology, project, body.channel, named, `/${tokens.fields[0] ?? ''}`));
   }
   if (body.include_external_user_ids !== undefined) {

@@ -1,7 +1,7 @@
 import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { NotificationBody, type NotificationOptions, type NotificationWarning } from '../../schemas/notifications.ts';
-import { OneSignalIgnored, OneSignalOptions, OneSignalRefused, OneSignalTokens } from '../../schemas/onesignal.ts';
+import { OneSignalIgnored, OneSignalOptions, OneSignalTokens, OneSignalUnreachable } from '../../schemas/onesignal.ts';
 import { channelOf } from '../../schemas/outcomes.ts';
 import type { SubscriptionRef } from '../state/subscription-ids.ts';
 import { minuteOfDay } from '../local-time.ts';
@@ -31,6 +31,8 @@ export interface Translated {
 export interface TokenTarget {
   fields: string[];
   refs: SubscriptionRef[];
+  /** Tokens of platforms without a provider here: never reached, listed as invalid. */
+  unreachable: string[];
 }
 
 const ownFields = new Set(Object.keys(NotificationBody.properties));
@@ -45,11 +47,16 @@ export function fromOneSignal(request: Record<string, unknown>): Translated {
     const type = Object.hasOwn(OneSignalTokens, field) ? OneSignalTokens[field] : undefined;
     if (ownFields.has(field)) body[field] = value;
     else if (type !== undefined && Array.isArray(value)) {
-      tokens ??= { fields: [], refs: [] };
+      tokens ??= { fields: [], refs: [], unreachable: [] };
       tokens.fields.push(field);
       tokens.refs.push(...value.map((token: unknown) => ({ type, token: String(token) })));
     } else if (field in OneSignalOptions) options[spellings[field] ?? field] = value;
-    else if (field in OneSignalRefused) errors.push(errorItem(`/${field}`, 'targeting by token is not supported; target subscriptions with include_subscription_ids or users with include_aliases.external_id'));
+    else if (field in OneSignalUnreachable && Array.isArray(value)) {
+      tokens ??= { fields: [], refs: [], unreachable: [] };
+      tokens.fields.push(field);
+      tokens.unreachable.push(...value.map(String));
+      warnings.push({ field, message: 'accepted: no Amazon or Windows provider, so its tokens are listed in errors.invalid_player_ids' });
+    }
     else if (field in OneSignalIgnored) warnings.push({ field, message: OneSignalIgnored[field]?.message ?? 'accepted and ignored' });
   }
 

@@ -158,11 +158,21 @@ t.test("delivery fields in OneSignal's spellings", async (t) => {
   t.same(warned(badge.body as { warnings: { field: string }[] }), ['ios_badgeType']);
 });
 
-t.test('what is still refused: another app, targeting by Amazon or Windows tokens, bad values, unknown fields', async (t) => {
+t.test('tokens of Amazon and Windows devices are taken, warned and listed as unreachable; Chrome ones are looked up', async (t) => {
+  const amazon = await post({ include_amazon_reg_ids: ['amzn1.adm-registration.v3.x'], include_wp_wns_uris: ['https://db5.notify.windows.com/?token=x'], contents: { en: 'x' } });
+  t.equal(amazon.status, 201, JSON.stringify(amazon.body));
+  t.match(amazon.body, { recipients: 0, errors: { invalid_player_ids: ['amzn1.adm-registration.v3.x', 'https://db5.notify.windows.com/?token=x'] } });
+  t.same(warned(amazon.body as { warnings: { field: string }[] }), ['include_amazon_reg_ids', 'include_wp_wns_uris']);
+  const web = await post({ include_chrome_web_reg_ids: [token('u2'), 'https://push.example/unknown'], contents: { en: 'Chrome web' } });
+  t.match(web, { status: 201, body: { recipients: 1, errors: { invalid_player_ids: ['https://push.example/unknown'] } } });
+  await until(s, (web.body as { id: string }).id);
+  t.equal((await s.sims.webpush.requests()).filter((r) => JSON.stringify(r.body).includes('Chrome web')).length, 1, 'the endpoint was sent to');
+});
+
+t.test('what is still refused: another app, bad values, unknown fields', async (t) => {
   const base = { include_aliases: { external_id: ['u0'] }, contents: { en: 'x' } };
   const cases: [string, Record<string, unknown>, number, string, string | undefined][] = [
     ['another app', { ...base, app_id: '00000000-0000-4000-8000-000000000000' }, 403, 'project_mismatch', undefined],
-    ['by tokens of a provider the engine has not', { include_amazon_reg_ids: ['amzn1.adm-registration.v3.x'], contents: { en: 'x' } }, 400, 'validation_failed', '/include_amazon_reg_ids'],
     ['an empty list of subscription ids', { include_subscription_ids: [], contents: { en: 'x' } }, 400, 'validation_failed', '/include_subscription_ids'],
     ['both player and subscription ids', { include_player_ids: ['a'], include_subscription_ids: ['a'], contents: { en: 'x' } }, 400, 'validation_failed', '/include_player_ids'],
     ['subscription ids and aliases', { ...base, include_subscription_ids: ['a'] }, 400, 'validation_failed', '/include_'],
