@@ -38,6 +38,13 @@ export async function sqlRole(ctx: RoleContext): Promise<RunningRole> {
     };
   } catch (err) {
     redis.disconnect();
-    throw err;
+    // An operator's listener must not stop ingest and sends: another process (a second engine on
+    // this host) holding the port leaves the engine running without it, said in the log.
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    log.error('sql listener not started: the address is in use; set SQL_PORT to a free port, or 0 to turn it off', {
+      host: config.SQL_HOST,
+      port: config.SQL_PORT,
+    });
+    return { name: 'sql', close: async () => undefined };
   }
 }
