@@ -165,12 +165,14 @@ export class DispatchHandler {
     const result: JobResult = { outcomes: [], retire: [], retry: null };
     const again: string[] = [];
     let retryAfter = 0;
+    // One cap slot per job, taken by the first subscription that gets past consent; the others share it.
+    let capSlot: Promise<'frequency_capped' | null> | undefined;
     await Promise.all(
       subs.map(async (sub) => {
         const release = await this.gateOf(job.project, providerFor(sub.type)).acquire();
         try {
           // Checked with a slot in hand, right before the request goes out (docs/architecture.md#consent-first).
-          const skip = (await this.blocked(keys, sub)) ?? (await this.capped(job, spec));
+          const skip = (await this.blocked(keys, sub)) ?? (await (capSlot ??= this.capped(job, spec)));
           if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
           const sentAt = Date.now();
           const sent = await sendTo(clients, sub, message);

@@ -58,11 +58,21 @@ export interface OutboundPolicy {
   webPushHosts: readonly string[] | undefined;
 }
 
-export function outboundPolicy(config: Pick<Config, 'OUTBOUND_ALLOW_PRIVATE' | 'WEBPUSH_HOSTS'>): OutboundPolicy {
-  const hosts = config.WEBPUSH_HOSTS?.split(',')
-    .map((h) => h.trim().toLowerCase())
-    .filter(Boolean);
-  return { allowPrivate: config.OUTBOUND_ALLOW_PRIVATE, webPushHosts: hosts && hosts.length > 0 ? hosts : undefined };
+type OutboundConfig = Pick<Config, 'OUTBOUND_ALLOW_PRIVATE' | 'WEBPUSH_HOSTS'>;
+
+/** Read once per config: the gateway asks for it on every Web Push registration. */
+const policies = new WeakMap<OutboundConfig, OutboundPolicy>();
+
+export function outboundPolicy(config: OutboundConfig): OutboundPolicy {
+  let policy = policies.get(config);
+  if (policy === undefined) {
+    const hosts = config.WEBPUSH_HOSTS?.split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean);
+    policy = { allowPrivate: config.OUTBOUND_ALLOW_PRIVATE, webPushHosts: hosts && hosts.length > 0 ? hosts : undefined };
+    policies.set(config, policy);
+  }
+  return policy;
 }
 
 /** What a URL is for: Web Push endpoints are https only and may be held to WEBPUSH_HOSTS. */

@@ -65,16 +65,21 @@ const TRAILING_MARKERS = /(?:\.? \((?:[A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*|version [^()]
 const TYPE = /\(([A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*)\)/g;
 
 /**
- * The exception behind an error the embedded engine threw: its message reads
- * `Code: N. DB::Exception: … (NAME)`, sometimes nested; anything else is a STD_EXCEPTION, as a
- * server reports a foreign exception.
+ * Code, name and text of an exception the embedded engine threw: its message reads
+ * `Code: N. DB::Exception: … (NAME)`, sometimes nested. Undefined for anything else.
  */
-export function fromEngine(err: unknown): SqlError {
-  if (err instanceof SqlError) return err;
+export function engineException(err: unknown): { code: number; type: string; text: string } | undefined {
   let text = (err instanceof Error ? err.message : String(err)).trim();
   const code = LEADING_CODE.exec(text)?.[1];
   const type = [...text.matchAll(TYPE)].at(-1)?.[1];
-  if (code === undefined || type === undefined) return new SqlError(1001, 'STD_EXCEPTION', text);
+  if (code === undefined || type === undefined) return undefined;
   for (let lead = LEADING_CODE.exec(text); lead; lead = LEADING_CODE.exec(text)) text = text.slice(lead[0].length);
-  return new SqlError(Number(code), type, text.replace(TRAILING_MARKERS, ''));
+  return { code: Number(code), type, text: text.replace(TRAILING_MARKERS, '') };
+}
+
+/** The SqlError of an error the embedded engine threw; anything else is a STD_EXCEPTION, as a server reports a foreign exception. */
+export function fromEngine(err: unknown): SqlError {
+  if (err instanceof SqlError) return err;
+  const found = engineException(err);
+  return found ? new SqlError(found.code, found.type, found.text) : new SqlError(1001, 'STD_EXCEPTION', (err instanceof Error ? err.message : String(err)).trim());
 }

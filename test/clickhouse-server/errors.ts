@@ -1,3 +1,5 @@
+import { engineException } from '../../engine/sql/errors.ts';
+
 /**
  * ClickHouse exceptions as the HTTP interface reports them: a status from the error name
  * (src/Server/HTTP/exceptionCodeToHTTPStatus.cpp), the `X-ClickHouse-Exception-Code` header, and
@@ -65,23 +67,9 @@ const STATUS_GROUPS: [number, string[]][] = [
 
 const STATUS_BY_NAME = new Map(STATUS_GROUPS.flatMap(([status, names]) => names.map((name): [string, number] => [name, status])));
 
-const LEADING_CODE = /^Code: (\d+)\. DB::Exception: /;
-/** Trailing `(NAME)` and `(version …)` markers; chDB repeats them when it wraps an exception. */
-const TRAILING_MARKERS = /(?:\.? \((?:[A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*|version [^()]*(?:\([^()]*\))?)\))+\.?\s*$/;
-const TYPE = /\(([A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*)\)/g;
-
-/**
- * The exception behind an error thrown by chDB. Its message reads `Code: N. DB::Exception: … (NAME)`,
- * sometimes nested once or twice; anything else is a STD_EXCEPTION, as the server reports a
- * foreign exception.
- */
+/** The exception behind an error thrown by chDB (engine/sql/errors.ts reads its message); anything else is a STD_EXCEPTION, as the server reports a foreign exception. */
 export function fromEngine(err: unknown): ClickHouseException {
   if (err instanceof ClickHouseException) return err;
-  let text = (err instanceof Error ? err.message : String(err)).trim();
-  const code = LEADING_CODE.exec(text)?.[1];
-  const types = [...text.matchAll(TYPE)];
-  const type = types.at(-1)?.[1];
-  if (code === undefined || type === undefined) return new ClickHouseException(1001, 'STD_EXCEPTION', text);
-  for (let lead = LEADING_CODE.exec(text); lead; lead = LEADING_CODE.exec(text)) text = text.slice(lead[0].length);
-  return new ClickHouseException(Number(code), type, text.replace(TRAILING_MARKERS, ''));
+  const found = engineException(err);
+  return found ? new ClickHouseException(found.code, found.type, found.text) : new ClickHouseException(1001, 'STD_EXCEPTION', (err instanceof Error ? err.message : String(err)).trim());
 }
