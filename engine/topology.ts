@@ -8,6 +8,8 @@ export const FANOUT_GROUP = 'fanout';
 export const DISPATCH_GROUP = 'dispatch';
 /** Consumer group of the changes and outcomes streams (the recorder). */
 export const RECORDER_GROUP = 'recorder';
+/** Consumer group of the changes and outcomes streams that the webhooks role taps for events. */
+export const WEBHOOKS_GROUP = 'webhooks';
 
 /**
  * Redis key and stream names, and partitioning. Every key an apply touches carries the partition's
@@ -176,6 +178,57 @@ export class Topology {
   /** The rate-limit bucket of a key, by its hash: one key, so one slot on a Redis Cluster. */
   rateBucket(hash: string): string {
     return `${this.prefix}rate:${hash}`;
+  }
+
+  /** A webhook endpoint's record (hash: config and health); its keys share the tag `{w<id>}`. */
+  webhook(id: string): string {
+    return `${this.prefix}webhook:{w:${id}}`;
+  }
+
+  /** A webhook endpoint's queue of events to deliver (stream), oldest first. */
+  webhookQueue(id: string): string {
+    return `${this.prefix}whq:{w:${id}}`;
+  }
+
+  /** Which webhooks process sends to an endpoint (lease). */
+  webhookLease(id: string): string {
+    return `${this.prefix}whlease:{w:${id}}`;
+  }
+
+  /** Every webhook endpoint's id (set); per project, projectWebhooks. */
+  webhooks(): string {
+    return `${this.prefix}webhooks`;
+  }
+
+  projectWebhooks(project: string): string {
+    return `${this.prefix}project:${project}:webhooks`;
+  }
+
+  /** Bumped on every endpoint created, deleted or disabled: readers reload their copy. */
+  webhooksVersion(): string {
+    return `${this.prefix}webhooks:version`;
+  }
+
+  /** Notifications watched for their end (sorted set of `project id` by created_at), and per project how far its list was read. */
+  webhooksWatch(): string {
+    return `${this.prefix}webhooks:watch`;
+  }
+
+  webhooksWatchCursor(project: string): string {
+    return `${this.prefix}webhooks:watch:${project}`;
+  }
+
+  /** The lease of the one process that watches notifications for webhooks. */
+  webhooksWatcherLease(): string {
+    return `${this.prefix}lease:webhooks:watcher`;
+  }
+
+  webhooksLease(partition: number): string {
+    return `${this.prefix}lease:webhooks:${this.tag(partition)}`;
+  }
+
+  webhooksWorkers(): string {
+    return `${this.prefix}workers:webhooks`;
   }
 
   /** A notification's record (hash): its own hash tag, so its keys share a slot. */

@@ -81,6 +81,18 @@ export const ConfigSchema = Type.Object(
     SQL_MAX_RESULT_BYTES: Type.Integer({ default: 104857600, minimum: 1 }),
     /** SQL queries one listener runs at once; past it, ClickHouse's error 202 (too many simultaneous queries). */
     SQL_MAX_CONCURRENT_QUERIES: Type.Integer({ default: 2, minimum: 1, maximum: 64 }),
+    /** Longest one webhook POST may take until its whole answer is read, ms; past it the attempt failed (`timeout`). */
+    WEBHOOK_TIMEOUT_MS: Type.Integer({ default: 10000, minimum: 100, maximum: 120000 }),
+    /** Wait before the first retry of a failing webhook endpoint, ms; it doubles per failure, with jitter. */
+    WEBHOOK_BACKOFF_MS: Type.Integer({ default: 1000, minimum: 10 }),
+    /** Longest wait between two attempts at a failing webhook endpoint, ms (a Retry-After may ask for longer). */
+    WEBHOOK_BACKOFF_MAX_MS: Type.Integer({ default: 3600000, minimum: 10 }),
+    /** How long a webhook endpoint may fail without a success before it is disabled, ms (default 25 h). */
+    WEBHOOK_RETRY_WINDOW_MS: Type.Integer({ default: 90000000, minimum: 100 }),
+    /** Most events one webhook endpoint's queue holds; past it the endpoint is disabled (`backlog_full`). */
+    WEBHOOK_QUEUE_MAX: Type.Integer({ default: 1000000, minimum: 1 }),
+    /** Most events in flight to one webhook endpoint (events of one notification go one after another). */
+    WEBHOOK_CONCURRENCY: Type.Integer({ default: 16, minimum: 1, maximum: 256 }),
     /** Grace period for in-flight work on SIGTERM/SIGINT. */
     SHUTDOWN_MS: Type.Integer({ default: 5000, minimum: 0 }),
   },

@@ -1,0 +1,270 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import {
+  WebhookEventTypes,
+  type Webhook,
+  type WebhookBody,
+  type WebhookDisabledReason,
+  type WebhookEventType,
+  type WebhookHealth,
+  type WebhookWithHealth,
+} from '../../schemas/webhooks.ts';
+import type { RedisClient } from '../redis.ts';
+import type { Topology } from '../topology.ts';
+
+/**
+ * Webhook endpoints: this module is the only code that reads or writes their keys
+ * (docs/api.md#webhooks).
+ *
+ * Keys (names from engine/topology.ts):
+ * - `webhook:{w:<id>}`, the record (hash): `project`, `url`, `events` (comma-separated), `secret`,
+ *   `created_at`, and the health fields its sender keeps (HealthField);
+ * - `whq:{w:<id>}`, its queue of events (stream: field `e`, the event's JSON, oldest first);
+ * - `project:<project>:webhooks` and `webhooks`: the ids of a project's and of every endpoint;
+ * - `webhooks:version`, bumped when an endpoint is created, deleted or disabled, so the processes
+ *   that copy the endpoints (the event tap, the watcher) reload them.
+ *
+ * Life: create (`active`) → events queued by the tap and the watcher → delivered by the one sender
+ * that holds its lease, which records each success and failure here → disabled on a 410, after
+ * failing for WEBHOOK_RETRY_HOURS, or with a queue past WEBHOOK_QUEUE_MAX → deleted.
+ */
+
+/** An endpoint as the tap and the senders need it. */
+export interface Endpoint {
+  id: string;
+  project: string;
+  url: string;
+  events: ReadonlySet<WebhookEventType>;
+  secret: string;
+  active: boolean;
+}
+
+/** One queued event: its queue entry id and the event's JSON. */
+export interface QueuedEvent {
+  entry: string;
+  json: string;
+}
+
+const HealthField = {
+  state: 'state',
+  disabledReason: 'disabled_reason',
+  disabledAt: 'disabled_at',
+  failuresInRow: 'failures_in_row',
+  failingSince: 'failing_since',
+  nextAttemptAt: 'next_attempt_at',
+  lastAttemptAt: 'last_attempt_at',
+  lastSuccessAt: 'last_success_at',
+  lastStatusCode: 'last_status_code',
+  lastError: 'last_error',
+  delivered: 'delivered',
+  failedAttempts: 'failed_attempts',
+} as const;
+
+/** A new Standard Webhooks secret: 32 random bytes. */
+export function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+export class WebhookRegistry {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly topology: Topology,
+  ) {}
+
+  async create(project: string, body: WebhookBody, now = new Date()): Promise<Webhook> {
+    const { redis, topology } = this;
+    const webhook: Webhook = {
+      id: randomUUID(),
+      url: body.url,
+      events: WebhookEventTypes.filter((t) => body.events.includes(t)),
+      secret: body.secret ?? newSecret(),
+      created_at: now.toISOString(),
+    };
+    await redis.hset(topology.webhook(webhook.id), {
+      project,
+      url: webhook.url,
+      events: webhook.events.join(','),
+      secret: webhook.secret,
+      created_at: webhook.created_at,
+      [HealthField.state]: 'active',
+    });
+    await redis.sadd(topology.projectWebhooks(project), webhook.id);
+    await redis.sadd(topology.webhooks(), webhook.id);
+    await redis.incr(topology.webhooksVersion());
+    return webhook;
+  }
+
+  /** The project's endpoint with its health, or null when it has none of that id. */
+  async get(project: string, id: string): Promise<WebhookWithHealth | null> {
+    const [h, queued] = await Promise.all([this.redis.hgetall(this.topology.webhook(id)), this.queued(id)]);
+    if (h['project'] !== project) return null;
+    return withHealth(id, h, queued);
+  }
+
+  /** Every endpoint of the project, oldest first. */
+  async list(project: string): Promise<WebhookWithHealth[]> {
+    const ids = await this.redis.smembers(this.topology.projectWebhooks(project));
+    const found = await Promise.all(ids.map((id) => this.get(project, id)));
+    return found.filter((w): w is WebhookWithHealth => w !== null).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+  }
+
+  /** Deletes an endpoint with its queue and answers it as it was; null when there was none. */
+  async delete(project: string, id: string): Promise<WebhookWithHealth | null> {
+    const { redis, topology } = this;
+    const webhook = await this.get(project, id);
+    if (webhook === null) return null;
+    await redis.srem(topology.projectWebhooks(project), id);
+    await redis.srem(topology.webhooks(), id);
+    await redis.del(topology.webhook(id), topology.webhookQueue(id), topology.webhookLease(id));
+    await redis.incr(topology.webhooksVersion());
+    return webhook;
+  }
+
+  /** The version of the set of endpoints: it changes whenever one is created, deleted or disabled. */
+  async version(): Promise<string> {
+    return (await this.redis.get(this.topology.webhooksVersion())) ?? '0';
+  }
+
+  /** Every endpoint's id. */
+  ids(): Promise<string[]> {
+    return this.redis.smembers(this.topology.webhooks());
+  }
+
+  /** One endpoint, or null when it is gone. */
+  async endpoint(id: string): Promise<Endpoint | null> {
+    return endpointOf(id, await this.redis.hgetall(this.topology.webhook(id)));
+  }
+
+  /** Every endpoint, by project. */
+  async byProject(): Promise<Map<string, Endpoint[]>> {
+    const ids = await this.ids();
+    const found = await Promise.all(ids.map((id) => this.endpoint(id)));
+    const out = new Map<string, Endpoint[]>();
+    for (const e of found) {
+      if (e === null) continue;
+      const list = out.get(e.project) ?? [];
+      list.push(e);
+      out.set(e.project, list);
+    }
+    return out;
+  }
+
+  /** Appends events to the queues of endpoints (one event JSON per entry). */
+  async enqueue(items: readonly { endpoint: string; json: string }[]): Promise<void> {
+    if (items.length === 0) return;
+    const { redis, topology } = this;
+    const pipeline = redis.pipeline();
+    for (const { endpoint, json } of items) pipeline.xadd(topology.webhookQueue(endpoint), '*', 'e', json);
+    const replies = await pipeline.exec();
+    for (const [err] of replies ?? []) if (err) throw err;
+  }
+
+  /** The oldest `count` events of an endpoint's queue. */
+  async head(id: string, count: number): Promise<QueuedEvent[]> {
+    const reply = await this.redis.xrange(this.topology.webhookQueue(id), '-', '+', 'COUNT', count);
+    return reply.map(([entry, fields]) => ({ entry, json: fields[1] ?? '{}' }));
+  }
+
+  /** Removes delivered events from an endpoint's queue. */
+  async remove(id: string, entries: readonly string[]): Promise<void> {
+    if (entries.length > 0) await this.redis.xdel(this.topology.webhookQueue(id), ...entries);
+  }
+
+  queued(id: string): Promise<number> {
+    return this.redis.xlen(this.topology.webhookQueue(id));
+  }
+
+  /** Records delivered attempts: the endpoint is healthy again. */
+  async succeeded(id: string, at: number, delivered: number, statusCode: number): Promise<void> {
+    const key = this.topology.webhook(id);
+    if ((await this.redis.exists(key)) === 0) return;
+    await this.redis
+      .multi()
+      .hset(key, {
+        [HealthField.failuresInRow]: '0',
+        [HealthField.lastAttemptAt]: String(at),
+        [HealthField.lastSuccessAt]: String(at),
+        [HealthField.lastStatusCode]: String(statusCode),
+      })
+      .hdel(key, HealthField.failingSince, HealthField.nextAttemptAt, HealthField.lastError)
+      .hincrby(key, HealthField.delivered, delivered)
+      .exec();
+  }
+
+  /**
+   * Records failed attempts and when the next one is due; answers since when the endpoint has been
+   * failing (this failure's time when it was healthy).
+   */
+  async failed(id: string, at: number, attempts: number, statusCode: number | null, error: string, nextAttemptAt: number): Promise<number> {
+    const key = this.topology.webhook(id);
+    const replies = await this.redis
+      .multi()
+      .hsetnx(key, HealthField.failingSince, String(at))
+      .hset(key, {
+        [HealthField.lastAttemptAt]: String(at),
+        [HealthField.lastStatusCode]: statusCode === null ? '' : String(statusCode),
+        [HealthField.lastError]: error,
+        [HealthField.nextAttemptAt]: String(nextAttemptAt),
+      })
+      .hincrby(key, HealthField.failuresInRow, attempts)
+      .hincrby(key, HealthField.failedAttempts, attempts)
+      .hget(key, HealthField.failingSince)
+      .exec();
+    const since = replies?.[4]?.[1];
+    return typeof since === 'string' ? Number(since) : at;
+  }
+
+  /** When the endpoint's next attempt is due (ms), 0 when it may be tried now. */
+  async nextAttemptAt(id: string): Promise<number> {
+    return Number((await this.redis.hget(this.topology.webhook(id), HealthField.nextAttemptAt)) ?? 0);
+  }
+
+  /** Disables an endpoint for good: nothing more is queued or sent. */
+  async disable(id: string, reason: WebhookDisabledReason, at: number): Promise<void> {
+    const key = this.topology.webhook(id);
+    if ((await this.redis.exists(key)) === 0) return;
+    await this.redis.hset(key, { [HealthField.state]: 'disabled', [HealthField.disabledReason]: reason, [HealthField.disabledAt]: String(at) });
+    await this.redis.hdel(key, HealthField.nextAttemptAt);
+    await this.redis.incr(this.topology.webhooksVersion());
+  }
+}
+
+function endpointOf(id: string, h: Record<string, string>): Endpoint | null {
+  const { project, url, secret, events } = h;
+  if (project === undefined || url === undefined || secret === undefined) return null;
+  return { id, project, url, secret, events: new Set(eventsOf(events)), active: h[HealthField.state] !== 'disabled' };
+}
+
+function eventsOf(stored: string | undefined): WebhookEventType[] {
+  const listed = new Set((stored ?? '').split(','));
+  return WebhookEventTypes.filter((t) => listed.has(t));
+}
+
+const timeOf = (ms: string | undefined): string | null => (ms === undefined || ms === '' ? null : new Date(Number(ms)).toISOString());
+
+function withHealth(id: string, h: Record<string, string>, queued: number): WebhookWithHealth {
+  const reason = h[HealthField.disabledReason];
+  const status = h[HealthField.lastStatusCode];
+  const health: WebhookHealth = {
+    state: h[HealthField.state] === 'disabled' ? 'disabled' : 'active',
+    disabled_reason: reason === 'gone' || reason === 'failing' || reason === 'backlog_full' ? reason : null,
+    disabled_at: timeOf(h[HealthField.disabledAt]),
+    queued,
+    failures_in_row: Number(h[HealthField.failuresInRow] ?? 0),
+    failing_since: timeOf(h[HealthField.failingSince]),
+    next_attempt_at: timeOf(h[HealthField.nextAttemptAt]),
+    last_attempt_at: timeOf(h[HealthField.lastAttemptAt]),
+    last_success_at: timeOf(h[HealthField.lastSuccessAt]),
+    last_status_code: status === undefined || status === '' ? null : Number(status),
+    last_error: h[HealthField.lastError] ?? null,
+    delivered: Number(h[HealthField.delivered] ?? 0),
+    failed_attempts: Number(h[HealthField.failedAttempts] ?? 0),
+  };
+  return {
+    id,
+    url: h['url'] ?? '',
+    events: eventsOf(h['events']),
+    secret: h['secret'] ?? '',
+    created_at: h['created_at'] ?? '',
+    health,
+  };
+}
