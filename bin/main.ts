@@ -12,5 +12,6 @@ process.exit(await runCli(process.argv.slice(2), {
     dispatch: async (ctx) => (await import('../actors/dispatch/role.ts')).dispatchRole(ctx),
     recorder: async (ctx) => (await import('../actors/recorder/role.ts')).recorderRole(ctx),
     scheduler: async (ctx) => (await import('../actors/scheduler/role.ts')).schedulerRole(ctx),
+    webhooks: async (ctx) => (await import('../actors/webhooks/role.ts')).webhooksRole(ctx),
     sql: async (ctx) => (await import('../engine/sql/role.ts')).sqlRole(ctx),
   }));

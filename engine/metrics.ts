@@ -75,6 +75,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** POSTs to webhook receivers, by outcome (`delivered`, `failed`). */
+  readonly webhookAttempts = new Counter({
+    name: 'svc_webhook_attempts_total',
+    help: 'Webhook POSTs to receivers, by status',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
+  /** Webhook attempt records dropped because ClickHouse took none for longer than the buffer holds. */
+  readonly webhookAttemptsDropped = new Counter({
+    name: 'svc_webhook_attempt_records_dropped_total',
+    help: 'Webhook attempt records dropped unrecorded: ClickHouse was away past the buffer',
+    registers: [this.registry],
+  });
+
   /** used_memory of Redis (of its fullest master on a Cluster), as a gateway last read it. */
   readonly redisMemoryUsed = new Gauge({
     name: 'svc_redis_memory_used_bytes',

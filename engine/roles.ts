@@ -22,7 +22,7 @@ export interface RunningRole {
 
 export type RoleFactory = (ctx: RoleContext) => Promise<RunningRole>;
 
-export const RoleNames = ['gateway', 'apply', 'fanout', 'dispatch', 'recorder', 'scheduler', 'sql'] as const;
+export const RoleNames = ['gateway', 'apply', 'fanout', 'dispatch', 'recorder', 'scheduler', 'webhooks', 'sql'] as const;
 export type RoleName = (typeof RoleNames)[number];
 
 /** Roles that use ClickHouse; `engine start` opens and migrates it before starting them. */

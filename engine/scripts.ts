@@ -7,7 +7,7 @@ import type { AnyContract, Command } from './scripts/contract.ts';
 import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, releaseDue, takeCapSlot } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
 import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/lease.ts';
-import { markRound, settleBatch } from './scripts/settle-batch.ts';
+import { markRound, settleBatch, settleTapped } from './scripts/settle-batch.ts';
 import { createGroup, oldestUnread } from './scripts/streams.ts';
 import { takeToken } from './scripts/take-token.ts';
 import { appendDetach, claimToken, clearDetach, indexSubscription } from './scripts/token-claims.ts';
@@ -21,6 +21,7 @@ const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 export const scripts = {
   applyBatch,
   settleBatch,
+  settleTapped,
   heartbeat,
   setIfAbsent,
   renewLease,

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { Properties, ReceiptKindSchema } from './sdk.ts';
+import { Properties, ReceiptKindSchema, SubscriptionTypeSchema } from './sdk.ts';
 
 /**
  * One entry of a `changes:{pN}` stream (field `d`, JSON), written by the partition actor's apply
@@ -42,6 +42,8 @@ export const UserChange = Type.Object({
   project: Type.String(),
   external_id: Type.String(),
   state: Type.Optional(Type.Object({ user: FlatHash, tags: FlatHash, subs: FlatHash, consent: FlatHash })),
+  /** The consent the consent writer wrote (the webhooks role tells receivers of opt-outs). */
+  consent: Type.Optional(Type.Object({ type: SubscriptionTypeSchema, opted_out: Type.Boolean(), at: Type.Integer() })),
 });
 
 export const Change = Type.Union([EventChange, ReceiptChange, UserChange]);

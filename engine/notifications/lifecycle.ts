@@ -179,6 +179,14 @@ export class Notifications {
     return this.redis.zrevrange(key, start, start + limit);
   }
 
+  /** The project's notifications created at or after `from` (ms), oldest first, at most `limit`. */
+  async createdSince(project: string, from: number, limit: number): Promise<{ id: string; createdAt: number }[]> {
+    const flat = await this.redis.zrangebyscore(this.topology.notificationList(project), from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit);
+    const out: { id: string; createdAt: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ id: flat[i] as string, createdAt: Number(flat[i + 1]) });
+    return out;
+  }
+
   /** Moves at most `max` notifications whose send_after has come onto the log; answers how many. */
   async release(now: number, max: number): Promise<number> {
     const { moved } = await scripts.releaseDue(this.redis, {

@@ -120,9 +120,9 @@ export class ConsumerLoop {
     this.recovering = true;
   }
 
-  /** Creates the group on `stream` (and the stream) from its start, unless it exists. */
-  ensureGroup(stream: string): Promise<void> {
-    return ensureGroup(this.opts.redis, stream, this.opts.group);
+  /** Creates the group on `stream` (and the stream) from its start or after `from`, unless it exists. */
+  ensureGroup(stream: string, from = '0'): Promise<void> {
+    return ensureGroup(this.opts.redis, stream, this.opts.group, from);
   }
 
   /**
@@ -284,9 +284,9 @@ export class ConsumerLoop {
   }
 }
 
-/** Creates consumer group `group` on `stream` (and the stream) from its start, unless it exists; at maxmemory too. */
-export async function ensureGroup(redis: RedisClient, stream: string, group: string): Promise<void> {
-  await scripts.createGroup(redis, { keys: { stream }, args: { group } });
+/** Creates consumer group `group` on `stream` (and the stream) from its start or after `from`, unless it exists; at maxmemory too. */
+export async function ensureGroup(redis: RedisClient, stream: string, group: string, from = '0'): Promise<void> {
+  await scripts.createGroup(redis, { keys: { stream }, args: { group, from } });
 }
 
 /**

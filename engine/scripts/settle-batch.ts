@@ -26,3 +26,19 @@ export const markRound = defineScript({
   args: ['kind', 'token'],
   reply: { parse: (raw) => ({ marked: flag('markRound', raw) }) },
 });
+
+/** engine/lua/settleTapped-1.lua: acknowledges entries the webhooks role has queued events of, and trims their stream safely below them. */
+export const settleTapped = defineScript({
+  name: 'settleTapped',
+  oom: 'allow', // acknowledges and trims: frees memory
+  keys: ['stream'],
+  args: ['group', 'lastId'],
+  variadic: { name: 'ids', spread: (call: { ids: readonly string[] }) => [...call.ids] },
+  reply: {
+    fields: replyFields,
+    parse: (raw) => {
+      const r = fields('settleTapped', replyFields, raw);
+      return { pending: int('settleTapped pending', r.pending), trimmedTo: str('settleTapped trimmedTo', r.trimmedTo) };
+    },
+  },
+});

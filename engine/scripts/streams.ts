@@ -5,7 +5,7 @@ export const createGroup = defineScript({
   name: 'createGroup',
   oom: 'allow', // a consumer without its group never reads, and reading frees memory
   keys: ['stream'],
-  args: ['group'],
+  args: ['group', 'from'],
   reply: { parse: (raw) => ({ created: flag('createGroup', raw) }) },
 });
 

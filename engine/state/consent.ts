@@ -20,7 +20,7 @@ export async function writeConsent(
   at: number,
 ): Promise<StoredConsent> {
   const stored: StoredConsent = { opted_out: optedOut, at };
-  const change: UserChange = { kind: 'user', project, external_id: externalId };
+  const change: UserChange = { kind: 'user', project, external_id: externalId, consent: { type, opted_out: optedOut, at } };
   await scripts.writeConsent(redis, {
     keys: { consent: topology.consent(project, externalId), changes: topology.changes(topology.partitionOf(project, externalId)) },
     args: { type, stored: JSON.stringify(stored), change: JSON.stringify(change) },

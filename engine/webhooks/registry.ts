@@ -18,7 +18,8 @@ import type { Topology } from '../topology.ts';
  * Keys (names from engine/topology.ts):
  * - `webhook:{w:<id>}`, the record (hash): `project`, `url`, `events` (comma-separated), `secret`,
  *   `created_at`, and the health fields its sender keeps (HealthField);
- * - `whq:{w:<id>}`, its queue of events (stream: field `e`, the event's JSON, oldest first);
+ * - `whq:{w:<id>}`, its queue of events (stream, oldest first: field `e` the POST body, `k` the
+ *   order key, the notification the event is about);
  * - `project:<project>:webhooks` and `webhooks`: the ids of a project's and of every endpoint;
  * - `webhooks:version`, bumped when an endpoint is created, deleted or disabled, so the processes
  *   that copy the endpoints (the event tap, the watcher) reload them.
@@ -36,12 +37,19 @@ export interface Endpoint {
   events: ReadonlySet<WebhookEventType>;
   secret: string;
   active: boolean;
+  /** When it was created, ms. */
+  createdAt: number;
 }
 
-/** One queued event: its queue entry id and the event's JSON. */
-export interface QueuedEvent {
+/** One event for one endpoint: the POST body, and its order key (the notification, '' for none). */
+export interface EventItem {
+  body: string;
+  key: string;
+}
+
+/** One queued event with its queue entry id. */
+export interface QueuedEvent extends EventItem {
   entry: string;
-  json: string;
 }
 
 const HealthField = {
@@ -148,12 +156,12 @@ export class WebhookRegistry {
     return out;
   }
 
-  /** Appends events to the queues of endpoints (one event JSON per entry). */
-  async enqueue(items: readonly { endpoint: string; json: string }[]): Promise<void> {
+  /** Appends events to the queues of endpoints. */
+  async enqueue(items: readonly (EventItem & { endpoint: string })[]): Promise<void> {
     if (items.length === 0) return;
     const { redis, topology } = this;
     const pipeline = redis.pipeline();
-    for (const { endpoint, json } of items) pipeline.xadd(topology.webhookQueue(endpoint), '*', 'e', json);
+    for (const { endpoint, body, key } of items) pipeline.xadd(topology.webhookQueue(endpoint), '*', 'e', body, 'k', key);
     const replies = await pipeline.exec();
     for (const [err] of replies ?? []) if (err) throw err;
   }
@@ -161,7 +169,7 @@ export class WebhookRegistry {
   /** The oldest `count` events of an endpoint's queue. */
   async head(id: string, count: number): Promise<QueuedEvent[]> {
     const reply = await this.redis.xrange(this.topology.webhookQueue(id), '-', '+', 'COUNT', count);
-    return reply.map(([entry, fields]) => ({ entry, json: fields[1] ?? '{}' }));
+    return reply.map(([entry, fields]) => ({ entry, body: fields[1] ?? '{}', key: fields[3] ?? '' }));
   }
 
   /** Removes delivered events from an endpoint's queue. */
@@ -213,6 +221,11 @@ export class WebhookRegistry {
     return typeof since === 'string' ? Number(since) : at;
   }
 
+  /** Attempts failed in a row since the endpoint's last success. */
+  async failuresInRow(id: string): Promise<number> {
+    return Number((await this.redis.hget(this.topology.webhook(id), HealthField.failuresInRow)) ?? 0);
+  }
+
   /** When the endpoint's next attempt is due (ms), 0 when it may be tried now. */
   async nextAttemptAt(id: string): Promise<number> {
     return Number((await this.redis.hget(this.topology.webhook(id), HealthField.nextAttemptAt)) ?? 0);
@@ -231,7 +244,8 @@ export class WebhookRegistry {
 function endpointOf(id: string, h: Record<string, string>): Endpoint | null {
   const { project, url, secret, events } = h;
   if (project === undefined || url === undefined || secret === undefined) return null;
-  return { id, project, url, secret, events: new Set(eventsOf(events)), active: h[HealthField.state] !== 'disabled' };
+  const createdAt = Date.parse(h['created_at'] ?? '');
+  return { id, project, url, secret, events: new Set(eventsOf(events)), active: h[HealthField.state] !== 'disabled', createdAt: Number.isNaN(createdAt) ? 0 : createdAt };
 }
 
 function eventsOf(stored: string | undefined): WebhookEventType[] {

@@ -1,0 +1,73 @@
+import { Agent, request, type Dispatcher } from 'undici';
+import type { OutboundPolicy } from '../../engine/outbound/guard.ts';
+import { guardedLookup } from '../../engine/outbound/guard.ts';
+
+/** What one POST to a receiver came to. */
+export type PostResult =
+  | { ok: true; status: number; latencyMs: number }
+  | {
+      ok: false;
+      /** The HTTP status; null when no answer came. */
+      status: number | null;
+      latencyMs: number;
+      error: string;
+      /** What the receiver's Retry-After asked for, ms from now; undefined when it sent none. */
+      retryAfterMs?: number;
+    };
+
+/**
+ * Pooled HTTP/1.1 to webhook receivers (undici: a keep-alive pool per origin). Names are resolved
+ * through the outbound guard when each connection is made, so a receiver whose name moves to a
+ * private address is refused at send as at registration (docs/api.md#outbound-urls).
+ */
+export class WebhookHttp {
+  readonly #agent: Dispatcher;
+  #closing: Promise<void> | undefined;
+
+  constructor(
+    policy: OutboundPolicy,
+    private readonly timeoutMs: number,
+    connections: number,
+  ) {
+    const lookup = guardedLookup(policy);
+    this.#agent = new Agent({ connections, keepAliveTimeout: 30_000, connect: lookup ? { lookup } : {} });
+  }
+
+  async post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
+    const started = performance.now();
+    const latency = (): number => Math.round(performance.now() - started);
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    try {
+      const res = await request(url, { method: 'POST', dispatcher: this.#agent, headers, body, signal });
+      await res.body.dump({ limit: 64 * 1024, signal });
+      if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode, latencyMs: latency() };
+      const retryAfterMs = retryAfter(res.headers['retry-after']);
+      return { ok: false, status: res.statusCode, latencyMs: latency(), error: `HTTP ${res.statusCode}`, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+    } catch (err) {
+      const error = signal.aborted ? `timeout: no answer in ${this.timeoutMs} ms` : errorText(err);
+      return { ok: false, status: null, latencyMs: latency(), error };
+    }
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#agent.close();
+    return this.#closing;
+  }
+}
+
+/** Retry-After as seconds or an HTTP date, in ms from now. */
+export function retryAfter(header: string | string[] | undefined, now = Date.now()): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause : undefined;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code ?? (err as NodeJS.ErrnoException).code;
+  const message = cause?.message ?? err.message;
+  return code === undefined ? message : `${code}: ${message}`;
+}
