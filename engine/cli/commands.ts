@@ -7,6 +7,7 @@ import { providersSet } from './providers.ts';
 import { sqlCommand } from './sql.ts';
 import { startCommand } from './start.ts';
 import { templatesCreate, templatesDelete, templatesList } from './templates.ts';
+import { webhooksCreate, webhooksDelete, webhooksGet, webhooksList } from './webhooks.ts';
 
 /**
  * Every command of `engine` (docs/configuration.md#the-engine-command), in the order the usage
@@ -14,5 +15,5 @@ import { templatesCreate, templatesDelete, templatesList } from './templates.ts'
  * them. What a command does is in ./actions/, imported when it runs, so help loads none of it.
  */
 export function commandTable(roles: Partial<Record<RoleName, RoleFactory>>): readonly Command[] {
-  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, templatesCreate, templatesList, templatesDelete, migrateCommand, sqlCommand];
+  return [startCommand(roles), projectCreate, projectUpdate, keysCreate, keysList, keysRevoke, providersSet, templatesCreate, templatesList, templatesDelete, webhooksCreate, webhooksList, webhooksGet, webhooksDelete, migrateCommand, sqlCommand];
 }

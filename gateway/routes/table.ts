@@ -34,6 +34,10 @@ import { templateGet } from './template-get.ts';
 import { templatesCreate } from './templates-create.ts';
 import { templatesList } from './templates-list.ts';
 import { usersGet } from './users-get.ts';
+import { webhookDelete } from './webhook-delete.ts';
+import { webhookGet } from './webhook-get.ts';
+import { webhooksCreate } from './webhooks-create.ts';
+import { webhooksList } from './webhooks-list.ts';
 
 /** Every route of the gateway, in the order of the API reference. Adding a route: one entry here and its file. */
 export const routes: readonly Route[] = [
@@ -65,6 +69,10 @@ export const routes: readonly Route[] = [
   templatesList,
   templateGet,
   templateDelete,
+  webhooksCreate,
+  webhooksList,
+  webhookGet,
+  webhookDelete,
   healthz,
   readyz,
   metrics,

@@ -1,0 +1,22 @@
+import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { CallerError } from '../../schemas/errors.ts';
+import { WebhookParams, WebhookWithHealth } from '../../schemas/webhooks.ts';
+import { httpRoute } from '../server/route.ts';
+
+export const webhookDelete = httpRoute({
+  method: 'delete',
+  path: '/api/webhooks/{id}',
+  auth: 'rest',
+  summary: 'Delete a webhook endpoint and its queued events; answers the deleted endpoint',
+  params: WebhookParams,
+  answers: { 200: WebhookWithHealth },
+  errors: ['not_found'],
+  handler: ({ deps }) => {
+    const registry = new WebhookRegistry(deps.redis, deps.topology);
+    return async ({ ex, caller, params }) => {
+      const webhook = await registry.delete(caller.project, params.id);
+      if (webhook === null) throw new CallerError('not_found');
+      ex.send(200, JSON.stringify(webhook));
+    };
+  },
+});
