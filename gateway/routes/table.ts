@@ -34,6 +34,7 @@ import { templateGet } from './template-get.ts';
 import { templatesCreate } from './templates-create.ts';
 import { templatesList } from './templates-list.ts';
 import { usersGet } from './users-get.ts';
+import { webhookAttempts } from './webhook-attempts.ts';
 
 /** Every route of the gateway, in the order of the API reference. Adding a route: one entry here and its file. */
 export const routes: readonly Route[] = [
@@ -65,6 +66,7 @@ export const routes: readonly Route[] = [
   templatesList,
   templateGet,
   templateDelete,
+  webhookAttempts,
   healthz,
   readyz,
   metrics,
