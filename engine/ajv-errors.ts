@@ -6,6 +6,7 @@ export const formatMessages: Readonly<Record<string, string>> = {
   instant: 'must be an ISO 8601 date-time with a time zone (2026-11-22T10:00:00Z)',
   'deliveries-cursor': 'must be a next_cursor of GET /api/deliveries, unchanged',
   'events-cursor': 'must be a next_cursor of GET /api/events, unchanged',
+  'webhook-attempts-cursor': 'must be a next_cursor of GET /api/webhooks/{id}/attempts, unchanged',
   timezone: 'must be an IANA time zone (Europe/Paris) or an offset from UTC (+05:30)',
 };
 

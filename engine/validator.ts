@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { readDeliveryCursor, readEventCursor } from './clickhouse/cursor.ts';
+import { readDeliveryCursor, readEventCursor, readWebhookAttemptCursor } from './clickhouse/cursor.ts';
 import type { TwoWayValidator } from './ajv-errors.ts';
 import { isTimeZone } from './local-time.ts';
 
@@ -28,6 +28,7 @@ for (const ajv of [allErrors, firstError]) {
   ajv.addFormat('instant', { type: 'string', validate: (s: string) => rfc3339(s) && !Number.isNaN(Date.parse(s)) });
   ajv.addFormat('deliveries-cursor', { type: 'string', validate: (s: string) => readDeliveryCursor(s) !== null });
   ajv.addFormat('events-cursor', { type: 'string', validate: (s: string) => readEventCursor(s) !== null });
+  ajv.addFormat('webhook-attempts-cursor', { type: 'string', validate: (s: string) => readWebhookAttemptCursor(s) !== null });
   ajv.addFormat('timezone', { type: 'string', validate: isTimeZone });
 }
 

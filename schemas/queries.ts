@@ -15,14 +15,14 @@ export const PageLimits = { default: 100, maximum: 1000 } as const;
 
 /** `instant`: a date-time that names one instant (engine/validator.ts). */
 const DateTimeParam = (description: string) => Type.String({ format: 'instant', description });
-const Since = DateTimeParam('ISO 8601 date-time with a time zone; rows at or after it');
-const Until = DateTimeParam('ISO 8601 date-time with a time zone; rows before it');
-const Limit = Type.Integer({ minimum: 1, maximum: PageLimits.maximum, description: `page size, default ${PageLimits.default}` });
+export const Since = DateTimeParam('ISO 8601 date-time with a time zone; rows at or after it');
+export const Until = DateTimeParam('ISO 8601 date-time with a time zone; rows before it');
+export const Limit = Type.Integer({ minimum: 1, maximum: PageLimits.maximum, description: `page size, default ${PageLimits.default}` });
 /**
  * Opaque. `format` names the listing the gateway checks it against: a malformed or edited cursor,
  * or one of another listing, is a 400.
  */
-const Cursor = (format: 'deliveries-cursor' | 'events-cursor') =>
+export const Cursor = (format: 'deliveries-cursor' | 'events-cursor' | 'webhook-attempts-cursor') =>
   Type.String({ minLength: 1, maxLength: 2048, format, description: 'next_cursor of the previous page' });
 const ExternalIdParam = Type.String({ minLength: 1, maxLength: 128, description: 'one user' });
 

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { Cursor, Limit, Since, Until } from './queries.ts';
 
 /** Webhooks: event streams a project's backend receives (docs/api.md#webhooks). */
 
@@ -106,6 +107,55 @@ export const WebhookAttemptRow = Type.Object({
   at: Type.Integer({ minimum: 0 }),
 });
 
+export const WebhookAttemptStatus = WebhookAttemptRow.properties.status;
+
+/** GET /api/webhooks/{id}/attempts: its filters and paging (docs/api.md#webhook-attempts). */
+export const WebhookAttemptsQuery = Type.Object(
+  {
+    status: Type.Optional(WebhookAttemptStatus),
+    event_type: Type.Optional(WebhookEventType),
+    since: Type.Optional(Since),
+    until: Type.Optional(Until),
+    limit: Type.Optional(Limit),
+    cursor: Type.Optional(Cursor('webhook-attempts-cursor')),
+  },
+  { additionalProperties: false },
+);
+
+/** One attempt as GET /api/webhooks/{id}/attempts answers it. */
+export const WebhookAttempt = Type.Object({
+  event_id: Type.String(),
+  event_type: WebhookEventType,
+  /** '' when the event is about no notification. */
+  notification_id: Type.String(),
+  attempt: Type.Integer({ minimum: 1 }),
+  status: WebhookAttemptStatus,
+  /** null when no answer came (refused, timeout). */
+  response_code: Nullable(Type.Integer({ minimum: 1, maximum: 999 })),
+  latency_ms: Type.Integer({ minimum: 0 }),
+  /** null when delivered. */
+  error: Nullable(Type.String()),
+  at: Time,
+});
+export const WebhookAttemptPage = Type.Object({ attempts: Type.Array(WebhookAttempt), next_cursor: Nullable(Type.String()) });
+
+/** Checked attempt filters as the engine takes them: times are ms since the epoch. */
+export interface WebhookAttemptFilter {
+  status?: WebhookAttemptStatus;
+  event_type?: WebhookEventType;
+  /** Inclusive. */
+  since?: number;
+  /** Exclusive. */
+  until?: number;
+}
+
+/** Where an attempts page ends: its last row's (at, event_id, attempt), the sort key within an endpoint. */
+export interface WebhookAttemptPosition {
+  at: number;
+  event_id: string;
+  attempt: number;
+}
+
 export type WebhookEventType = Static<typeof WebhookEventType>;
 export type WebhookBody = Static<typeof WebhookBody>;
 export type Webhook = Static<typeof Webhook>;
@@ -114,3 +164,7 @@ export type WebhookHealth = Static<typeof WebhookHealth>;
 export type WebhookEvent = Static<typeof WebhookEvent>;
 export type WebhookAttemptRow = Static<typeof WebhookAttemptRow>;
 export type WebhookDisabledReason = Static<typeof WebhookDisabledReason>;
+export type WebhookAttemptStatus = Static<typeof WebhookAttemptStatus>;
+export type WebhookAttemptsQuery = Static<typeof WebhookAttemptsQuery>;
+export type WebhookAttempt = Static<typeof WebhookAttempt>;
+export type WebhookAttemptPage = Static<typeof WebhookAttemptPage>;

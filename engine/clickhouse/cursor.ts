@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DeliveryPosition, EventPosition } from '../../schemas/queries.ts';
+import type { WebhookAttemptPosition } from '../../schemas/webhooks.ts';
 
 /**
  * Page cursors (docs/api.md#paging-with-cursors): opaque base64url text holding where a page ended. The bytes are an
@@ -11,7 +12,7 @@ import type { DeliveryPosition, EventPosition } from '../../schemas/queries.ts';
 const CHECKSUM_BYTES = 8;
 const base64url = /^[A-Za-z0-9_-]+$/;
 
-type Listing = 'deliveries' | 'events';
+type Listing = 'deliveries' | 'events' | 'webhook-attempts';
 
 function checksum(payload: Buffer): Buffer {
   return createHash('sha256').update(payload).digest().subarray(0, CHECKSUM_BYTES);
@@ -68,4 +69,17 @@ export function readEventCursor(cursor: string): EventPosition | null {
   const p = decode('events', cursor);
   const [at, externalId, streamId] = p ?? [];
   return p?.length === 3 && isTime(at) && isText(externalId) && isText(streamId) ? { at, external_id: externalId, stream_id: streamId } : null;
+}
+
+export function webhookAttemptCursor(position: WebhookAttemptPosition): string {
+  return encode('webhook-attempts', [position.at, position.event_id, position.attempt]);
+}
+
+/** An attempt number as the table holds it (UInt16, from 1). */
+const isAttempt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= 65_535;
+
+export function readWebhookAttemptCursor(cursor: string): WebhookAttemptPosition | null {
+  const p = decode('webhook-attempts', cursor);
+  const [at, eventId, attempt] = p ?? [];
+  return p?.length === 3 && isTime(at) && isText(eventId) && isAttempt(attempt) ? { at, event_id: eventId, attempt } : null;
 }

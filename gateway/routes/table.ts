@@ -38,6 +38,7 @@ import { webhookDelete } from './webhook-delete.ts';
 import { webhookGet } from './webhook-get.ts';
 import { webhooksCreate } from './webhooks-create.ts';
 import { webhooksList } from './webhooks-list.ts';
+import { webhookAttempts } from './webhook-attempts.ts';
 
 /** Every route of the gateway, in the order of the API reference. Adding a route: one entry here and its file. */
 export const routes: readonly Route[] = [
@@ -73,6 +74,7 @@ export const routes: readonly Route[] = [
   webhooksList,
   webhookGet,
   webhookDelete,
+  webhookAttempts,
   healthz,
   readyz,
   metrics,

@@ -10,7 +10,8 @@ import type { Checked } from './checked.ts';
  * percent-decoding as UTF-8 (a `+` itself is `%2B`). A value that does not decode, a parameter
  * given twice, an unknown one and one that breaks the schema are each listed as a
  * validation_failed item with `path` `/<name>`, all in one answer. Cursors are checked as the
- * formats `deliveries-cursor` and `events-cursor`, so a bad one is listed with the rest.
+ * formats `deliveries-cursor`, `events-cursor` and `webhook-attempts-cursor`, so a bad one is
+ * listed with the rest.
  */
 
 /** Digits only: turned into a number for an integer parameter; anything else stays text and fails the schema. */

@@ -38,7 +38,7 @@ t.test('a fresh store gets every migration, in order, recorded in the ledger', a
   const tables = await rows<{ name: string }>(ch, 'SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name');
   t.same(
     tables.map((r) => r.name),
-    ['events', 'message_deliveries', 'message_deliveries_in', 'message_deliveries_in_mv', 'receipts', 'schema_migrations', 'users'],
+    ['events', 'message_deliveries', 'message_deliveries_in', 'message_deliveries_in_mv', 'receipts', 'schema_migrations', 'users', 'webhook_attempts'],
   );
 });
 

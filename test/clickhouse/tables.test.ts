@@ -11,7 +11,7 @@ t.before(async () => {
 });
 
 const at = '2026-11-22 10:00:01.234';
-/** One row per table the recorder inserts into, with every column set. */
+/** One row per table the recorder (or, for webhook_attempts, the webhooks role) inserts into, with every column set. */
 const samples: Record<string, Record<string, unknown>> = {
   message_deliveries: {
     project: 'p1',
@@ -52,6 +52,19 @@ const samples: Record<string, Record<string, unknown>> = {
     updated_at: at,
     version: 1,
     stream_id: '1700000000003-0',
+  },
+  webhook_attempts: {
+    project: 'p1',
+    webhook_id: 'w1',
+    event_id: 'e1',
+    event_type: 'delivery.failed',
+    notification_id: 'n1',
+    attempt: 2,
+    status: 'failed',
+    response_code: 503,
+    latency_ms: 31,
+    error: 'Service Unavailable',
+    at,
   },
 };
 
@@ -122,6 +135,19 @@ const expectedColumns: Record<string, Record<string, string>> = {
     updated_at: "DateTime64(3, 'UTC')",
     version: 'UInt64',
     stream_id: 'String',
+  },
+  webhook_attempts: {
+    project: 'LowCardinality(String)',
+    webhook_id: 'String',
+    event_id: 'String',
+    event_type: 'LowCardinality(String)',
+    notification_id: 'String',
+    attempt: 'UInt16',
+    status: 'LowCardinality(String)',
+    response_code: 'UInt16',
+    latency_ms: 'UInt32',
+    error: 'String',
+    at: "DateTime64(3, 'UTC')",
   },
 };
 
