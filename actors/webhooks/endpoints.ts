@@ -1,27 +1,26 @@
 import type { WebhookEventType } from '../../schemas/webhooks.ts';
 import type { Endpoint, WebhookRegistry } from '../../engine/webhooks/registry.ts';
 
-/** How long a copy is trusted before the version is asked again, ms. */
-const CHECK_MS = 100;
-
 /**
  * A process's copy of the active endpoints by project, reloaded whenever the registry's version
- * changes (an endpoint created, deleted or disabled), asked at most every CHECK_MS.
+ * changes (an endpoint created, deleted or disabled). The version is asked after each read of
+ * the streams, so an endpoint created before an entry was recorded is in the copy that entry
+ * meets.
  */
 export class EndpointCopy {
   private byProject = new Map<string, Endpoint[]>();
   private version: string | undefined;
-  private checkedAt = 0;
-  private checking: Promise<void> | undefined;
+  private loading: Promise<void> | undefined;
 
   constructor(private readonly registry: WebhookRegistry) {}
 
-  /** Brings the copy up to date (one Redis call unless something changed). */
-  refresh(now = Date.now()): Promise<void> {
-    if (now - this.checkedAt < CHECK_MS) return this.checking ?? Promise.resolve();
-    this.checkedAt = now;
-    this.checking = this.load().finally(() => (this.checking = undefined));
-    return this.checking;
+  /** Brings the copy up to date: one Redis call unless something changed. */
+  async refresh(): Promise<void> {
+    const version = await this.registry.version();
+    if (version === this.version) return;
+    this.loading ??= this.load(version).finally(() => (this.loading = undefined));
+    await this.loading;
+    if (version !== this.version) await this.refresh();
   }
 
   /** Whether any endpoint of any project is active. */
@@ -51,9 +50,7 @@ export class EndpointCopy {
     return times.length === 0 ? Date.now() : Math.min(...times);
   }
 
-  private async load(): Promise<void> {
-    const version = await this.registry.version();
-    if (version === this.version) return;
+  private async load(version: string): Promise<void> {
     const all = await this.registry.byProject();
     const active = new Map<string, Endpoint[]>();
     for (const [project, list] of all) {
