@@ -100,8 +100,16 @@ export class EndpointSender {
 
   /** Sends one batch from the queue's head and settles what came of it. */
   private async deliver(endpoint: Endpoint, batch: QueuedEvent[]): Promise<void> {
-    const { registry } = this.opts;
-    const delivered: string[] = [];
+    const { registry, concurrency } = this.opts;
+    let delivered: string[] = [];
+    let count = 0;
+    // Delivered events leave the queue a few at a time, so a crash sends few of them again.
+    const settle = async (): Promise<void> => {
+      const done = delivered;
+      delivered = [];
+      await registry.remove(this.id, done);
+      for (const entry of done) this.tries.delete(entry);
+    };
     let lastStatus = 0;
     let failure: Failure | undefined;
     let gone = false;
@@ -115,7 +123,9 @@ export class EndpointSender {
           const result = await this.post(endpoint, event);
           if (result.ok) {
             delivered.push(event.entry);
+            count += 1;
             lastStatus = result.status;
+            if (delivered.length >= concurrency) await settle();
             continue;
           }
           failure ??= { result, at };
@@ -124,11 +134,10 @@ export class EndpointSender {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, batch.length) }, worker));
-    await registry.remove(this.id, delivered);
-    for (const entry of delivered) this.tries.delete(entry);
+    await Promise.all(Array.from({ length: Math.min(concurrency, batch.length) }, worker));
+    await settle();
     const now = Date.now();
-    if (delivered.length > 0 && failure === undefined) await registry.succeeded(this.id, now, delivered.length, lastStatus);
+    if (count > 0 && failure === undefined) await registry.succeeded(this.id, now, count, lastStatus);
     if (failure === undefined) return;
     if (gone) {
       await registry.disable(this.id, 'gone', now);
@@ -137,7 +146,8 @@ export class EndpointSender {
     }
     const failures = (await registry.failuresInRow(this.id)) + 1;
     const wait = backoffMs(this.opts.backoff, failures, failure.result.retryAfterMs);
-    const since = await registry.failed(this.id, failure.at, 1, failure.result.status, failure.result.error, now + wait);
+    const { status: statusCode, error } = failure.result;
+    const since = await registry.failed(this.id, failure.at, { delivered: count, statusCode, error, nextAttemptAt: now + wait });
     if (now - since >= this.opts.backoff.windowMs) {
       await registry.disable(this.id, 'failing', now);
       this.opts.log.warn('webhook endpoint disabled: it kept failing', { webhook: this.id, failing_since: new Date(since).toISOString() });

@@ -199,10 +199,11 @@ export class WebhookRegistry {
   }
 
   /**
-   * Records failed attempts and when the next one is due; answers since when the endpoint has been
-   * failing (this failure's time when it was healthy).
+   * Records a failed attempt (and the events delivered alongside it) and when the next attempt is
+   * due; answers since when the endpoint has been failing (this failure's time when it was healthy).
    */
-  async failed(id: string, at: number, attempts: number, statusCode: number | null, error: string, nextAttemptAt: number): Promise<number> {
+  async failed(id: string, at: number, failure: { delivered: number; statusCode: number | null; error: string; nextAttemptAt: number }): Promise<number> {
+    const { delivered, statusCode, error, nextAttemptAt } = failure;
     const key = this.topology.webhook(id);
     const replies = await this.redis
       .multi()
@@ -213,11 +214,12 @@ export class WebhookRegistry {
         [HealthField.lastError]: error,
         [HealthField.nextAttemptAt]: String(nextAttemptAt),
       })
-      .hincrby(key, HealthField.failuresInRow, attempts)
-      .hincrby(key, HealthField.failedAttempts, attempts)
+      .hincrby(key, HealthField.failuresInRow, 1)
+      .hincrby(key, HealthField.failedAttempts, 1)
+      .hincrby(key, HealthField.delivered, delivered)
       .hget(key, HealthField.failingSince)
       .exec();
-    const since = replies?.[4]?.[1];
+    const since = replies?.[5]?.[1];
     return typeof since === 'string' ? Number(since) : at;
   }
 
