@@ -41,7 +41,7 @@ export const WebhookBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** Active, or disabled: by a 410 (`gone`) or after failing for WEBHOOK_RETRY_HOURS (`failing`). */
+/** Active, or disabled: by a 410 (`gone`) or after failing for WEBHOOK_RETRY_WINDOW_MS (`failing`). */
 export const WebhookState = Type.Union([Type.Literal('active'), Type.Literal('disabled')]);
 export const WebhookDisabledReason = Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Literal('backlog_full')]);
 

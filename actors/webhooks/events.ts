@@ -5,7 +5,7 @@ import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { WebhookEvent, WebhookEventType } from '../../schemas/webhooks.ts';
 
 /**
- * What each recorded fact tells a webhook receiver (docs/api.md#webhook-events). An event's id
+ * What each recorded fact tells a webhook receiver (docs/api.md#the-event-body). An event's id
  * comes from where it was recorded (the stream, its entry and the type), so the same fact read
  * again after a crash is the same event, and receivers deduplicate it by id.
  */

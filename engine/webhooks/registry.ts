@@ -26,7 +26,7 @@ import type { Topology } from '../topology.ts';
  *
  * Life: create (`active`) → events queued by the tap and the watcher → delivered by the one sender
  * that holds its lease, which records each success and failure here → disabled on a 410, after
- * failing for WEBHOOK_RETRY_HOURS, or with a queue past WEBHOOK_QUEUE_MAX → deleted.
+ * failing for WEBHOOK_RETRY_WINDOW_MS, or with a queue past WEBHOOK_QUEUE_MAX → deleted.
  */
 
 /** An endpoint as the tap and the senders need it. */

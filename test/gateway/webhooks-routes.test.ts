@@ -88,19 +88,19 @@ t.test("another project's REST key sees none of them; an SDK key is refused", as
 
 t.test('the engine webhooks commands', async (t) => {
   const project = d.project.project_id;
-  const created = await runEngine(['webhooks', 'create', '--project', project, '--url', receiver, '--events', 'receipt.clicked, delivery.sent'], d.env);
+  const created = await runEngine(['webhooks', 'create', project, '--url', receiver, '--events', 'receipt.clicked, delivery.sent'], d.env);
   t.equal(created.code, 0, created.stderr);
   const webhook = JSON.parse(created.stdout) as { id: string; secret: string };
   t.match(webhook, { url: receiver, events: ['delivery.sent', 'receipt.clicked'], secret: /^whsec_/ });
   t.same((await call(`${url}/${webhook.id}`, 'GET', rest)).body, { ...webhook, health: idle }, 'as the route answers');
 
-  const withSecret = await runEngine(['webhooks', 'create', '--project', project, '--url', receiver, '--events', 'user.opted_out', '--secret', secret], d.env);
+  const withSecret = await runEngine(['webhooks', 'create', project, '--url', receiver, '--events', 'user.opted_out', '--secret', secret], d.env);
   t.equal((JSON.parse(withSecret.stdout) as { secret: string }).secret, secret);
 
-  const listed = await runEngine(['webhooks', 'list', '--project', project], d.env);
+  const listed = await runEngine(['webhooks', 'list', project], d.env);
   t.equal(listed.code, 0, listed.stderr);
   t.same(JSON.parse(listed.stdout), (await call(url, 'GET', rest)).body);
-  const got = await runEngine(['webhooks', 'get', '--project', project, webhook.id], d.env);
+  const got = await runEngine(['webhooks', 'get', project, webhook.id], d.env);
   t.same(JSON.parse(got.stdout), { ...webhook, health: idle });
 
   for (const [args, why] of [
@@ -108,18 +108,18 @@ t.test('the engine webhooks commands', async (t) => {
     [['--url', receiver, '--events', 'delivery.bounced'], /events\/0/],
     [['--url', receiver, '--events', 'delivery.sent', '--secret', 'nope'], /secret/],
   ] as const) {
-    const bad = await runEngine(['webhooks', 'create', '--project', project, ...args], d.env);
+    const bad = await runEngine(['webhooks', 'create', project, ...args], d.env);
     t.same([bad.code, why.test(bad.stderr)], [1, true], bad.stderr);
   }
-  const loopback = await runEngine(['webhooks', 'create', '--project', project, '--url', 'http://127.0.0.1:9/x', '--events', 'delivery.sent'], { ...d.env, OUTBOUND_ALLOW_PRIVATE: 'false' });
+  const loopback = await runEngine(['webhooks', 'create', project, '--url', 'http://127.0.0.1:9/x', '--events', 'delivery.sent'], { ...d.env, OUTBOUND_ALLOW_PRIVATE: 'false' });
   t.same([loopback.code, /url: must not point at a loopback address/.test(loopback.stderr)], [1, true], loopback.stderr);
-  const unknown = await runEngine(['webhooks', 'list', '--project', 'nope'], d.env);
+  const unknown = await runEngine(['webhooks', 'list', 'nope'], d.env);
   t.same([unknown.code, /unknown project nope/.test(unknown.stderr)], [1, true]);
 
-  const deleted = await runEngine(['webhooks', 'delete', '--project', project, webhook.id], d.env);
+  const deleted = await runEngine(['webhooks', 'delete', project, webhook.id], d.env);
   t.equal(deleted.code, 0, deleted.stderr);
   t.same(JSON.parse(deleted.stdout), { ...webhook, health: idle });
   t.equal((await call(`${url}/${webhook.id}`, 'GET', rest)).status, 404);
-  const again = await runEngine(['webhooks', 'delete', '--project', project, webhook.id], d.env);
+  const again = await runEngine(['webhooks', 'delete', project, webhook.id], d.env);
   t.same([again.code, /no webhook/.test(again.stderr)], [1, true]);
 });
