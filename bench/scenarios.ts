@@ -61,6 +61,11 @@ export const scenarios: Scenario[] = [
     runs: [{ title: 'recorder', script: 'recorder.ts', args: [], report: 'recorder', takesOut: false }],
   },
   {
+    name: 'webhooks',
+    about: 'events from delivery outcomes to a fast local receiver, signed, many notifications and one: events/s and CPU per event against a bare signing and POST loop',
+    runs: [{ title: 'webhooks', script: 'webhooks.ts', args: [], report: 'webhooks', takesOut: false }],
+  },
+  {
     name: 'queries',
     about: "the dashboard's queries over 20 000 000 delivery rows, p50 and p95",
     runs: [{ title: 'dashboard queries', script: 'deliveries-query.ts', args: [], report: 'deliveries-query', takesOut: false }],
