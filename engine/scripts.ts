@@ -8,7 +8,7 @@ import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, relea
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
 import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/lease.ts';
 import { markRound, settleBatch, settleTapped } from './scripts/settle-batch.ts';
-import { createGroup, oldestUnread } from './scripts/streams.ts';
+import { createGroup, oldestUnread, queueEvents } from './scripts/streams.ts';
 import { takeToken } from './scripts/take-token.ts';
 import { appendDetach, claimToken, clearDetach, indexSubscription } from './scripts/token-claims.ts';
 
@@ -27,6 +27,7 @@ export const scripts = {
   renewLease,
   releaseLease,
   createGroup,
+  queueEvents,
   oldestUnread,
   markRound,
   writeConsent,

@@ -17,3 +17,13 @@ export const oldestUnread = defineScript({
   args: ['group'],
   reply: { parse: (raw) => ({ id: str('oldestUnread', raw) }) },
 });
+
+/** engine/lua/queueEvents-1.lua: appends events (body, order key) to a webhook endpoint's queue. */
+export const queueEvents = defineScript({
+  name: 'queueEvents',
+  oom: 'allow', // the webhooks tap must read on at maxmemory, or no stream is trimmed
+  keys: ['queue'],
+  args: [],
+  variadic: { name: 'events', item: ['body', 'key'], spread: (call: { events: readonly { body: string; key: string }[] }) => call.events.flatMap((e) => [e.body, e.key]) },
+  reply: { parse: (raw) => ({ appended: Number(raw) }) },
+});

@@ -9,6 +9,7 @@ import {
   type WebhookWithHealth,
 } from '../../schemas/webhooks.ts';
 import type { RedisClient } from '../redis.ts';
+import { scripts } from '../scripts.ts';
 import type { Topology } from '../topology.ts';
 
 /**
@@ -156,14 +157,15 @@ export class WebhookRegistry {
     return out;
   }
 
-  /** Appends events to the queues of endpoints. */
+  /** Appends events to the queues of endpoints, one script call per endpoint (it runs at maxmemory too). */
   async enqueue(items: readonly (EventItem & { endpoint: string })[]): Promise<void> {
-    if (items.length === 0) return;
-    const { redis, topology } = this;
-    const pipeline = redis.pipeline();
-    for (const { endpoint, body, key } of items) pipeline.xadd(topology.webhookQueue(endpoint), '*', 'e', body, 'k', key);
-    const replies = await pipeline.exec();
-    for (const [err] of replies ?? []) if (err) throw err;
+    const byEndpoint = new Map<string, EventItem[]>();
+    for (const { endpoint, body, key } of items) {
+      const list = byEndpoint.get(endpoint) ?? [];
+      list.push({ body, key });
+      byEndpoint.set(endpoint, list);
+    }
+    await Promise.all([...byEndpoint].map(([endpoint, events]) => scripts.queueEvents(this.redis, { keys: { queue: this.topology.webhookQueue(endpoint) }, args: {}, events })));
   }
 
   /** The oldest `count` events of an endpoint's queue. */
