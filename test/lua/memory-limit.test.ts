@@ -63,6 +63,9 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   const index = topology.subscriptionId('proj', 'id1');
   t.same(await scripts.indexSubscription(redis, { keys: { index }, args: { field: 'IOS_PUSH:t1' } }), { indexed: true }, 'a settled subscription is indexed');
   t.equal(await raw.get(index), 'IOS_PUSH:t1');
+  t.same(await scripts.queueEvents(redis, { keys: { queue: topology.webhookQueue('w1') }, args: {}, events: [{ body: '{}', key: 'n1' }] }), { appended: 1 }, 'a webhook event is queued');
+  await ensureGroup(redis, topology.outcomes(0), 'webhooks');
+  t.same(await scripts.settleTapped(redis, { keys: { stream: topology.outcomes(0) }, args: { group: 'webhooks', lastId: '0-1' }, ids: ['0-1'] }), { pending: 0, trimmedTo: '0-0' }, 'the webhooks tap settles');
   const stored = await writeConsent(redis, topology, 'proj', 'u1', 'EMAIL', true, 1234);
   t.same(JSON.parse((await raw.hget(topology.consent('proj', 'u1'), 'EMAIL')) ?? 'null'), stored, 'an opt-out is written');
   t.equal(await raw.xlen(topology.changes(topology.partitionOf('proj', 'u1'))), 1, 'with its change for the recorder');
