@@ -9,6 +9,7 @@ import { NotificationDetail } from './notification.tsx';
 import { NotificationsView } from './notifications.tsx';
 import { go, href, usePlace, type Place } from './route.ts';
 import { UserDetail } from './user.tsx';
+import { WebhooksView } from './webhooks.tsx';
 import './style.css';
 
 function View({ place }: { place: Place }) {
@@ -21,6 +22,8 @@ function View({ place }: { place: Place }) {
       return <NotificationsView place={place} />;
     case 'live':
       return <LiveView place={place} />;
+    case 'webhooks':
+      return <WebhooksView place={place} />;
     default:
       return <DeliveriesView place={place} />;
   }
@@ -60,6 +63,7 @@ function App() {
           {tab('deliveries', 'Deliveries', ['deliveries'])}
           {tab('notifications', 'Notifications', ['notifications'])}
           {tab('live', 'Live tail', ['live'])}
+          {tab('webhooks', 'Webhooks', ['webhooks'])}
         </nav>
         <form
           class="find"

@@ -2,11 +2,11 @@ import { useEffect, useState } from 'preact/hooks';
 
 /**
  * The page's place lives in the URL's fragment: `#/deliveries?status=failed`, `#/users/alice`,
- * `#/notifications/<id>`, `#/live?channel=PUSH`. A view with its filters can be shared as a link
+ * `#/notifications/<id>`, `#/live?channel=PUSH`, `#/webhooks/<id>?status=failed`. A view with its filters can be shared as a link
  * (the key is never part of it); the gateway serves one page for all of them.
  */
 export interface Place {
-  view: 'deliveries' | 'notifications' | 'notification' | 'user' | 'live';
+  view: 'deliveries' | 'notifications' | 'notification' | 'user' | 'live' | 'webhooks';
   id: string | null;
   params: URLSearchParams;
 }
@@ -20,6 +20,7 @@ export function readPlace(hash = location.hash): Place {
   if (head === 'notifications' && id !== undefined) return { view: 'notification', id, params };
   if (head === 'notifications') return { view: 'notifications', id: null, params };
   if (head === 'live') return { view: 'live', id: null, params };
+  if (head === 'webhooks') return { view: 'webhooks', id: id ?? null, params };
   return { view: 'deliveries', id: null, params };
 }
 
