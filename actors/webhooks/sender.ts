@@ -75,19 +75,20 @@ export class EndpointSender {
           this.stopped = true;
           break;
         }
-        const due = (await registry.nextAttemptAt(this.id)) - Date.now();
+        const due = endpoint.nextAttemptAt - Date.now();
         if (due > 0) {
           await this.sleep(Math.min(due, RECHECK_MS));
           continue;
         }
-        if ((await registry.queued(this.id)) > this.opts.queueMax) {
-          await registry.disable(this.id, 'backlog_full', Date.now());
-          log.warn('webhook endpoint disabled: its queue is full', { webhook: this.id, max: this.opts.queueMax });
-          continue;
-        }
-        const batch = await registry.head(this.id, this.opts.concurrency * 8);
+        const size = this.opts.concurrency * 8;
+        const batch = await registry.head(this.id, size);
         if (batch.length === 0) {
           await this.sleep(IDLE_MS);
+          continue;
+        }
+        if (batch.length === size && (await registry.queued(this.id)) > this.opts.queueMax) {
+          await registry.disable(this.id, 'backlog_full', Date.now());
+          log.warn('webhook endpoint disabled: its queue is full', { webhook: this.id, max: this.opts.queueMax });
           continue;
         }
         await this.deliver(endpoint, batch);

@@ -120,6 +120,8 @@ export class NotificationWatcher {
   private async ended(project: string, record: NotificationRecord, now: number): Promise<boolean> {
     const { notifications } = this.opts;
     const { id } = record.spec;
+    // The counters span every partition: read only once the record says the end may have come.
+    if (record.canceledAt === null && !record.fanned) return false;
     const counts = await notifications.counts(id);
     const data = { recipients: record.recipients, sent: counts.sent, failed: counts.failed, skipped: counts.skipped };
     if (record.canceledAt !== null) {

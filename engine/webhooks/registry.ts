@@ -40,6 +40,8 @@ export interface Endpoint {
   active: boolean;
   /** When it was created, ms. */
   createdAt: number;
+  /** When its next attempt is due while it fails (ms), 0 when it may be tried now. */
+  nextAttemptAt: number;
 }
 
 /** One event for one endpoint: the POST body, and its order key (the notification, '' for none). */
@@ -207,6 +209,8 @@ export class WebhookRegistry {
   async failed(id: string, at: number, failure: { delivered: number; statusCode: number | null; error: string; nextAttemptAt: number }): Promise<number> {
     const { delivered, statusCode, error, nextAttemptAt } = failure;
     const key = this.topology.webhook(id);
+    // A sender may finish its batch after the endpoint was deleted: its record is not made again.
+    if ((await this.redis.exists(key)) === 0) return at;
     const replies = await this.redis
       .multi()
       .hsetnx(key, HealthField.failingSince, String(at))
@@ -230,11 +234,6 @@ export class WebhookRegistry {
     return Number((await this.redis.hget(this.topology.webhook(id), HealthField.failuresInRow)) ?? 0);
   }
 
-  /** When the endpoint's next attempt is due (ms), 0 when it may be tried now. */
-  async nextAttemptAt(id: string): Promise<number> {
-    return Number((await this.redis.hget(this.topology.webhook(id), HealthField.nextAttemptAt)) ?? 0);
-  }
-
   /** Disables an endpoint for good: nothing more is queued or sent. */
   async disable(id: string, reason: WebhookDisabledReason, at: number): Promise<void> {
     const key = this.topology.webhook(id);
@@ -249,7 +248,16 @@ function endpointOf(id: string, h: Record<string, string>): Endpoint | null {
   const { project, url, secret, events } = h;
   if (project === undefined || url === undefined || secret === undefined) return null;
   const createdAt = Date.parse(h['created_at'] ?? '');
-  return { id, project, url, secret, events: new Set(eventsOf(events)), active: h[HealthField.state] !== 'disabled', createdAt: Number.isNaN(createdAt) ? 0 : createdAt };
+  return {
+    id,
+    project,
+    url,
+    secret,
+    events: new Set(eventsOf(events)),
+    active: h[HealthField.state] !== 'disabled',
+    createdAt: Number.isNaN(createdAt) ? 0 : createdAt,
+    nextAttemptAt: Number(h[HealthField.nextAttemptAt] ?? 0),
+  };
 }
 
 function eventsOf(stored: string | undefined): WebhookEventType[] {
