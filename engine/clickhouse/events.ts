@@ -1,5 +1,6 @@
 import type { EventFilter, EventPosition, EventView } from '../../schemas/queries.ts';
 import type { ClickHouse } from './client.ts';
+import { keysetPage } from './keyset.ts';
 import { QueryFile } from './query-file.ts';
 
 const pageQuery = QueryFile.load('events-page');
@@ -30,33 +31,23 @@ export interface EventsResult {
  * paging as for deliveries (./deliveries.ts listDeliveries).
  */
 export async function listEvents(ch: ClickHouse, project: string, filter: EventFilter, limit: number, after: EventPosition | null): Promise<EventsResult> {
-  const switches: string[] = [];
-  const params: Record<string, string | number> = { project, limit: limit + 1 };
-  for (const name of filterNames) {
-    const value = filter[name];
-    if (value === undefined) continue;
-    switches.push(name);
-    params[name] = value;
-  }
-  if (after !== null) {
-    switches.push('after');
-    params['after_at'] = after.at;
-    params['after_external_id'] = after.external_id;
-    params['after_stream_id'] = after.stream_id;
-  }
-  const result = await ch.query({ query: pageQuery.text(switches), query_params: params, format: 'JSONEachRow' });
-  const rows = await result.json<EventRow>();
-  const page = rows.length > limit ? rows.slice(0, limit) : rows;
-  const last = page.at(-1);
+  const { rows, more } = await keysetPage<EventRow, EventFilter>(ch, {
+    query: pageQuery,
+    params: { project },
+    filter,
+    filterNames,
+    after: after === null ? null : { at: after.at, external_id: after.external_id, stream_id: after.stream_id },
+    limit,
+  });
+  const last = rows.at(-1);
   return {
-    events: page.map((row) => ({
+    events: rows.map((row) => ({
       external_id: row.external_id,
       name: row.name,
       properties: JSON.parse(row.properties) as EventView['properties'],
       idempotency_key: row.idempotency_key,
       at: new Date(Number(row.at_ms)).toISOString(),
     })),
-    next:
-      rows.length > limit && last !== undefined ? { at: Number(last.at_ms), external_id: last.external_id, stream_id: last.stream_id } : null,
+    next: more && last !== undefined ? { at: Number(last.at_ms), external_id: last.external_id, stream_id: last.stream_id } : null,
   };
 }

@@ -8,6 +8,7 @@ import type {
 } from '../../schemas/webhooks.ts';
 import type { ClickHouse } from './client.ts';
 import { insertRows } from './insert.ts';
+import { keysetPage } from './keyset.ts';
 import { QueryFile } from './query-file.ts';
 
 /** The table of migration 0010. */
@@ -59,28 +60,18 @@ export async function listWebhookAttempts(
   limit: number,
   after: WebhookAttemptPosition | null,
 ): Promise<WebhookAttemptsResult> {
-  const switches: string[] = [];
-  // One row more than the page: it tells whether a next page exists.
-  const params: Record<string, string | number> = { project, webhook_id: webhookId, limit: limit + 1 };
-  for (const name of filterNames) {
-    const value = filter[name];
-    if (value === undefined) continue;
-    switches.push(name);
-    params[name] = value;
-  }
-  if (after !== null) {
-    switches.push('after');
-    params['after_at'] = after.at;
-    params['after_event_id'] = after.event_id;
-    params['after_attempt'] = after.attempt;
-  }
-  const result = await ch.query({ query: pageQuery.text(switches), query_params: params, format: 'JSONEachRow' });
-  const rows = await result.json<AttemptRow>();
-  const page = rows.length > limit ? rows.slice(0, limit) : rows;
-  const last = page.at(-1);
+  const { rows, more } = await keysetPage<AttemptRow, WebhookAttemptFilter>(ch, {
+    query: pageQuery,
+    params: { project, webhook_id: webhookId },
+    filter,
+    filterNames,
+    after: after === null ? null : { at: after.at, event_id: after.event_id, attempt: after.attempt },
+    limit,
+  });
+  const last = rows.at(-1);
   return {
-    attempts: page.map(attempt),
-    next: rows.length > limit && last !== undefined ? { at: Number(last.at_ms), event_id: last.event_id, attempt: Number(last.attempt) } : null,
+    attempts: rows.map(attempt),
+    next: more && last !== undefined ? { at: Number(last.at_ms), event_id: last.event_id, attempt: Number(last.attempt) } : null,
   };
 }
 
