@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import type { WebhookAttemptRow, WebhookEventType } from '../../schemas/webhooks.ts';
 import type { Logger } from '../../engine/log.ts';
 import { refusedUrl, type OutboundPolicy } from '../../engine/outbound/guard.ts';
+import { Pause } from '../../engine/runner/pause.ts';
 import type { AttemptLog } from './attempt-log.ts';
 import { backoffMs, type Backoff } from './backoff.ts';
 import type { PostResult, WebhookHttp } from './http.ts';
@@ -41,7 +42,7 @@ interface Failure {
  */
 export class EndpointSender {
   private stopped = false;
-  private wake: (() => void) | undefined;
+  private readonly pause = new Pause();
   private done: Promise<void> = Promise.resolve();
   /** Attempts so far of events still queued (bounded by the queue's head). */
   private readonly tries = new Map<string, number>();
@@ -58,7 +59,7 @@ export class EndpointSender {
 
   stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.pause.wake();
     return this.done;
   }
 
@@ -196,14 +197,7 @@ export class EndpointSender {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.stopped ? Promise.resolve() : this.pause.wait(ms);
   }
 }
 

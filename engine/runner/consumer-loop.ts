@@ -3,6 +3,7 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
 import { scripts } from '../scripts.ts';
+import { Pause } from './pause.ts';
 import { toEntries, toRawEntries, type RawStreamEntry, type StreamEntry } from './types.ts';
 
 /** Longest a read blocks unless its consumer says otherwise, ms. */
@@ -83,7 +84,7 @@ export class ConsumerLoop {
   private blockingId: number | undefined;
   /** Fails the read in flight at once, whatever its connection does. */
   private abandonRead: ((err: Error) => void) | undefined;
-  private wake: (() => void) | undefined;
+  private readonly pausing = new Pause();
 
   constructor(private readonly opts: ConsumerLoopOptions) {}
 
@@ -188,19 +189,12 @@ export class ConsumerLoop {
     if (this.stopped) return;
     this.stopped = true;
     this.abandonRead?.(new Error('the consumer stopped'));
-    this.wake?.();
+    this.pausing.wake();
   }
 
   /** Waits `ms`, or less when the loop stops meanwhile. */
   pause(ms: number): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.stopped ? Promise.resolve() : this.pausing.wait(ms);
   }
 
   private openBlocking(): RedisClient {
