@@ -17,6 +17,11 @@ import type { EventItem, WebhookRegistry } from '../../engine/webhooks/registry.
 const READ_COUNT = 500;
 /** How often a tap with no endpoint anywhere looks again, ms. */
 const IDLE_MS = 500;
+/**
+ * How far before the oldest endpoint's creation a new group starts, ms: stream IDs come from
+ * Redis's clock, creation times from a gateway's, and an event early is better than one lost.
+ */
+const CLOCK_MARGIN_MS = 5000;
 
 /** Compiled on first use: a CLI command that loads this module never pays for them. */
 let checks: { outcome: (v: unknown) => v is OutcomeEntry; change: (v: unknown) => v is Change } | undefined;
@@ -77,12 +82,13 @@ export class EventTap implements PartitionWork {
   }
 
   /**
-   * Joins the streams' `webhooks` group, created to read from the oldest endpoint's creation, and
+   * Joins the streams' `webhooks` group, created to read from the oldest endpoint's creation
+   * (less CLOCK_MARGIN_MS), and
    * handles what it has pending (a crashed owner's, a lost read's).
    */
   private async join(from: number): Promise<void> {
     for (const stream of this.streams()) {
-      await this.loop.ensureGroup(stream, `${from}-0`);
+      await this.loop.ensureGroup(stream, `${Math.max(0, from - CLOCK_MARGIN_MS)}-0`);
       await this.loop.claim(stream, { count: () => READ_COUNT }, (entries) => this.handle(stream, entries));
     }
     this.joined = true;
