@@ -103,18 +103,19 @@ t.test('the engine webhooks commands', async (t) => {
   const got = await runEngine(['webhooks', 'get', project, webhook.id], d.env);
   t.same(JSON.parse(got.stdout), { ...webhook, health: idle });
 
-  for (const [args, why] of [
-    [['--url', 'ftp://backend.example.com/x', '--events', 'delivery.sent'], /url: must be an https or http URL/],
-    [['--url', receiver, '--events', 'delivery.bounced'], /events\/0/],
-    [['--url', receiver, '--events', 'delivery.sent', '--secret', 'nope'], /secret/],
-  ] as const) {
-    const bad = await runEngine(['webhooks', 'create', project, ...args], d.env);
-    t.same([bad.code, why.test(bad.stderr)], [1, true], bad.stderr);
-  }
-  const loopback = await runEngine(['webhooks', 'create', project, '--url', 'http://127.0.0.1:9/x', '--events', 'delivery.sent'], { ...d.env, OUTBOUND_ALLOW_PRIVATE: 'false' });
-  t.same([loopback.code, /url: must not point at a loopback address/.test(loopback.stderr)], [1, true], loopback.stderr);
-  const unknown = await runEngine(['webhooks', 'list', 'nope'], d.env);
-  t.same([unknown.code, /unknown project nope/.test(unknown.stderr)], [1, true]);
+  // Refusals run side by side: each is a process start, and none writes anything.
+  const refusals: [string[], Record<string, string>, RegExp][] = [
+    [['--url', 'ftp://backend.example.com/x', '--events', 'delivery.sent'], d.env, /url: must be an https or http URL/],
+    [['--url', receiver, '--events', 'delivery.bounced'], d.env, /events\/0/],
+    [['--url', receiver, '--events', 'delivery.sent', '--secret', 'nope'], d.env, /secret/],
+    [['--url', 'http://127.0.0.1:9/x', '--events', 'delivery.sent'], { ...d.env, OUTBOUND_ALLOW_PRIVATE: 'false' }, /url: must not point at a loopback address/],
+  ];
+  const [unknown, ...refused] = await Promise.all([
+    runEngine(['webhooks', 'list', 'nope'], d.env),
+    ...refusals.map(([args, env]) => runEngine(['webhooks', 'create', project, ...args], env)),
+  ]);
+  refused.forEach((bad, i) => t.same([bad.code, refusals[i]?.[2].test(bad.stderr)], [1, true], bad.stderr));
+  t.same([unknown?.code, /unknown project nope/.test(unknown?.stderr ?? '')], [1, true]);
 
   const deleted = await runEngine(['webhooks', 'delete', project, webhook.id], d.env);
   t.equal(deleted.code, 0, deleted.stderr);
