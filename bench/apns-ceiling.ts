@@ -9,11 +9,12 @@
  * - webpush: pooled HTTP/1.1 (undici), each push encrypted (aes128gcm) and VAPID-signed by
  *   `web-push` as the engine does, all to the one subscription of `--subscription`.
  *
- * `node --import tsx bench/apns-ceiling.ts [--provider apns|fcm|webpush] --creds FILE --ca ca.pem
+ * `node --import tsx bench/apns-ceiling.ts [--provider apns|fcm|webpush] --creds FILE [--ca ca.pem]
  *  --count N [--connections 4] [--inflight K] [--subscription FILE]`: opens the connections (APNs
  * allows one stream until a push is accepted, then raises it), keeps K requests in flight (default:
  * connections x the peer's SETTINGS_MAX_CONCURRENT_STREAMS, the most the engine's pool can use; for
- * webpush one per connection) until N answers came back. Prints JSON lines on stdout:
+ * webpush one per connection) until N answers came back. `--ca` is for TLS peers; an http:// base_url
+ * (bench/h2-peer.ts) is cleartext HTTP/2 with prior knowledge and needs none. Prints JSON lines on stdout:
  * `{"msg":"progress",...}` every second, then `{"msg":"done",...}`.
  */
 import { randomUUID } from 'node:crypto';
@@ -40,15 +41,16 @@ const { values } = parseArgs({
   },
 });
 const provider = values.provider;
-if (!values.creds || !values.ca || (provider !== 'apns' && provider !== 'fcm' && provider !== 'webpush') || (provider === 'webpush' && !values.subscription)) {
-  console.error('usage: apns-ceiling.ts [--provider apns|fcm|webpush] --creds FILE --ca ca.pem --count N [--connections 4] [--inflight K] [--subscription FILE]');
+if (!values.creds || (provider !== 'apns' && provider !== 'fcm' && provider !== 'webpush') || (provider === 'webpush' && !values.subscription)) {
+  console.error('usage: apns-ceiling.ts [--provider apns|fcm|webpush] --creds FILE [--ca ca.pem] --count N [--connections 4] [--inflight K] [--subscription FILE]');
   process.exit(2);
 }
 const count = Number(values.count);
 const connections = Number(values.connections);
 const streamCap = Number(values['stream-cap']);
 const credsText = await readFile(values.creds, 'utf8');
-const ca = await readFile(values.ca);
+/** The extra CA of TLS peers; none for cleartext ones. */
+const tls = values.ca === undefined ? {} : { ca: await readFile(values.ca) };
 
 const emit = (line: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(line)}\n`);
 
@@ -114,7 +116,7 @@ async function fcmPush(): Promise<{ base: string; push: H2Push }> {
     .setIssuedAt(iat)
     .setExpirationTime(iat + 3600)
     .sign(await importPKCS8(sa.private_key, 'RS256'));
-  const oauth = new Pool(new URL(sa.token_uri).origin, { connect: { ca } });
+  const oauth = new Pool(new URL(sa.token_uri).origin, { connect: tls });
   const answer = await request(sa.token_uri, {
     method: 'POST',
     dispatcher: oauth,
@@ -146,7 +148,7 @@ async function fcmPush(): Promise<{ base: string; push: H2Push }> {
 
 /** Opens one HTTP/2 connection and sends its first push alone, so the peer raises its stream limit. */
 async function h2Lane(base: string, push: H2Push): Promise<Lane> {
-  const session: ClientHttp2Session = http2.connect(base, { ca, settings: { enablePush: false } });
+  const session: ClientHttp2Session = http2.connect(base, { ...tls, settings: { enablePush: false } });
   session.on('error', (err) => emit({ msg: 'session error', error: String(err) }));
   const lane: Lane = {
     active: 0,
@@ -183,7 +185,7 @@ async function h2Lane(base: string, push: H2Push): Promise<Lane> {
 function webPushLane(subscription: { token: string; web_auth: string; web_p256: string }): Lane {
   const creds = JSON.parse(credsText) as { vapid_public_key: string; vapid_private_key: string; subject: string };
   const endpoint = new URL(subscription.token);
-  const pool = new Pool(endpoint.origin, { connect: { ca }, connections });
+  const pool = new Pool(endpoint.origin, { connect: tls, connections });
   const keys = { auth: subscription.web_auth, p256dh: subscription.web_p256 };
   const vapidDetails = { subject: creds.subject, publicKey: creds.vapid_public_key, privateKey: creds.vapid_private_key };
   return {
@@ -262,6 +264,7 @@ emit({
   inflight: target,
   peer_max_streams: lanes.map((c) => c.max),
   cpu_seconds: Math.round(((cpu.user + cpu.system) / 1e6) * 1000) / 1000,
+  cpu_us_per_push: Math.round(((cpu.user + cpu.system) / Math.max(answered, 1)) * 10) / 10,
 });
 for (const lane of lanes) lane.close();
 process.exit(0);

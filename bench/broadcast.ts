@@ -25,6 +25,14 @@
  * bench/reports/broadcast.json (or --out; bench/report.ts), with its `summary` rows (bench/summary.ts), and
  * prints a table.
  *
+ * `--peer minimal` (iOS users only, `--types ios`) sends to bench/h2-peer.ts instead of the APNs
+ * simulator: a minimal peer in its own process (cleartext HTTP/2, each distinct token checked once,
+ * 200 at once), the project's APNs credentials pointing at it through `base_url`. The ceiling is
+ * then a bare node:http2 loop to the same peer (bench/apns-ceiling.ts, one connection, 1 000
+ * streams in flight unless --ceiling-connections/--ceiling-inflight say otherwise), and the report
+ * sets the engine's pushes/s and CPU per push (engine processes and Redis, accept to recorded)
+ * against the loop's, with the CPU per push of every process (the peer's included).
+ *
  * `--dispatch-process` runs dispatch alone in a second engine process (`--roles dispatch`), whose
  * RSS is then the one sampled: the memory goal is the dispatch process's. `--node-flags` go to the
  * engine processes' node (for example `--max-semi-space-size=64`).
@@ -46,6 +54,7 @@ import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import { androidToken, iosToken } from '../simulators/tokens.ts';
 import { cleanupPrefix } from './redis.ts';
+import { startChild } from './child.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { sleep, waitFor } from './deployment.ts';
 import { reportFile } from './report.ts';
@@ -69,13 +78,14 @@ const { values } = parseArgs({
     out: { type: 'string' },
     audience: { type: 'string', default: 'all' },
     'ceiling-count': { type: 'string' },
-    'ceiling-connections': { type: 'string', default: '4' },
+    'ceiling-connections': { type: 'string' },
     'ceiling-inflight': { type: 'string' },
     'engine-root': { type: 'string', default: root },
     'cpu-prof': { type: 'string' },
     'node-flags': { type: 'string', default: '' },
     'dispatch-process': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    peer: { type: 'string' },
   },
 });
 const users = Number(values.users);
@@ -89,7 +99,17 @@ const isTypeName = (name: string): name is TypeName => Object.hasOwn(TYPE_NAMES,
 const typeNames = values.types.split(',').map((t) => t.trim());
 const types = typeNames.filter(isTypeName);
 if (types.length === 0 || types.length !== typeNames.length || new Set(types).size !== types.length) throw new Error(`--types takes distinct names among ios, android, web, got ${values.types}`);
+if (values.peer !== undefined && values.peer !== 'minimal') throw new Error(`--peer takes minimal, got ${values.peer}`);
+/** Against bench/h2-peer.ts rather than the simulators. */
+const peerMode = values.peer === 'minimal';
+if (peerMode && (types.length !== 1 || types[0] !== 'ios')) throw new Error('--peer minimal sends APNs pushes only: use --types ios');
 const ceilingCount = Number(values['ceiling-count'] ?? users);
+/** The goals of --peer minimal: throughput at least this share of the bare loop's, CPU per push at most this multiple. */
+const PEER_GOAL_RATIO = 0.8;
+const PEER_GOAL_CPU = 2;
+const goalRatio = peerMode ? PEER_GOAL_RATIO : GOAL_RATIO;
+/** Where the pushes go, as the report names it. */
+const providerName = peerMode ? 'peer' : 'simulator';
 const engineRoot = resolve(values['engine-root']);
 const fromSource = !existsSync(join(engineRoot, 'dist/bin/main.js'));
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -226,6 +246,33 @@ async function resetApns(url: string, ca: Buffer): Promise<void> {
   }
 }
 
+interface PeerCount {
+  pushes: number;
+  distinct: number;
+  duplicates: number;
+  sessions: number;
+}
+
+/** One request to bench/h2-peer.ts (cleartext HTTP/2): its answer's body. */
+async function peerCall(url: string, method: string, path: string): Promise<string> {
+  const session = http2.connect(url);
+  try {
+    return await new Promise<string>((ok, fail) => {
+      const stream = session.request({ ':method': method, ':path': path });
+      let body = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (d: string) => (body += d));
+      stream.on('end', () => ok(body));
+      stream.on('error', fail);
+      stream.end();
+    });
+  } finally {
+    session.close();
+  }
+}
+
+const peerCount = async (url: string): Promise<PeerCount> => JSON.parse(await peerCall(url, 'GET', '/count')) as PeerCount;
+
 // ---- the run ---------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -241,6 +288,17 @@ async function main(): Promise<void> {
   const simInfo = JSON.parse(await readFile(join(simDir, 'simulators.json'), 'utf8')) as { caFile: string; urls: Record<string, string> };
   const apnsUrl = simInfo.urls['apns'] ?? '';
   const ca = await readFile(simInfo.caFile);
+  // With --peer minimal, the APNs credentials (the simulator's key and topic) point at the peer.
+  const peer = peerMode ? await startChild('h2 peer', ['--import', 'tsx', join(root, 'bench/h2-peer.ts')], {}, { timeoutMs: 30_000 }) : null;
+  if (peer) children.push(peer.proc);
+  const peerUrl = peer ? `http://127.0.0.1:${peer.port}` : '';
+  const apnsCreds = peer ? join(work, 'apns-peer.json') : join(simDir, 'apns.json');
+  if (peer) await writeFile(apnsCreds, JSON.stringify({ ...(JSON.parse(await readFile(join(simDir, 'apns.json'), 'utf8')) as object), base_url: peerUrl }));
+  /** Before a sender starts: the simulator forgets the provider token in force (so a newer one is not a 429), the peer its counts. */
+  const forget = async (): Promise<void> => {
+    if (peer) await peerCall(peerUrl, 'POST', '/reset');
+    else await resetApns(apnsUrl, ca);
+  };
 
   // 2. Engine: project and credentials through the CLI, then `engine start`.
   const port = await freePort();
@@ -259,7 +317,7 @@ async function main(): Promise<void> {
   const engineBin = join(engineRoot, 'bin/engine.js');
   const cli = async (...args: string[]): Promise<string> => (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: engineEnv, cwd: root })).stdout;
   const project = JSON.parse(await cli('project', 'create', 'bench-broadcast', '--json')) as { project_id: string; sdk_key: string; rest_key: string };
-  for (const provider of ['apns', 'fcm', 'webpush']) await cli('providers', 'set', project.project_id, provider, '--file', join(simDir, `${provider}.json`));
+  for (const provider of ['apns', 'fcm', 'webpush']) await cli('providers', 'set', project.project_id, provider, '--file', provider === 'apns' ? apnsCreds : join(simDir, `${provider}.json`));
   const profArgs = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(values['cpu-prof'])}`] : [];
   const nodeFlags = values['node-flags'].split(' ').filter(Boolean);
   const split = values['dispatch-process'];
@@ -272,8 +330,9 @@ async function main(): Promise<void> {
   const dispatchPid = dispatcher?.pid ?? null;
   /** The process whose memory growth the goal is about: dispatch's own, or the one engine's. */
   const memoryPid = dispatchPid ?? enginePid;
-  const simPid = sims.pid ?? 0;
-  log(`bench: engine pid ${enginePid} on ${base}, simulators pid ${simPid}, project ${project.project_id}`);
+  /** The process the pushes go to: the simulators', or the peer's. */
+  const simPid = (peer ? peer.proc.pid : sims.pid) ?? 0;
+  log(`bench: engine pid ${enginePid} on ${base}, ${peer ? 'h2 peer' : 'simulators'} pid ${simPid}${peer ? ` on ${peerUrl}` : ''}, project ${project.project_id}`);
 
   // 3. Users: N subscribes (a user is created by its first write), 1000 ops per batch call. A web
   // push user's endpoint and keys come from the simulator (POST /__sim/subscriptions), which keeps
@@ -342,12 +401,15 @@ async function main(): Promise<void> {
   // engine's run (other work on the host moves the figures; the faster of the two is the ceiling).
   const runCeilingOf = async (name: TypeName, count: number) => {
     const provider = PROVIDER_OF[name];
-    log(`bench: ceiling of ${TYPE_NAMES[name]}: ${count} pushes from a bare client to the ${provider} simulator`);
+    log(`bench: ceiling of ${TYPE_NAMES[name]}: ${count} pushes from a bare client to the ${peer ? 'h2 peer' : `${provider} simulator`}`);
+    if (peer) await forget();
     const c0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
-    const connections = provider === 'webpush' ? String(WEBPUSH_CONNECTIONS) : values['ceiling-connections'];
-    const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--provider', provider, '--creds', join(simDir, `${provider}.json`), '--ca', simInfo.caFile, '--count', String(count), '--connections', connections];
+    const connections = provider === 'webpush' ? String(WEBPUSH_CONNECTIONS) : (values['ceiling-connections'] ?? (peer ? '1' : '4'));
+    const creds = provider === 'apns' ? apnsCreds : join(simDir, `${provider}.json`);
+    const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--provider', provider, '--creds', creds, ...(peer ? [] : ['--ca', simInfo.caFile]), '--count', String(count), '--connections', connections];
     if (provider === 'webpush') ceilingArgs.push('--subscription', join(simDir, 'webpush-subscription.json'));
-    if (values['ceiling-inflight']) ceilingArgs.push('--inflight', values['ceiling-inflight']);
+    const inflight = values['ceiling-inflight'] ?? (peer ? '1000' : undefined);
+    if (inflight) ceilingArgs.push('--inflight', inflight);
     const ceilingProc = spawnNode('ceiling', ceilingArgs, process.env);
     const done = await new Promise<Record<string, unknown>>((ok, fail) => {
       let buffered = '';
@@ -365,10 +427,9 @@ async function main(): Promise<void> {
       ceilingProc.once('exit', (code) => (last ? ok(last) : fail(new Error(`ceiling exited with ${code}: ${ceilingProc.output().slice(-1000)}`))));
     });
     const c1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
-    if (provider === 'apns') {
-      // The simulator forgets the token in force, so the next sender's newer token is not a 429.
-      await resetApns(apnsUrl, ca);
-    }
+    const peerSaw = peer ? await peerCount(peerUrl) : null;
+    // The simulator forgets the token in force, so the next sender's newer token is not a 429.
+    if (provider === 'apns' && !peer) await forget();
     return {
       pushes: Number(done['pushes']),
       seconds: Number(done['seconds']),
@@ -378,6 +439,7 @@ async function main(): Promise<void> {
       inflight: done['inflight'],
       peer_max_streams: done['peer_max_streams'],
       cpu_seconds: { client: Number(done['cpu_seconds']), simulator: c1.simulator - c0.simulator, redis: c1.redis - c0.redis },
+      ...(peerSaw ? { peer: peerSaw } : {}),
     };
   };
   // Each type's share of the pushes at that type's own pace, one type after the other: the
@@ -400,7 +462,7 @@ async function main(): Promise<void> {
       by_type: byType,
       cpu_us_per_push: {
         client: round((sum((r) => r.cpu_seconds.client) / pushes) * 1e6, 1),
-        simulator: round((sum((r) => r.cpu_seconds.simulator) / pushes) * 1e6, 1),
+        [providerName]: round((sum((r) => r.cpu_seconds.simulator) / pushes) * 1e6, 1),
         redis: round((sum((r) => r.cpu_seconds.redis) / pushes) * 1e6, 1),
       },
       /** The machine's 1-minute load average at the end: other work on the host shows here. */
@@ -431,6 +493,7 @@ async function main(): Promise<void> {
     collapse_id: 'orders',
     ttl: 3600,
   };
+  if (peer) await forget();
   const threads0 = await threadCpu(enginePid);
   const m0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
   const t0 = m0.at;
@@ -470,6 +533,8 @@ async function main(): Promise<void> {
   let lastPrint = 0;
   let m1: CpuMark | null = null;
   let threads1: ThreadCpu = new Map();
+  /** What the peer got, read once every delivery was recorded. */
+  let peerSaw: PeerCount | null = null;
   for (;;) {
     for (const id of [...open]) {
       const view = (await call(`${base}/api/notifications/${id}`, 'GET', project.rest_key)).body as { status: string; counts: { sent: number; failed: number; skipped: number } };
@@ -496,6 +561,7 @@ async function main(): Promise<void> {
     if (recorded >= expected && m1 === null) {
       m1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
       threads1 = await threadCpu(enginePid);
+      if (peer) peerSaw = await peerCount(peerUrl);
     }
     if (m1 !== null && dispatchedAt !== null) break;
     if (now - lastChange > STALL_MS) throw new Error(`no progress for ${STALL_MS / 1000} s: sent ${sent}, failed ${failed}, skipped ${skipped}, recorded ${recorded}/${expected}`);
@@ -535,11 +601,19 @@ async function main(): Promise<void> {
     /** engine: every engine process together (with --dispatch-process, `dispatch` is that process's share). */
     cpu_us_per_delivery: {
       engine: perDelivery(end.engine - m0.engine + end.dispatch - m0.dispatch),
-      ...(split ? { dispatch: perDelivery(end.dispatch - m0.dispatch) } : {}),
-      simulator: perDelivery(end.simulator - m0.simulator),
+      ...(split ? { engine_main: perDelivery(end.engine - m0.engine), dispatch: perDelivery(end.dispatch - m0.dispatch) } : {}),
+      [providerName]: perDelivery(end.simulator - m0.simulator),
       redis: perDelivery(end.redis - m0.redis),
     },
-    cores: { engine: round((end.engine - m0.engine + end.dispatch - m0.dispatch) / wall, 2), simulator: round((end.simulator - m0.simulator) / wall, 2), redis: round((end.redis - m0.redis) / wall, 2) },
+    /** Every engine process and Redis: the engine's whole cost per push, accept to recorded. */
+    cpu_us_per_delivery_engine_and_redis: perDelivery(end.engine - m0.engine + end.dispatch - m0.dispatch + end.redis - m0.redis),
+    cores: {
+      engine: round((end.engine - m0.engine + end.dispatch - m0.dispatch) / wall, 2),
+      [providerName]: round((end.simulator - m0.simulator) / wall, 2),
+      redis: round((end.redis - m0.redis) / wall, 2),
+    },
+    /** With --peer minimal: what the peer got (pushes, distinct tokens, repeats, connections opened). */
+    peer: peerSaw,
     /** The engine's CPU seconds over the measured interval by thread name (node's main thread is `node`). */
     engine_threads_cpu_seconds: Object.fromEntries(
       Object.entries(threadCpuBetween(threads0, threads1))
@@ -553,23 +627,55 @@ async function main(): Promise<void> {
     load_average: round(loadavg()[0] ?? 0, 1),
   };
 
-  await resetApns(apnsUrl, ca);
+  if (!peer) await forget();
   const after = await runCeiling('after');
   const ceiling = after.pushes_per_sec > before.pushes_per_sec ? after : before;
   result.ratio_to_ceiling = round(deliveriesPerSec / ceiling.pushes_per_sec, 3);
   const mix = types.map((t) => TYPE_NAMES[t]).join(', ');
-  const ceilingName = `bare client per provider, ${mix} at their own pace`;
+  const inflight = values['ceiling-inflight'] ?? '1000';
+  const ceilingName = peer ? `bare node:http2 loop, ${inflight} streams in flight` : `bare client per provider, ${mix} at their own pace`;
+  /** With --peer minimal: the engine's CPU per push (its processes and Redis) over the bare loop's own, in the run whose CPU per push was lower. */
+  const bareCpu = Math.min(...[before, after].map((c) => c.cpu_us_per_push.client));
+  const cpuRatio = round(result.cpu_us_per_delivery_engine_and_redis / bareCpu, 2);
+  const goals = peer ? { ratio_to_ceiling: PEER_GOAL_RATIO, cpu_ratio_to_ceiling: PEER_GOAL_CPU, rss_growth_mb: GOAL_RSS_GROWTH_MB } : { ratio_to_ceiling: GOAL_RATIO, rss_growth_mb: GOAL_RSS_GROWTH_MB };
+  const throughputRow: SummaryRow = peer
+    ? {
+        scenario: 'broadcast',
+        measure: `broadcast to ${users} iOS users against a minimal HTTP/2 peer, accept to last record in ClickHouse`,
+        value: result.deliveries_per_sec,
+        unit: 'pushes/s',
+        better: 'higher',
+        ceiling: { name: ceilingName, value: ceiling.pushes_per_sec },
+        baseline: null,
+        goal: { text: `at least ${PEER_GOAL_RATIO} of a bare node:http2 loop`, met: result.ratio_to_ceiling >= PEER_GOAL_RATIO },
+      }
+    : {
+        scenario: 'broadcast',
+        measure: `broadcast to ${users} users (${mix}), accept to last record in ClickHouse`,
+        value: result.deliveries_per_sec,
+        unit: 'pushes/s',
+        better: 'higher',
+        ceiling: { name: ceilingName, value: ceiling.pushes_per_sec },
+        baseline: null,
+        goal: { text: `at least ${GOAL_RATIO * 100}% of the ceiling`, met: result.ratio_to_ceiling >= GOAL_RATIO },
+      };
+  const cpuRow: SummaryRow[] = peer
+    ? [
+        {
+          scenario: 'broadcast',
+          measure: `CPU per push, engine processes and Redis, accept to recorded, ${users} iOS users against a minimal HTTP/2 peer`,
+          value: result.cpu_us_per_delivery_engine_and_redis,
+          unit: 'µs/push',
+          better: 'lower',
+          ceiling: { name: 'bare node:http2 loop', value: bareCpu },
+          baseline: null,
+          goal: { text: `CPU per push at most ${PEER_GOAL_CPU}x the bare loop's`, met: cpuRatio <= PEER_GOAL_CPU },
+        },
+      ]
+    : [];
   const summary: SummaryRow[] = [
-    {
-      scenario: 'broadcast',
-      measure: `broadcast to ${users} users (${mix}), accept to last record in ClickHouse`,
-      value: result.deliveries_per_sec,
-      unit: 'pushes/s',
-      better: 'higher',
-      ceiling: { name: ceilingName, value: ceiling.pushes_per_sec },
-      baseline: null,
-      goal: { text: `at least ${GOAL_RATIO * 100}% of the ceiling`, met: result.ratio_to_ceiling >= GOAL_RATIO },
-    },
+    throughputRow,
+    ...cpuRow,
     {
       scenario: 'broadcast',
       measure: `${result.rss_process} process RSS growth, broadcast to ${users} users (${mix})`,
@@ -597,8 +703,10 @@ async function main(): Promise<void> {
       cpu_prof: values['cpu-prof'] ?? null,
       node_flags: values['node-flags'],
       dispatch_process: split,
+      peer: values.peer ?? null,
     },
-    goals: { ratio_to_ceiling: GOAL_RATIO, rss_growth_mb: GOAL_RSS_GROWTH_MB },
+    goals,
+    ...(peer ? { cpu_ratio_to_ceiling: cpuRatio } : {}),
     summary,
     registration,
     /** The faster of the two ceiling runs: what the ratio is over. */
@@ -606,6 +714,12 @@ async function main(): Promise<void> {
     ceilings: [before, after],
     engine: result,
     notes: [
+      ...(peer
+        ? [
+            `Peer: bench/h2-peer.ts in its own process, cleartext HTTP/2 (prior knowledge, SETTINGS_MAX_CONCURRENT_STREAMS 1000), each POST /3/device/<token> checked once against the set of tokens seen and answered 200 with an apns-id; no JWT check. The engine reaches it through the APNs credentials' base_url (the simulator's key and topic). The ceiling is bench/apns-ceiling.ts against the same peer: one ES256 token signed once, the engine's headers, ${inflight} streams in flight, reset before each run.`,
+            'CPU ratio: the engine processes and Redis over the measured interval per push, over the bare loop process\'s own CPU per push (the lower of its two runs); the peer is left out of both and shown on its own.',
+          ]
+        : []),
       `Measures: ${split ? 'two engine processes, dispatch alone in one and every other role (gateway, apply, fanout, recorder with embedded ClickHouse, scheduler) in the other' : 'one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler)'}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,
       'Ceiling: bench/apns-ceiling.ts in its own process, once per push type, sending that type\'s share of the pushes to the same simulator with the engine\'s request shape: APNs and FCM over node:http2 (same TLS, ES256 token or one OAuth access token, as many streams in flight as the engine pool can use: 4 connections x the peer limit), Web Push over 32 pooled HTTP/1.1 connections, each push encrypted and VAPID-signed by web-push as the engine does (all to one subscription). The types run one after the other; the ceiling is the pushes over the sum of their times (the simulators share one process, so running them at once would not be faster).',
       `Push types: ${mix} in rotation, one subscription per user (a Web Push one made by the simulator, which decrypts every push).`,
@@ -631,10 +745,12 @@ interface Ceiling {
   /** Each type's run: its share of the pushes at its own pace. */
   by_type: Record<string, { pushes: number; seconds: number; pushes_per_sec: number }>;
   load_average: number;
-  cpu_us_per_push: { client: number; simulator: number; redis: number };
+  /** client, redis, and the simulator's or the peer's. */
+  cpu_us_per_push: Record<string, number> & { client: number; redis: number };
 }
 
 function printTable(report: {
+  cpu_ratio_to_ceiling?: number;
   ceiling: Ceiling;
   ceilings: Ceiling[];
   engine: {
@@ -642,7 +758,8 @@ function printTable(report: {
     recorded_seconds: number;
     deliveries_per_sec: number;
     ratio_to_ceiling: number;
-    cpu_us_per_delivery: { engine: number; simulator: number; redis: number };
+    cpu_us_per_delivery: Record<string, number> & { engine: number; redis: number };
+    cpu_us_per_delivery_engine_and_redis: number;
     rss_process: string;
     rss_mb: { baseline: number; peak: number; growth: number };
     rss_growth_bytes_per_user: number;
@@ -651,7 +768,7 @@ function printTable(report: {
 }): void {
   const { ceiling, ceilings, engine: e } = report;
   const rows = [
-    ['run', 'pushes', 'seconds', 'per second', 'vs ceiling', 'CPU µs/push: sender', 'simulator', 'redis', 'load avg'],
+    ['run', 'pushes', 'seconds', 'per second', 'vs ceiling', 'CPU µs/push: sender', providerName, 'redis', 'load avg'],
     ...ceilings.map((c) => [
       `ceiling ${c.when} (bare clients)${c === ceiling ? ' *' : ''}`,
       String(c.pushes),
@@ -659,7 +776,7 @@ function printTable(report: {
       String(c.pushes_per_sec),
       '',
       String(c.cpu_us_per_push.client),
-      String(c.cpu_us_per_push.simulator),
+      String(c.cpu_us_per_push[providerName] ?? ''),
       String(c.cpu_us_per_push.redis),
       String(c.load_average),
     ]),
@@ -668,9 +785,9 @@ function printTable(report: {
       String(e.recipients),
       String(e.recorded_seconds),
       String(e.deliveries_per_sec),
-      `${Math.round(e.ratio_to_ceiling * 100)}% (goal ${GOAL_RATIO * 100}%: ${e.ratio_to_ceiling >= GOAL_RATIO ? 'met' : 'not met'})`,
+      `${Math.round(e.ratio_to_ceiling * 100)}% (goal ${goalRatio * 100}%: ${e.ratio_to_ceiling >= goalRatio ? 'met' : 'not met'})`,
       String(e.cpu_us_per_delivery.engine),
-      String(e.cpu_us_per_delivery.simulator),
+      String(e.cpu_us_per_delivery[providerName] ?? ''),
       String(e.cpu_us_per_delivery.redis),
       String(e.load_average),
     ],
@@ -680,6 +797,12 @@ function printTable(report: {
   for (const row of rows) console.log(row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
   console.log('');
   console.log('* the faster ceiling, which the ratio is over; load avg: the host\'s 1-minute load average at the end of the run');
+  const cpuRatio = report.cpu_ratio_to_ceiling;
+  if (cpuRatio !== undefined) {
+    console.log(
+      `CPU per push, engine processes and Redis: ${e.cpu_us_per_delivery_engine_and_redis} µs, ${cpuRatio}x the bare loop's (goal at most ${PEER_GOAL_CPU}x: ${cpuRatio <= PEER_GOAL_CPU ? 'met' : 'not met'})`,
+    );
+  }
   console.log(
     `${e.rss_process} process RSS: ${e.rss_mb.baseline} MB before, peak ${e.rss_mb.peak} MB, growth ${e.rss_mb.growth} MB (${e.rss_growth_bytes_per_user} bytes/user; goal < ${GOAL_RSS_GROWTH_MB} MB at 1M users)`,
   );

@@ -43,7 +43,8 @@ export const scenarios: Scenario[] = [
   },
   {
     name: 'broadcast',
-    about: 'a push broadcast to 200 000 and to 1 000 000 users, accept to last record in ClickHouse, against a bare node:http2 loop',
+    about:
+      'a push broadcast to 200 000 and to 1 000 000 users, accept to last record in ClickHouse, against a bare node:http2 loop; and to 30 000 iOS users against a minimal HTTP/2 peer: pushes/s and CPU per push of every process',
     runs: [
       { title: 'broadcast to 200 000 users', script: 'broadcast.ts', args: ['--users', '200000', '--ceiling-count', '100000'], report: 'broadcast-200k', takesOut: true },
       {
@@ -51,6 +52,13 @@ export const scenarios: Scenario[] = [
         script: 'broadcast.ts',
         args: ['--users', '1000000', '--dispatch-process', '--ceiling-count', '100000'],
         report: 'broadcast-1m',
+        takesOut: true,
+      },
+      {
+        title: 'broadcast to 30 000 iOS users against a minimal HTTP/2 peer',
+        script: 'broadcast.ts',
+        args: ['--users', '30000', '--types', 'ios', '--peer', 'minimal'],
+        report: 'broadcast-h2peer',
         takesOut: true,
       },
     ],
