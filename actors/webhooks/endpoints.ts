@@ -28,6 +28,11 @@ export class EndpointCopy {
     return this.byProject.size === 0;
   }
 
+  /** Whether the project has an active endpoint. */
+  has(project: string): boolean {
+    return this.byProject.has(project);
+  }
+
   /** The project's active endpoints that take `type`. */
   takers(project: string, type: WebhookEventType): Endpoint[] {
     return (this.byProject.get(project) ?? []).filter((e) => e.events.has(type));

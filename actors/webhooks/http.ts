@@ -1,6 +1,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import type { OutboundPolicy } from '../../engine/outbound/guard.ts';
 import { guardedLookup } from '../../engine/outbound/guard.ts';
+import { retryAfterMs } from '../../engine/outbound/retry-after.ts';
 
 /** What one POST to a receiver came to. */
 export type PostResult =
@@ -41,8 +42,8 @@ export class WebhookHttp {
       const res = await request(url, { method: 'POST', dispatcher: this.#agent, headers, body, signal });
       await res.body.dump({ limit: 64 * 1024, signal });
       if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode, latencyMs: latency() };
-      const retryAfterMs = retryAfter(res.headers['retry-after']);
-      return { ok: false, status: res.statusCode, latencyMs: latency(), error: `HTTP ${res.statusCode}`, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+      const wait = retryAfterMs(res.headers['retry-after']);
+      return { ok: false, status: res.statusCode, latencyMs: latency(), error: `HTTP ${res.statusCode}`, ...(wait === null ? {} : { retryAfterMs: wait }) };
     } catch (err) {
       const error = signal.aborted ? `timeout: no answer in ${this.timeoutMs} ms` : errorText(err);
       return { ok: false, status: null, latencyMs: latency(), error };
@@ -53,15 +54,6 @@ export class WebhookHttp {
     this.#closing ??= this.#agent.close();
     return this.#closing;
   }
-}
-
-/** Retry-After as seconds or an HTTP date, in ms from now. */
-export function retryAfter(header: string | string[] | undefined, now = Date.now()): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || value.trim() === '') return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 function errorText(err: unknown): string {

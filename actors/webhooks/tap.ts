@@ -141,6 +141,9 @@ export class EventTap implements PartitionWork {
     } catch {
       return [];
     }
+    // Most entries are of projects without an endpoint: no schema check, no events for them.
+    const project = typeof value === 'object' && value !== null ? (value as { project?: unknown }).project : undefined;
+    if (typeof project !== 'string' || !this.opts.endpoints.has(project)) return [];
     const source = `${stream}/${entry.id}`;
     const { outcome, change } = entryChecks();
     if (stream === this.opts.streams.outcomes) return outcome(value) ? outcomeEvents(source, value) : [];

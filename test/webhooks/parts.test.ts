@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { backoffMs } from '../../actors/webhooks/backoff.ts';
 import { changeEvents, eventId, outcomeEvents } from '../../actors/webhooks/events.ts';
-import { retryAfter, WebhookHttp } from '../../actors/webhooks/http.ts';
+import { WebhookHttp } from '../../actors/webhooks/http.ts';
+import { retryAfterMs } from '../../engine/outbound/retry-after.ts';
 import { orderGroups } from '../../actors/webhooks/sender.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 
@@ -21,10 +22,10 @@ t.test('backoff doubles to its cap with jitter in the upper half, and honours Re
 
 t.test('Retry-After in seconds or as an HTTP date', async (t) => {
   const now = Date.parse('2026-11-26T10:00:00Z');
-  t.equal(retryAfter('120', now), 120_000);
-  t.equal(retryAfter('Thu, 26 Nov 2026 10:00:30 GMT', now), 30_000);
-  t.equal(retryAfter('soon', now), undefined);
-  t.equal(retryAfter(undefined, now), undefined);
+  t.equal(retryAfterMs('120', now), 120_000);
+  t.equal(retryAfterMs('Thu, 26 Nov 2026 10:00:30 GMT', now), 30_000);
+  t.equal(retryAfterMs('soon', now), null);
+  t.equal(retryAfterMs(undefined, now), null);
 });
 
 t.test('a batch runs in order per notification; events of no notification alone', async (t) => {
