@@ -1,4 +1,5 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
+import type { TwoWayValidator } from './validator.ts';
 import type { ErrorItem } from '../schemas/errors.ts';
 
 /** Messages of the custom formats, in the words of docs/api.md. */
@@ -26,12 +27,6 @@ export const MAX_ERROR_ITEMS = 100;
 export const MAX_LISTED_NODES = 1000;
 
 const sizeLimits = new Set(['maxItems', 'maxProperties']);
-
-/** One schema compiled twice: `first` stops at the first error (cheap), `all` lists every one. */
-export interface TwoWayValidator {
-  first: ValidateFunction;
-  all: ValidateFunction;
-}
 
 /** The error items of `value` (none when it is valid): every one, or only the first for a value past MAX_LISTED_NODES. */
 export function violations(v: TwoWayValidator, value: unknown, prefix: string): ErrorItem[] {

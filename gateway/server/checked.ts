@@ -1,6 +1,6 @@
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { capped, violations, type TwoWayValidator } from '../../engine/ajv-errors.ts';
-import { compileTwoWay } from '../../engine/validator.ts';
+import { capped, violations } from '../../engine/ajv-errors.ts';
+import { compileTwoWay, type TwoWayValidator } from '../../engine/validator.ts';
 
 /** A checked value, or every violation found (paths are JSON pointers into the body). */
 export type Checked<T> = { ok: true; value: T } | { ok: false; errors: ErrorItem[] };

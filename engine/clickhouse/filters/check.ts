@@ -1,6 +1,6 @@
 // The one mapping of ajv errors to docs/api.md#errors items, so filter errors read like every other.
-import { ErrorList, mapErrors, violations, type TwoWayValidator } from '../../ajv-errors.ts';
-import { compileTwoWay as twoWay } from '../../validator.ts';
+import { ErrorList, mapErrors, violations } from '../../ajv-errors.ts';
+import { compileTwoWay as twoWay, type TwoWayValidator } from '../../validator.ts';
 import type { ErrorItem } from '../../../schemas/errors.ts';
 import {
   EventCondition,
