@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { freshBuild } from '../helpers/engine-build.ts';
 import { deployment, startEngine } from '../helpers/engine.ts';
 
 const run = promisify(execFile);
@@ -19,9 +20,13 @@ const heavy = ['uWebSockets.js', 'ioredis', 'undici', '@clickhouse/client', 'chd
 // run time (Lua scripts, migrations, queries, the dashboard's bundle, the package version) and run
 // where development packages are not installed: every run below goes through a module hook that
 // fails to find tsx and esbuild (test/helpers/import-guard.js).
-const out = join(root, '.tap', `build-${process.pid}`);
-t.teardown(() => rmSync(out, { recursive: true, force: true }));
-t.before(() => run('bash', [join(root, 'scripts/build.sh'), out], { cwd: root }));
+// `make test` builds dist/ before the suite; run alone on changed sources, the file builds its own.
+const fresh = freshBuild();
+const out = fresh === null ? join(root, '.tap', `build-${process.pid}`) : dirname(dirname(fresh));
+if (fresh === null) {
+  t.teardown(() => rmSync(out, { recursive: true, force: true }));
+  t.before(() => run('bash', [join(root, 'scripts/build.sh'), out], { cwd: root }));
+}
 const main = (): string => join(out, 'bin/main.js');
 const guarded = (): string[] => ['--import', guard, main()];
 

@@ -19,7 +19,7 @@ t.test('engine migrate on the data directory of a running engine names that proc
   const run = await runEngine(['migrate'], env);
   t.equal(run.code, 1, 'exit status');
   t.match(run.stderr, `held by process ${engine.proc.pid} (`, 'names the process holding it');
-  t.match(run.stderr, /bin\/engine\.js start --roles recorder/, 'with its command line');
+  t.match(run.stderr, /bin\/(?:engine|main)\.js start --roles recorder/, "with its command line (the sources' bin or the build's)");
   t.match(run.stderr, /stop that process, or set CLICKHOUSE_URL/, 'says what to do');
   t.notMatch(run.stderr, /Cannot lock file|Failed to create connection/, "not chDB's own words");
   t.equal(run.stdout, '');

@@ -10,13 +10,19 @@ import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
+import { freshBuild } from './engine-build.ts';
 import { serverEnv } from './http-server.ts';
 import { localOutbound } from './outbound.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
-/** Tests run the sources: a build in dist/ may be older than them. */
-const fromSource = { ENGINE_FROM_SOURCE: '1' };
+/**
+ * What node runs for `engine`: the build when it is fresh (test/helpers/engine-build.ts), else the
+ * sources, which a build older than them would not be.
+ */
+const build = freshBuild();
+const engineEntry: readonly string[] = build === null ? [bin] : [build];
+const fromSource: Record<string, string> = build === null ? { ENGINE_FROM_SOURCE: '1' } : {};
 
 /**
  * Spawns node with `args`, without tap's process tracker: tap adds it to every child's
@@ -55,7 +61,7 @@ export function testEnv(prefix: string, extra: Record<string, string> = {}): Rec
 /** Runs `engine <args>` to completion and returns its exit code and output. */
 export function runEngine(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const proc = spawnNode([bin, ...args], env);
+    const proc = spawnNode([...engineEntry, ...args], env);
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -67,10 +73,10 @@ export function runEngine(args: string[], env: Record<string, string>): Promise<
 
 /**
  * Starts `engine start --roles <roles> --port 0` and resolves once it logged "started" (and, with a
- * gateway, "listening" with its port). `entry` is what node runs: the sources through
- * bin/engine.js, or node options and a build's bin/main.js.
+ * gateway, "listening" with its port). `entry` is what node runs: by default the fresh build or
+ * the sources (engineEntry), or node options and a build's bin/main.js.
  */
-export function startEngine(roles: string[], env: Record<string, string>, entry: readonly string[] = [bin]): Promise<EngineProcess> {
+export function startEngine(roles: string[], env: Record<string, string>, entry: readonly string[] = engineEntry): Promise<EngineProcess> {
   return new Promise((resolve, reject) => {
     const proc = spawnNode([...entry, 'start', '--roles', roles.join(','), '--port', '0'], env);
     const logs: Record<string, unknown>[] = [];
