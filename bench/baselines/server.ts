@@ -17,6 +17,7 @@ import { Queue } from 'bullmq';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
 import { Accepted, BatchAccepted, BatchRequest, EventBody, IdentifyBody, SubscriptionBody, TagsBody, type SdkOp } from '../../schemas/sdk.ts';
+import { isTimeZone } from '../../engine/local-time.ts';
 import { logLine, readEnv } from './env.ts';
 import { QUEUE, readUser, type WriteJob } from './state.ts';
 
@@ -34,7 +35,10 @@ const reads = new Redis(env.redisUrl, { maxRetriesPerRequest: 2 });
 
 // The engine refuses what its schemas refuse: no coercion, no silent removal of unknown fields.
 // Answers are declared too, so Fastify serialises them with fast-json-stringify, as it is meant to be used.
-const app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } } });
+// The SDK schemas name the engine's `timezone` format (tags.timezone); Fastify's ajv learns it here.
+const app = Fastify({
+  ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true, formats: { timezone: { type: 'string', validate: isTimeZone } } } },
+});
 
 const errorBody = (code: string, message: string, path?: string): string =>
   JSON.stringify({ errors: [path === undefined ? { code, message } : { code, message, path }] });
