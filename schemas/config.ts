@@ -32,7 +32,10 @@ export const ConfigSchema = Type.Object(
     LEASE_MS: Type.Integer({ default: 3000, minimum: 200 }),
     /** Most ingest entries one partition actor applies in one Lua call. */
     APPLY_BATCH: Type.Integer({ default: 256, minimum: 1, maximum: 10000 }),
-    /** After a batch shorter than APPLY_BATCH, how long a partition actor waits before reading again, ms: batches grow with load. */
+    /**
+     * After a batch shorter than APPLY_BATCH, how long a partition actor waits before reading again
+     * while its process's event loop is over 90% busy, ms (0: never). An idle process reads at once.
+     */
     APPLY_LINGER_MS: Type.Integer({ default: 20, minimum: 0, maximum: 1000 }),
     /** How long a gateway trusts a key or project lookup; revocation is seen within this. */
     KEY_CACHE_MS: Type.Integer({ default: 2000, minimum: 0, maximum: 5000 }),

@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { RedisClient } from '../redis.ts';
+import { BusyGauge } from './busy.ts';
 import { ConsumerLoop, RETRY_MS } from './consumer-loop.ts';
 import type { StreamEntry } from './types.ts';
 
@@ -29,7 +30,10 @@ export interface GroupReaderOptions {
   consumer: string;
   /** Most entries read per stream at once. */
   batchSize: number;
-  /** After a read where no stream filled a batch, the wait before the next read, ms (0: none). */
+  /**
+   * After a read where no stream filled a batch, the wait before the next read while the process is
+   * short of CPU (BusyGauge), ms (0: never).
+   */
   lingerMs: number;
   /** Longest a read blocks, ms; bounds how long a newly owned partition may wait on a Cluster. */
   blockMs: number;
@@ -82,6 +86,7 @@ class ReaderLoop {
   /** The work each member is doing (preparing, or processing a batch), by stream. */
   private readonly busy = new Map<string, Promise<boolean>>();
   private readonly loop: ConsumerLoop;
+  private readonly cpu = new BusyGauge();
   private done: Promise<void> | undefined;
 
   constructor(
@@ -151,9 +156,10 @@ class ReaderLoop {
       work.push(this.track(member, member.take(entries, this.loop)));
     }
     await Promise.all(work);
-    // Each read and apply has a fixed cost; waiting a little when the streams ran dry lets the
-    // next round hold what arrives meanwhile, so batches grow with load.
-    if (!full && lingerMs > 0) await this.loop.pause(lingerMs);
+    // Each read and apply has a fixed cost. The next round holds what arrived while this one was
+    // applied; when CPU is short, waiting a little more grows batches and buys it back, at the
+    // price of latency, which an idle process does not pay (docs/performance.md, "Apply lag").
+    if (!full && lingerMs > 0 && this.cpu.short) await this.loop.pause(lingerMs);
   }
 
   /** Prepares, all at once, the members that are due to. */
