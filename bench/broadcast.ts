@@ -33,9 +33,11 @@
  * sets the engine's pushes/s and CPU per push (engine processes and Redis, accept to recorded)
  * against the loop's, with the CPU per push of every process (the peer's included).
  *
- * `--dispatch-process` runs dispatch alone in a second engine process (`--roles dispatch`), whose
- * RSS is then the one sampled: the memory goal is the dispatch process's. `--node-flags` go to the
- * engine processes' node (for example `--max-semi-space-size=64`).
+ * `--dispatch-processes N` runs dispatch alone in N more engine processes (`--roles dispatch`);
+ * the first one's RSS is then the one sampled (the memory goal is a dispatch process's), and the
+ * report gives each one's CPU per push. `--node-flags` go to the engine processes' node (for
+ * example `--max-semi-space-size=64`). With REDIS_URL listing the nodes of a Redis Cluster
+ * (comma-separated), every process uses the cluster and Redis's CPU is summed over its nodes.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -83,11 +85,13 @@ const { values } = parseArgs({
     'engine-root': { type: 'string', default: root },
     'cpu-prof': { type: 'string' },
     'node-flags': { type: 'string', default: '' },
-    'dispatch-process': { type: 'boolean', default: false },
+    'dispatch-processes': { type: 'string', default: '0' },
     keep: { type: 'boolean', default: false },
     peer: { type: 'string' },
   },
 });
+const dispatchProcesses = Number(values['dispatch-processes']);
+if (!Number.isInteger(dispatchProcesses) || dispatchProcesses < 0) throw new Error(`--dispatch-processes must be a whole number, got ${values['dispatch-processes']}`);
 const users = Number(values.users);
 if (!Number.isInteger(users) || users < 1) throw new Error(`--users must be a whole number, got ${values.users}`);
 const audience = values.audience;
@@ -113,6 +117,8 @@ const providerName = peerMode ? 'peer' : 'simulator';
 const engineRoot = resolve(values['engine-root']);
 const fromSource = !existsSync(join(engineRoot, 'dist/bin/main.js'));
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+/** The Redis nodes, one for a single Redis, every node for a cluster (CPU is read from each). */
+const redisNodes = redisUrl.split(',');
 const prefix = `benchbc${Date.now().toString(36)}:`;
 
 const children: ChildProcess[] = [];
@@ -194,24 +200,26 @@ async function rssMb(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function redisCpu(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const value = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
-  return value('used_cpu_user') + value('used_cpu_sys');
+async function redisCpu(nodes: readonly Redis[]): Promise<number> {
+  const infos = await Promise.all(nodes.map((node) => node.info('cpu')));
+  const value = (info: string, name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return infos.reduce((sum, info) => sum + value(info, 'used_cpu_user') + value(info, 'used_cpu_sys'), 0);
 }
 
 interface CpuMark {
   at: number;
   engine: number;
-  /** The dispatch process's, with --dispatch-process; else 0. */
+  /** The dispatch processes' together, with --dispatch-processes; else 0. */
   dispatch: number;
+  /** Each dispatch process's. */
+  dispatches: number[];
   simulator: number;
   redis: number;
 }
 
-async function cpuMark(enginePid: number, simPid: number, redis: Redis, dispatchPid: number | null): Promise<CpuMark> {
-  const [engine, simulator, r, dispatch] = await Promise.all([processCpu(enginePid), processCpu(simPid), redisCpu(redis), dispatchPid === null ? 0 : processCpu(dispatchPid)]);
-  return { at: Date.now(), engine, dispatch, simulator, redis: r };
+async function cpuMark(enginePid: number, simPid: number, redis: readonly Redis[], dispatchPids: readonly number[]): Promise<CpuMark> {
+  const [engine, simulator, r, dispatches] = await Promise.all([processCpu(enginePid), processCpu(simPid), redisCpu(redis), Promise.all(dispatchPids.map(processCpu))]);
+  return { at: Date.now(), engine, dispatch: dispatches.reduce((a, b) => a + b, 0), dispatches, simulator, redis: r };
 }
 
 // ---- HTTP ------------------------------------------------------------------------------------
@@ -279,7 +287,7 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   work = await mkdtemp(join(tmpdir(), 'svc-bench-broadcast-'));
   const simDir = join(work, 'sims');
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  const redis = redisNodes.map((url) => new Redis(url, { maxRetriesPerRequest: 2 }));
   log(`bench: ${users} users, audience ${audience}, engine ${fromSource ? 'from source (tsx)' : 'dist/ build'} in ${engineRoot}, work dir ${work}`);
 
   // 1. Simulators.
@@ -320,16 +328,16 @@ async function main(): Promise<void> {
   for (const provider of ['apns', 'fcm', 'webpush']) await cli('providers', 'set', project.project_id, provider, '--file', provider === 'apns' ? apnsCreds : join(simDir, `${provider}.json`));
   const profArgs = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(values['cpu-prof'])}`] : [];
   const nodeFlags = values['node-flags'].split(' ').filter(Boolean);
-  const split = values['dispatch-process'];
+  const split = dispatchProcesses > 0;
   const engine = spawnNode('engine', [...nodeFlags, ...profArgs, engineBin, 'start', ...(split ? ['--roles', 'gateway,apply,fanout,recorder,scheduler'] : [])], engineEnv);
-  // With --dispatch-process, dispatch runs alone in a process of its own, whose memory is the goal's.
-  const dispatcher = split ? spawnNode('dispatch', [...nodeFlags, engineBin, 'start', '--roles', 'dispatch'], engineEnv) : null;
+  // With --dispatch-processes, dispatch runs alone in processes of its own; the first one's memory is the goal's.
+  const dispatchers = Array.from({ length: dispatchProcesses }, (_, i) => spawnNode(`dispatch ${i + 1}`, [...nodeFlags, engineBin, 'start', '--roles', 'dispatch'], engineEnv));
   const base = `http://127.0.0.1:${port}`;
   await waitFor('the engine', async () => ((await call(`${base}/readyz`, 'GET', null)).status === 200 ? true : undefined), 120_000);
   const enginePid = engine.pid ?? 0;
-  const dispatchPid = dispatcher?.pid ?? null;
-  /** The process whose memory growth the goal is about: dispatch's own, or the one engine's. */
-  const memoryPid = dispatchPid ?? enginePid;
+  const dispatchPids = dispatchers.map((d) => d.pid ?? 0);
+  /** The process whose memory growth the goal is about: the first dispatch process, or the one engine. */
+  const memoryPid = dispatchPids[0] ?? enginePid;
   /** The process the pushes go to: the simulators', or the peer's. */
   const simPid = (peer ? peer.proc.pid : sims.pid) ?? 0;
   log(`bench: engine pid ${enginePid} on ${base}, ${peer ? 'h2 peer' : 'simulators'} pid ${simPid}${peer ? ` on ${peerUrl}` : ''}, project ${project.project_id}`);
@@ -403,7 +411,7 @@ async function main(): Promise<void> {
     const provider = PROVIDER_OF[name];
     log(`bench: ceiling of ${TYPE_NAMES[name]}: ${count} pushes from a bare client to the ${peer ? 'h2 peer' : `${provider} simulator`}`);
     if (peer) await forget();
-    const c0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
+    const c0 = await cpuMark(enginePid, simPid, redis, dispatchPids);
     const connections = provider === 'webpush' ? String(WEBPUSH_CONNECTIONS) : (values['ceiling-connections'] ?? (peer ? '1' : '4'));
     const creds = provider === 'apns' ? apnsCreds : join(simDir, `${provider}.json`);
     const ceilingArgs = ['--import', 'tsx', join(root, 'bench/apns-ceiling.ts'), '--provider', provider, '--creds', creds, ...(peer ? [] : ['--ca', simInfo.caFile]), '--count', String(count), '--connections', connections];
@@ -426,7 +434,7 @@ async function main(): Promise<void> {
       });
       ceilingProc.once('exit', (code) => (last ? ok(last) : fail(new Error(`ceiling exited with ${code}: ${ceilingProc.output().slice(-1000)}`))));
     });
-    const c1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
+    const c1 = await cpuMark(enginePid, simPid, redis, dispatchPids);
     const peerSaw = peer ? await peerCount(peerUrl) : null;
     // The simulator forgets the token in force, so the next sender's newer token is not a 429.
     if (provider === 'apns' && !peer) await forget();
@@ -495,7 +503,7 @@ async function main(): Promise<void> {
   };
   if (peer) await forget();
   const threads0 = await threadCpu(enginePid);
-  const m0 = await cpuMark(enginePid, simPid, redis, dispatchPid);
+  const m0 = await cpuMark(enginePid, simPid, redis, dispatchPids);
   const t0 = m0.at;
   const since = new Date(t0 - 1000).toISOString();
   const notifications: { id: string; recipients: number }[] = [];
@@ -559,7 +567,7 @@ async function main(): Promise<void> {
     const now = Date.now();
     if (sent + failed + skipped + recorded !== before) lastChange = now;
     if (recorded >= expected && m1 === null) {
-      m1 = await cpuMark(enginePid, simPid, redis, dispatchPid);
+      m1 = await cpuMark(enginePid, simPid, redis, dispatchPids);
       threads1 = await threadCpu(enginePid);
       if (peer) peerSaw = await peerCount(peerUrl);
     }
@@ -598,7 +606,7 @@ async function main(): Promise<void> {
     ratio_to_ceiling: 0,
     counts: { sent, failed, skipped },
     recorded_by_status: groups,
-    /** engine: every engine process together (with --dispatch-process, `dispatch` is that process's share). */
+    /** engine: every engine process together (with --dispatch-processes, `dispatch` is their share). */
     cpu_us_per_delivery: {
       engine: perDelivery(end.engine - m0.engine + end.dispatch - m0.dispatch),
       ...(split ? { engine_main: perDelivery(end.engine - m0.engine), dispatch: perDelivery(end.dispatch - m0.dispatch) } : {}),
@@ -620,7 +628,14 @@ async function main(): Promise<void> {
         .map(([name, v]) => [name, round(v, 2)] as const)
         .filter(([, v]) => v >= 0.05),
     ),
-    /** Of the dispatch process with --dispatch-process, else of the one engine process. */
+    /** Each dispatch process's CPU per push and cores, with --dispatch-processes. */
+    dispatch_processes: end.dispatches.map((cpu, i) => ({
+      cpu_us_per_delivery: perDelivery(cpu - (m0.dispatches[i] ?? 0)),
+      cores: round((cpu - (m0.dispatches[i] ?? 0)) / wall, 2),
+    })),
+    /** Redis: the nodes it ran on (one, or a cluster's). */
+    redis_nodes: redisNodes.length,
+    /** Of the first dispatch process with --dispatch-processes, else of the one engine process. */
     rss_process: split ? 'dispatch' : 'engine',
     rss_mb: { baseline: round(baselineRss, 1), peak: round(peakRss, 1), growth: round(peakRss - baselineRss, 1), samples: rss.length },
     rss_growth_bytes_per_user: Math.round(((peakRss - baselineRss) * 1024 * 1024) / expected),
@@ -702,7 +717,8 @@ async function main(): Promise<void> {
       ceiling_count: ceilingCount,
       cpu_prof: values['cpu-prof'] ?? null,
       node_flags: values['node-flags'],
-      dispatch_process: split,
+      dispatch_processes: dispatchProcesses,
+      redis_nodes: redisNodes.length,
       peer: values.peer ?? null,
     },
     goals,
@@ -720,7 +736,7 @@ async function main(): Promise<void> {
             'CPU ratio: the engine processes and Redis over the measured interval per push, over the bare loop process\'s own CPU per push (the lower of its two runs); the peer is left out of both and shown on its own.',
           ]
         : []),
-      `Measures: ${split ? 'two engine processes, dispatch alone in one and every other role (gateway, apply, fanout, recorder with embedded ClickHouse, scheduler) in the other' : 'one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler)'}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,
+      `Measures: ${split ? `${dispatchProcesses + 1} engine processes, dispatch alone in ${dispatchProcesses} and every other role (gateway, apply, fanout, recorder with embedded ClickHouse, scheduler) in the other` : 'one engine process with every role (gateway, apply, fanout, dispatch, recorder with embedded ClickHouse, scheduler)'}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,
       'Ceiling: bench/apns-ceiling.ts in its own process, once per push type, sending that type\'s share of the pushes to the same simulator with the engine\'s request shape: APNs and FCM over node:http2 (same TLS, ES256 token or one OAuth access token, as many streams in flight as the engine pool can use: 4 connections x the peer limit), Web Push over 32 pooled HTTP/1.1 connections, each push encrypted and VAPID-signed by web-push as the engine does (all to one subscription). The types run one after the other; the ceiling is the pushes over the sum of their times (the simulators share one process, so running them at once would not be faster).',
       `Push types: ${mix} in rotation, one subscription per user (a Web Push one made by the simulator, which decrypts every push).`,
       `Audience: ${audience === 'all' ? 'segment All (one notification; fan-out reads the users mirror in ClickHouse, which the bench waits to be filled)' : `include_external_user_ids, ${bodies.length} notifications of at most ${IDS_PER_NOTIFICATION} ids`}.`,
@@ -729,11 +745,12 @@ async function main(): Promise<void> {
     ],
   };
   printTable(report);
+  result.dispatch_processes.forEach((d, i) => console.log(`dispatch process ${i + 1}: ${d.cpu_us_per_delivery} µs CPU per push, ${d.cores} cores`));
   const file = values.out ? resolve(values.out) : reportFile(join(root, 'bench/reports'), 'broadcast');
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
   log(`bench: report written to ${file}`);
-  redis.disconnect();
+  for (const node of redis) node.disconnect();
 }
 
 interface Ceiling {

@@ -50,7 +50,7 @@ export const scenarios: Scenario[] = [
       {
         title: 'broadcast to 1 000 000 users, dispatch in its own process',
         script: 'broadcast.ts',
-        args: ['--users', '1000000', '--dispatch-process', '--ceiling-count', '100000'],
+        args: ['--users', '1000000', '--dispatch-processes', '1', '--ceiling-count', '100000'],
         report: 'broadcast-1m',
         takesOut: true,
       },
