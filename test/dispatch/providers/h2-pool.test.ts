@@ -121,8 +121,18 @@ t.test('connect failures do not loop: the queue fails at once and reconnects wai
 
 t.test('a request that times out in the queue leaves it', async (t) => {
   const srv = await local(t, () => undefined, { maxConcurrentStreams: 1 });
-  const p = pool(t, srv.url, { maxSessions: 1, timeoutMs: 150 });
-  const results = await Promise.allSettled([p.request({ ':path': '/1' }, ''), p.request({ ':path': '/2' }, '')]);
+  const timeoutMs = 300;
+  const p = pool(t, srv.url, { maxSessions: 1, timeoutMs });
+  const created = Date.now();
+  const settled = Promise.allSettled([p.request({ ':path': '/1' }, ''), p.request({ ':path': '/2' }, '')]);
+  await eventually('the first request in flight', async () => (srv.seen.length === 1 ? true : undefined));
+  // Held until both deadlines have passed, so the first one's timeout frees its slot when the
+  // second's is past too. (Freed a millisecond before the second's deadline, the slot may take it,
+  // with that millisecond left: allowed, and what made this test depend on the timers' jitter.)
+  while (Date.now() < created + timeoutMs + 20) {
+    // The event loop is held on purpose: both timers then run in one turn.
+  }
+  const results = await settled;
   t.same(
     results.map((r) => r.status === 'rejected' && (r.reason as TransportError).kind),
     ['timeout', 'timeout'],
