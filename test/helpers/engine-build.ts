@@ -24,11 +24,7 @@ export function freshBuild(): string | null {
 }
 
 function mtime(path: string): number | null {
-  try {
-    return statSync(path).mtimeMs;
-  } catch {
-    return null;
-  }
+  return statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? null;
 }
 
 /** The latest modification time of a file, or of any file under a directory (0 when absent). */
