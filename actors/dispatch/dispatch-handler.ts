@@ -7,7 +7,7 @@ import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { parseConsent } from '../../engine/state/consent.ts';
 import { decodeTag } from '../../engine/state/tag-codec.ts';
-import { DISPATCH_GROUP, type Topology } from '../../engine/topology.ts';
+import type { Topology } from '../../engine/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
@@ -16,6 +16,7 @@ import type { ProviderName } from '../../schemas/providers.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
+import { RecordBatch } from './record-batch.ts';
 import { providerFor, sendTo, type SendResult } from './providers/index.ts';
 import { personalize, personalValues, render } from './render.ts';
 import type { Specs } from './specs.ts';
@@ -88,21 +89,25 @@ interface JobResult {
  * (engine/lua/loadRecipient-2.lua), cancel and consent are checked in one call right before each
  * send (engine/lua/checkSend-2.lua), each subscription gets its localized message through its
  * provider's client, and one outcome per attempt is recorded together with the job's acknowledgement
- * (engine/lua/recordAttempts-5.lua). Jobs run concurrently (actors/dispatch/dispatch-consumer.ts);
+ * (actors/dispatch/record-batch.ts: one call for the jobs of a partition and notification that end in
+ * the same turn). Jobs run concurrently (actors/dispatch/dispatch-consumer.ts);
  * each provider client bounds its own requests in flight.
  */
 export class DispatchHandler {
   /** One gate per project and provider, so a slow provider or project holds only its own slots. */
   private readonly gates = new Map<string, Gate>();
+  private readonly records: RecordBatch;
 
-  constructor(private readonly deps: DispatchDeps) {}
+  constructor(private readonly deps: DispatchDeps) {
+    this.records = new RecordBatch(deps.redis);
+  }
 
   /**
    * Runs one job to its record; false, with nothing recorded, for a job that cannot run (unreadable,
    * or of no known notification). Rejects (the job stays pending) only when Redis fails.
    */
   async run(partition: number, entry: StreamEntry): Promise<boolean> {
-    const { redis, topology, notifications, log } = this.deps;
+    const { topology, notifications, log } = this.deps;
     const job = parseJob(fieldOf(entry, 'd'));
     const spec = job === null ? null : await this.deps.specs.get(job.n);
     if (job === null || spec === null) {
@@ -111,27 +116,24 @@ export class DispatchHandler {
     }
     const result = await this.attempt(job, spec);
     const settlement = settlementOf(result.outcomes, result.retry === null);
-    await scripts.recordAttempts(redis, {
-      keys: {
+    await this.records.record(
+      {
         dispatch: topology.dispatch(partition),
         counts: notifications.countsKey(partition, job.n),
         outcomes: topology.outcomes(partition),
         retries: topology.retries(partition),
         ingest: topology.ingest(partition),
       },
-      args: {
-        group: DISPATCH_GROUP,
+      {
         entryId: entry.id,
         counters: settlement.counters,
         lastAtField: settlement.lastAtField,
-        now: Date.now(),
         retry: result.retry === null ? '' : JSON.stringify(result.retry.job),
         retryAt: result.retry?.at ?? 0,
-        outcomeCount: result.outcomes.length,
+        outcomes: result.outcomes.map((o) => JSON.stringify(o)),
+        retire: result.retire.map((r) => JSON.stringify(r)),
       },
-      outcomes: result.outcomes.map((o) => JSON.stringify(o)),
-      retire: result.retire.map((r) => JSON.stringify(r)),
-    });
+    );
     return true;
   }
 

@@ -1,4 +1,4 @@
-import { defineScript, fields, flag, int, str } from './contract.ts';
+import { defineScript, fields, flag, int, str, type Arg } from './contract.ts';
 
 /** engine/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
 export const appendJobs = defineScript({
@@ -10,17 +10,43 @@ export const appendJobs = defineScript({
   reply: { parse: (raw) => ({ appended: int('appendJobs', raw) }) },
 });
 
-/** engine/lua/recordAttempts-5.lua: acknowledges a dispatch job and records its outcomes, once. */
+/** One dispatch job's record, as engine/lua/recordAttempts-5.lua takes it. */
+export interface JobRecord {
+  /** The job's stream ID. */
+  entryId: string;
+  /** Counter field -> increment, as JSON (engine/notifications/lifecycle.ts settlementOf). */
+  counters: string;
+  /** The counter set to the record's time, or '' to leave it. */
+  lastAtField: string;
+  /** JSON of the retry job, or ''. */
+  retry: string;
+  retryAt: number;
+  /** Outcome JSON (schemas/outcomes.ts), one per attempt. */
+  outcomes: readonly string[];
+  /** Ingest entry JSON of the dead tokens to retire. */
+  retire: readonly string[];
+}
+
+/**
+ * engine/lua/recordAttempts-5.lua: acknowledges dispatch jobs of one partition and notification
+ * and records their outcomes, each once. JSON never holds a raw newline, so a job's outcomes
+ * travel as one newline-joined argument.
+ */
 export const recordAttempts = defineScript({
   name: 'recordAttempts',
   oom: 'allow', // records sends already made: refused, they would be sent again
   keys: ['dispatch', 'counts', 'outcomes', 'retries', 'ingest'],
-  args: ['group', 'entryId', 'counters', 'lastAtField', 'now', 'retry', 'retryAt', 'outcomeCount'],
+  args: ['group', 'now'],
   variadic: {
-    name: 'items',
-    spread: (call: { outcomes: readonly string[]; retire: readonly string[] }) => [...call.outcomes, ...call.retire],
+    name: 'jobs',
+    item: ['entryId', 'counters', 'lastAtField', 'retry', 'retryAt', 'outcomes', 'retire'],
+    spread: (call: { jobs: readonly JobRecord[] }) => {
+      const argv: Arg[] = [];
+      for (const j of call.jobs) argv.push(j.entryId, j.counters, j.lastAtField, j.retry, j.retryAt, j.outcomes.join('\n'), j.retire.join('\n'));
+      return argv;
+    },
   },
-  reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) === 1 }) },
+  reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) }) },
 });
 
 const recipientFields = ['language', 'subs', 'timezone', 'tags'] as const;

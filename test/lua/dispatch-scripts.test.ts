@@ -69,15 +69,18 @@ t.test('recordAttempts records a job once: a call resent after a lost reply writ
     { status: 'sent' as const, retrying: false },
     { status: 'failed' as const, retrying: true },
   ];
-  const call = {
-    keys,
-    args: { group: DISPATCH_GROUP, entryId: id ?? '', ...settlementOf(outcomes, false), now: 1000, retry: '{"n":"n1","attempt":2}', retryAt: 5000, outcomeCount: 2 },
+  const job = {
+    entryId: id ?? '',
+    ...settlementOf(outcomes, false),
+    retry: '{"n":"n1","attempt":2}',
+    retryAt: 5000,
     outcomes: outcomes.map((o) => JSON.stringify(o)),
     retire: [JSON.stringify({ op: 'retire' })],
   };
-  t.same(await scripts.recordAttempts(redis, call), { recorded: true });
-  t.same(await scripts.recordAttempts(redis, call), { recorded: false }, 'the second call finds the job acknowledged');
-  t.equal(await redis.xlen(keys.outcomes), 2, 'one outcome per attempt');
+  const call = { keys, args: { group: DISPATCH_GROUP, now: 1000 }, jobs: [job] };
+  t.same(await scripts.recordAttempts(redis, call), { recorded: 1 });
+  t.same(await scripts.recordAttempts(redis, call), { recorded: 0 }, 'the second call finds the job acknowledged');
+  t.same((await redis.xrange(keys.outcomes, '-', '+')).map(([, f]) => JSON.parse(f[1] ?? '') as unknown), outcomes, 'one outcome per attempt, each whole');
   t.equal(await redis.xlen(keys.ingest), 1, 'the retire entry goes to the partition log');
   t.same(await notifications.counts('n1'), { jobs: 0, done: 0, sent: 1, failed: 0, skipped: 0, lastAt: 0 }, 'a failure that will be retried is not counted; the job is not done');
   t.same(await redis.zrange(keys.retries, 0, -1, 'WITHSCORES'), ['{"n":"n1","attempt":2}', '5000']);
@@ -85,9 +88,31 @@ t.test('recordAttempts records a job once: a call resent after a lost reply writ
   const retry = await redis.xadd(keys.dispatch, '*', 'd', '{}');
   await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
   const last = [{ status: 'failed' as const, retrying: false }, { status: 'skipped' as const, retrying: false }];
-  const settled = { ...settlementOf(last, true), now: 7000, retry: '', retryAt: 0, outcomeCount: 2 };
-  await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, entryId: retry ?? '', ...settled }, outcomes: last.map((o) => JSON.stringify(o)), retire: [] });
+  const settled = { entryId: retry ?? '', ...settlementOf(last, true), retry: '', retryAt: 0, outcomes: last.map((o) => JSON.stringify(o)), retire: [] };
+  await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: 7000 }, jobs: [settled] });
   t.same(await notifications.counts('n1'), { jobs: 0, done: 1, sent: 1, failed: 1, skipped: 1, lastAt: 7000 }, 'the last attempt counts each outcome and the job as done, at its time');
+});
+
+t.test('recordAttempts records a batch: each job once, its counters summed, one already recorded left alone', async (t) => {
+  const { redis, topology, notifications } = await setup(t);
+  const p = 4;
+  const keys = { dispatch: topology.dispatch(p), counts: notifications.countsKey(p, 'n2'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
+  await redis.xgroup('CREATE', keys.dispatch, DISPATCH_GROUP, '0', 'MKSTREAM');
+  const ids: string[] = [];
+  for (let i = 0; i < 4; i++) ids.push((await redis.xadd(keys.dispatch, '*', 'd', '{}')) ?? '');
+  await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
+  const sent = [{ status: 'sent' as const, retrying: false, text: 'two\nlines' }];
+  const none = { retry: '', retryAt: 0, retire: [] };
+  const jobs = ids.map((entryId) => ({ entryId, ...settlementOf(sent, true), ...none, outcomes: sent.map((o) => JSON.stringify(o)) }));
+  const first = jobs[0];
+  if (first === undefined) throw new Error('no job');
+  t.same(await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: 10 }, jobs: [first] }), { recorded: 1 });
+  t.same(await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: 20 }, jobs }), { recorded: 3 }, 'the job recorded before is not counted');
+  t.same(await notifications.counts('n2'), { jobs: 0, done: 4, sent: 4, failed: 0, skipped: 0, lastAt: 20 }, 'each job moves the counters once');
+  const recorded = await redis.xrange(keys.outcomes, '-', '+');
+  t.equal(recorded.length, 4, 'one outcome per job');
+  t.same(JSON.parse(recorded[0]?.[1][1] ?? '') as unknown, sent[0], 'an outcome holding an escaped newline stays one entry');
+  t.equal(await redis.xlen(keys.dispatch), 0, 'every job is deleted');
 });
 
 t.test('releaseDue moves only due members, each once', async (t) => {
