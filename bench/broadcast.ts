@@ -7,7 +7,7 @@
  *
  * `node --import tsx bench/broadcast.ts [--users N] [--types ios,android,web] [--out file] [--audience all|ids]
  *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR]
- *  [--node-flags "FLAGS"] [--dispatch-process] [--keep]`
+ *  [--node-flags "FLAGS"] [--dispatch-processes N] [--cluster N] [--peer minimal] [--keep]`
  * (`npm run bench:broadcast -- --users N`).
  *
  * Steps: the provider simulators and the engine (`bin/engine.js start`, the dist/ build when there
@@ -38,6 +38,10 @@
  * report gives each one's CPU per push. `--node-flags` go to the engine processes' node (for
  * example `--max-semi-space-size=64`). With REDIS_URL listing the nodes of a Redis Cluster
  * (comma-separated), every process uses the cluster and Redis's CPU is summed over its nodes.
+ * `--cluster N` starts a throwaway N-node Redis Cluster (bench/redis-cluster.ts, no replicas, no
+ * persistence) and uses it instead of REDIS_URL; it is stopped and its directory removed at the end.
+ * With more than one engine process or Redis node, the summary has a CPU per push row for each
+ * process (the main one, each dispatch process, Redis summed over its nodes).
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -56,6 +60,7 @@ import { createRedis } from '../engine/redis.ts';
 import { Topology } from '../engine/topology.ts';
 import { androidToken, iosToken } from '../simulators/tokens.ts';
 import { cleanupPrefix } from './redis.ts';
+import { PrivateCluster } from './redis-cluster.ts';
 import { startChild } from './child.ts';
 import { threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { sleep, waitFor } from './deployment.ts';
@@ -86,12 +91,15 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     'node-flags': { type: 'string', default: '' },
     'dispatch-processes': { type: 'string', default: '0' },
+    cluster: { type: 'string', default: '0' },
     keep: { type: 'boolean', default: false },
     peer: { type: 'string' },
   },
 });
 const dispatchProcesses = Number(values['dispatch-processes']);
 if (!Number.isInteger(dispatchProcesses) || dispatchProcesses < 0) throw new Error(`--dispatch-processes must be a whole number, got ${values['dispatch-processes']}`);
+const clusterNodes = Number(values.cluster);
+if (!Number.isInteger(clusterNodes) || (clusterNodes !== 0 && clusterNodes < 3)) throw new Error(`--cluster takes a number of nodes, at least 3, got ${values.cluster}`);
 const users = Number(values.users);
 if (!Number.isInteger(users) || users < 1) throw new Error(`--users must be a whole number, got ${values.users}`);
 const audience = values.audience;
@@ -116,9 +124,10 @@ const goalRatio = peerMode ? PEER_GOAL_RATIO : GOAL_RATIO;
 const providerName = peerMode ? 'peer' : 'simulator';
 const engineRoot = resolve(values['engine-root']);
 const fromSource = !existsSync(join(engineRoot, 'dist/bin/main.js'));
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
-/** The Redis nodes, one for a single Redis, every node for a cluster (CPU is read from each). */
-const redisNodes = redisUrl.split(',');
+/** REDIS_URL, or with --cluster the nodes of the cluster started (set in main). */
+let redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+/** With --cluster: the one this run started, stopped at its end. */
+let cluster: PrivateCluster | null = null;
 const prefix = `benchbc${Date.now().toString(36)}:`;
 
 const children: ChildProcess[] = [];
@@ -287,6 +296,16 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   work = await mkdtemp(join(tmpdir(), 'svc-bench-broadcast-'));
   const simDir = join(work, 'sims');
+  if (clusterNodes > 0) {
+    // Held before launch so an interrupt while it starts still stops it (cleanup).
+    // Redis's default node timeout: the tests' 2 s could fail a node of a loaded 2-core host mid-run.
+    cluster = await PrivateCluster.create({ primaries: clusterNodes, nodeTimeoutMs: 15_000 });
+    await cluster.launch();
+    redisUrl = cluster.url;
+    log(`bench: a ${clusterNodes}-node Redis Cluster on ports ${cluster.ports.join(', ')}, in ${cluster.dir}`);
+  }
+  /** The Redis nodes, one for a single Redis, every node for a cluster (CPU is read from each). */
+  const redisNodes = redisUrl.split(',');
   const redis = redisNodes.map((url) => new Redis(url, { maxRetriesPerRequest: 2 }));
   log(`bench: ${users} users, audience ${audience}, engine ${fromSource ? 'from source (tsx)' : 'dist/ build'} in ${engineRoot}, work dir ${work}`);
 
@@ -652,11 +671,17 @@ async function main(): Promise<void> {
   /** With --peer minimal: the engine's CPU per push (its processes and Redis) over the bare loop's own, in the run whose CPU per push was lower. */
   const bareCpu = Math.min(...[before, after].map((c) => c.cpu_us_per_push.client));
   const cpuRatio = round(result.cpu_us_per_delivery_engine_and_redis / bareCpu, 2);
+  /** How the run is spread, for the measures: empty for one engine process on one Redis. */
+  const deployment = [
+    ...(split ? [`dispatch over ${dispatchProcesses} process${dispatchProcesses === 1 ? '' : 'es'}`] : []),
+    ...(redisNodes.length > 1 ? [`${redisNodes.length}-node Redis Cluster`] : []),
+  ].join(', ');
+  const spread = deployment === '' ? '' : `, ${deployment}`;
   const goals = peer ? { ratio_to_ceiling: PEER_GOAL_RATIO, cpu_ratio_to_ceiling: PEER_GOAL_CPU, rss_growth_mb: GOAL_RSS_GROWTH_MB } : { ratio_to_ceiling: GOAL_RATIO, rss_growth_mb: GOAL_RSS_GROWTH_MB };
   const throughputRow: SummaryRow = peer
     ? {
         scenario: 'broadcast',
-        measure: `broadcast to ${users} iOS users against a minimal HTTP/2 peer, accept to last record in ClickHouse`,
+        measure: `broadcast to ${users} iOS users against a minimal HTTP/2 peer, accept to last record in ClickHouse${spread}`,
         value: result.deliveries_per_sec,
         unit: 'pushes/s',
         better: 'higher',
@@ -666,7 +691,7 @@ async function main(): Promise<void> {
       }
     : {
         scenario: 'broadcast',
-        measure: `broadcast to ${users} users (${mix}), accept to last record in ClickHouse`,
+        measure: `broadcast to ${users} users (${mix}), accept to last record in ClickHouse${spread}`,
         value: result.deliveries_per_sec,
         unit: 'pushes/s',
         better: 'higher',
@@ -678,7 +703,7 @@ async function main(): Promise<void> {
     ? [
         {
           scenario: 'broadcast',
-          measure: `CPU per push, engine processes and Redis, accept to recorded, ${users} iOS users against a minimal HTTP/2 peer`,
+          measure: `CPU per push, engine processes and Redis, accept to recorded, ${users} iOS users against a minimal HTTP/2 peer${spread}`,
           value: result.cpu_us_per_delivery_engine_and_redis,
           unit: 'µs/push',
           better: 'lower',
@@ -688,9 +713,30 @@ async function main(): Promise<void> {
         },
       ]
     : [];
+  // Spread over processes or nodes, each one's cost is its own row: where the added cost lands.
+  const audienceText = peer ? `${users} iOS users against a minimal HTTP/2 peer` : `${users} users (${mix})`;
+  const processCpuRow = (who: string, value: number): SummaryRow => ({
+    scenario: 'broadcast',
+    measure: `CPU per push, ${who}, accept to recorded, ${audienceText}${spread}`,
+    value,
+    unit: 'µs/push',
+    better: 'lower',
+    ceiling: null,
+    baseline: null,
+    goal: null,
+  });
+  const processRows: SummaryRow[] =
+    deployment === ''
+      ? []
+      : [
+          processCpuRow(split ? 'main engine process (every role but dispatch)' : 'engine process', split ? perDelivery(end.engine - m0.engine) : result.cpu_us_per_delivery.engine),
+          ...result.dispatch_processes.map((d, i) => processCpuRow(`dispatch process ${i + 1} of ${dispatchProcesses}`, d.cpu_us_per_delivery)),
+          processCpuRow(redisNodes.length > 1 ? `Redis, ${redisNodes.length} nodes summed` : 'Redis', result.cpu_us_per_delivery.redis),
+        ];
   const summary: SummaryRow[] = [
     throughputRow,
     ...cpuRow,
+    ...processRows,
     {
       scenario: 'broadcast',
       measure: `${result.rss_process} process RSS growth, broadcast to ${users} users (${mix})`,
@@ -745,7 +791,9 @@ async function main(): Promise<void> {
     ],
   };
   printTable(report);
+  if (split) console.log(`main engine process: ${result.cpu_us_per_delivery['engine_main'] ?? ''} µs CPU per push`);
   result.dispatch_processes.forEach((d, i) => console.log(`dispatch process ${i + 1}: ${d.cpu_us_per_delivery} µs CPU per push, ${d.cores} cores`));
+  if (redisNodes.length > 1) console.log(`Redis, ${redisNodes.length} nodes summed: ${result.cpu_us_per_delivery.redis} µs CPU per push`);
   const file = values.out ? resolve(values.out) : reportFile(join(root, 'bench/reports'), 'broadcast');
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
@@ -830,7 +878,9 @@ async function cleanup(): Promise<void> {
   stopping = true;
   // The engine first (its profile, when asked, is written as it exits), then the simulators.
   for (const proc of [...children].reverse()) await stopChild(proc);
-  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
+  // A cluster of the run's own goes whole, its keys with it.
+  if (cluster) await cluster.stop();
+  else await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
   if (work && !values.keep) await rm(work, { recursive: true, force: true });
 }
 

@@ -44,7 +44,7 @@ export const scenarios: Scenario[] = [
   {
     name: 'broadcast',
     about:
-      'a push broadcast to 200 000 and to 1 000 000 users, accept to last record in ClickHouse, against a bare node:http2 loop; and to 30 000 iOS users against a minimal HTTP/2 peer: pushes/s and CPU per push of every process',
+      'a push broadcast to 200 000 and to 1 000 000 users, accept to last record in ClickHouse, against a bare node:http2 loop; and to 30 000 iOS users against a minimal HTTP/2 peer, in one process on one Redis and with dispatch over 2 processes on a 3-node Redis Cluster: pushes/s and CPU per push of every process',
     runs: [
       { title: 'broadcast to 200 000 users', script: 'broadcast.ts', args: ['--users', '200000', '--ceiling-count', '100000'], report: 'broadcast-200k', takesOut: true },
       {
@@ -59,6 +59,14 @@ export const scenarios: Scenario[] = [
         script: 'broadcast.ts',
         args: ['--users', '30000', '--types', 'ios', '--peer', 'minimal'],
         report: 'broadcast-h2peer',
+        takesOut: true,
+      },
+      {
+        title: 'broadcast to 30 000 iOS users against a minimal HTTP/2 peer, dispatch over 2 processes, 3-node Redis Cluster',
+        script: 'broadcast.ts',
+        // --cluster: a throwaway cluster of the run's own (bench/redis-cluster.ts).
+        args: ['--users', '30000', '--types', 'ios', '--peer', 'minimal', '--dispatch-processes', '2', '--cluster', '3'],
+        report: 'broadcast-h2peer-scaleout',
         takesOut: true,
       },
     ],

@@ -5,7 +5,7 @@ import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
 import { startEngine, testEnv } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { testPrefix } from '../helpers/redis.ts';
 
 t.test('on a Redis Cluster the gateway, two apply workers and the recorder behave as on one Redis (docs/architecture.md#redis-cluster-ready)', async (t) => {

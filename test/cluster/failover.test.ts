@@ -1,7 +1,7 @@
 import t from 'tap';
 import { assertBackOnRedis, assertExactlyOnce, clusterNodes, failover, SdkLoad } from '../helpers/cluster-fault.ts';
 import { deployment } from '../helpers/engine.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 
 // Three primaries with a replica each, under SDK load: a replica takes over with CLUSTER FAILOVER,
 // then another primary is SIGKILLed, its replica a second behind, and promoted by the cluster.

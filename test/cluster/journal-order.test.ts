@@ -10,7 +10,7 @@ import { SpillJournal } from '../../gateway/ingest/spill-journal.ts';
 import { IngestWriter } from '../../gateway/ingest/writer.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { clusterNodes, keySlot } from '../helpers/cluster-fault.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 
 // A writer's entries must reach a partition in sequence order, or the apply takes the earlier
 // ones for copies (docs/architecture.md#copies-in-the-log). A write taken by another node while an

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { assertBackOnRedis, assertExactlyOnce, clusterNodes, SdkLoad } from '../helpers/cluster-fault.ts';
 import { deployment } from '../helpers/engine.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 
 // A primary of a three-node cluster (append-only, fsync always) SIGKILLed under SDK load and
 // started again on its data. Before, the gateway's replay kept failing on MOVED and never returned

@@ -2,7 +2,7 @@ import t from 'tap';
 import { Topology } from '../../engine/topology.ts';
 import { assertBackOnRedis, assertExactlyOnce, clusterNodes, keySlot, reshard, SdkLoad } from '../helpers/cluster-fault.ts';
 import { deployment } from '../helpers/engine.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 
 // 2 000 slots, partitions among them, moved from one primary to another under SDK load with
 // `redis-cli --cluster reshard`. Before, appends answered MOVED or ASK inside an auto-pipeline were

@@ -4,7 +4,7 @@ import type { Test } from 'tap';
 import type { EngineProcess } from './engine.ts';
 import { eventually } from './http.ts';
 import { compare, recordedOf } from './overload.ts';
-import { poll, run } from './private-cluster.ts';
+import { poll, run } from '../../bench/redis-cluster.ts';
 
 /**
  * Topology changes of a Redis Cluster under SDK load (test/cluster/*-fault.test.ts): what the

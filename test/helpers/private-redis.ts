@@ -65,7 +65,7 @@ export class PrivateRedis {
 /**
  * A free port below the ephemeral range (32 768 and up on Linux), so no client socket of the
  * machine can take it while the server is down between a stop and a restart, and below the ports
- * of test/helpers/private-cluster.ts.
+ * of bench/redis-cluster.ts.
  */
 async function freePort(): Promise<number> {
   for (;;) {

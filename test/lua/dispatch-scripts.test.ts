@@ -5,7 +5,7 @@ import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { writeConsent } from '../../engine/state/consent.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
 /** The fan-out and dispatch scripts against the real Redis: each effect once. */

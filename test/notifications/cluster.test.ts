@@ -2,7 +2,7 @@ import t from 'tap';
 import type { NotificationCreated } from '../../schemas/notifications.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
-import { PrivateCluster } from '../helpers/private-cluster.ts';
+import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { subscriptionId, SubscriptionIds } from '../../engine/state/subscription-ids.ts';
 

@@ -9,24 +9,28 @@ import { Redis } from 'ioredis';
 export const run = promisify(execFile);
 
 export interface PrivateClusterOptions {
+  /** How many primaries (at least 3, as `redis-cli --cluster create` asks); default 3. */
+  primaries?: number;
   /** Each node keeps an append-only file (fsync always) in a directory of its own, as production does. */
   durable?: boolean;
-  /** One replica per primary (3 primaries + 3 replicas) instead of none. */
+  /** One replica per primary instead of none. */
   replicas?: boolean;
   /** cluster-node-timeout, ms: how long before a silent node counts as failed (default 2000). */
   nodeTimeoutMs?: number;
 }
 
 /**
- * A Redis Cluster of the test's own (three primaries, with or without a replica each) on free
- * loopback ports. A node can be killed and started again on its data (test/helpers/cluster-fault.ts).
+ * A throwaway Redis Cluster of a test's or a benchmark's own (three primaries unless told, with or
+ * without a replica each) on free loopback ports, in a temporary directory that `stop` removes. A
+ * node can be killed and started again on its data (test/helpers/cluster-fault.ts).
  */
 export class PrivateCluster {
   private readonly procs = new Map<number, ChildProcess>();
 
   private constructor(
     readonly ports: number[],
-    private readonly dir: string,
+    /** Each node's nodes.conf (and append-only file) is in a directory of its own under it. */
+    readonly dir: string,
     private readonly opts: PrivateClusterOptions,
   ) {}
 
@@ -36,24 +40,39 @@ export class PrivateCluster {
   }
 
   static async start(opts: PrivateClusterOptions = {}): Promise<PrivateCluster> {
+    const cluster = await PrivateCluster.create(opts);
+    await cluster.launch();
+    return cluster;
+  }
+
+  /**
+   * Picks the ports and makes the directory, starting nothing: a caller that holds the cluster
+   * before `launch` can `stop` it on an interrupt while it is still starting.
+   */
+  static async create(opts: PrivateClusterOptions = {}): Promise<PrivateCluster> {
+    const primaries = opts.primaries ?? 3;
+    if (!Number.isInteger(primaries) || primaries < 3) throw new Error(`a Redis Cluster needs at least 3 primaries, got ${primaries}`);
     const ports: number[] = [];
-    while (ports.length < (opts.replicas ? 6 : 3)) {
+    while (ports.length < primaries * (opts.replicas ? 2 : 1)) {
       const port = await freeNodePort();
       if (!ports.includes(port)) ports.push(port);
     }
-    const cluster = new PrivateCluster(ports, mkdtempSync(join(tmpdir(), 'cluster-')), opts);
+    return new PrivateCluster(ports, mkdtempSync(join(tmpdir(), 'cluster-')), opts);
+  }
+
+  /** Starts every node, creates the cluster and waits until every node says it is ok; stops it all on failure. */
+  async launch(): Promise<void> {
     try {
-      for (const port of ports) cluster.spawnNode(port);
-      for (const port of ports) await answers(port);
-      const replicas = opts.replicas ? '1' : '0';
-      await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', replicas, '--cluster-yes']);
-      await cluster.settled();
+      for (const port of this.ports) this.spawnNode(port);
+      for (const port of this.ports) await answers(port);
+      const replicas = this.opts.replicas ? '1' : '0';
+      await run('redis-cli', ['--cluster', 'create', ...this.ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', replicas, '--cluster-yes']);
+      await this.settled();
     } catch (err) {
-      // Nodes left running would keep the test process alive until its timeout.
-      await cluster.stop();
+      // Nodes left running would keep the test or bench process alive.
+      await this.stop();
       throw err;
     }
-    return cluster;
   }
 
   /** Waits until every running node says the cluster is ok and agrees on who serves each slot. */
