@@ -37,7 +37,7 @@ export class SdkMix {
     return (this.users / gcd(this.users, VALUES_PERIOD)) * VALUES_PERIOD;
   }
 
-  /** Passes over `count` writes that something else sent from a copy of the sequence (bench/wrk.ts). */
+  /** Passes over `count` writes that something else sent from a copy of the sequence (bench/mix-load.ts). */
   skip(count: number): void {
     this.n += count;
   }

@@ -4,8 +4,8 @@
  * KEY_PREFIX) from its accept to its record in ClickHouse, at constant rates.
  *
  * `node --import tsx bench/write-cost.ts [--rates 5000,10000] [--seconds 20] [--warmup 3]
- *  [--probes-per-sec 50] [--profile] [--max one,split] [--cores 1|2] [--wrk-threads 1]
- *  [--wrk-connections 256]`
+ *  [--probes-per-sec 50] [--profile] [--max one,split,one-autocannon] [--cores 1|2]
+ *  [--wrk-threads 1] [--wrk-connections 256] [--autocannon-connections 100]`
  *
  * Per rate: the SDK mix of bench/sdk-mix.ts over 100 000 users, open loop (bench/paced.ts), a
  * warm-up, then a window of `--seconds` in which it reads the writes sent, accepted, applied and
@@ -15,12 +15,15 @@
  * recorded (at most 120 s). `--profile` runs the engine with --cpu-prof, keeps its profile as
  * bench/reports/write-cost.cpuprofile and puts its top functions in the report.
  *
- * Then the closed-loop maximum with wrk (bench/write-cost-max.ts), `--max` naming the deployments:
- * `one`, the same process; `split`, after it stopped, `--roles gateway` and `--roles
- * apply,recorder` in two processes on the same KEY_PREFIX and DATA_DIR. `--cores N` gives the
- * engine processes N cores with taskset: CPUs 0..N-1 to the one process; of the split, CPU 0 to
- * the gateway and CPU N-1 to apply + recorder (one core for both, or one each). An empty `--rates` or `--max` skips that part; without wrk on PATH the maximum is
- * skipped. Writes bench/reports/write-cost.json.
+ * Then the closed-loop maximum (bench/write-cost-max.ts), `--max` naming the runs: a deployment,
+ * `one`, the same process, or `split`, after it stopped, `--roles gateway` and `--roles
+ * apply,recorder` in two processes on the same KEY_PREFIX and DATA_DIR; loaded by wrk, or with
+ * `-autocannon` by autocannon without pipelining. `one-autocannon` is the run the goal "writes end
+ * to end" is read on: at least 10 000 writes/s carried at no more than 100 µs of engine + Redis
+ * CPU per write, on 100 connections. `--cores N` gives the engine processes N cores with taskset:
+ * CPUs 0..N-1 to the one process; of the split, CPU 0 to the gateway and CPU N-1 to apply +
+ * recorder (one core for both, or one each). An empty `--rates` or `--max` skips that part;
+ * without wrk on PATH its runs are skipped. Writes bench/reports/write-cost.json.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -46,8 +49,8 @@ import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { SummaryRow } from './summary.ts';
 import { machine, printRows } from './table.ts';
-import { deploymentName, measureMax, pinTo, printMax, startSplit, summarizeMax, type MaxContext, type MaxResult } from './write-cost-max.ts';
-import { wrkInstalled, writeWrkRequests } from './wrk.ts';
+import { autocannonLoad, writeMixRequests, wrkInstalled, wrkLoad, type MixLoad } from './mix-load.ts';
+import { deploymentName, measureMax, pinTo, printMax, startSplit, summarizeMax, type MaxContext, type MaxDeployment, type MaxResult } from './write-cost-max.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const reportsDir = join(root, 'bench/reports');
@@ -67,15 +70,16 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3' },
     'probes-per-sec': { type: 'string', default: '50' },
     profile: { type: 'boolean', default: false },
-    max: { type: 'string', default: 'one,split' },
+    max: { type: 'string', default: 'one,split,one-autocannon' },
     cores: { type: 'string', default: '' },
     'wrk-threads': { type: 'string', default: '1' },
     'wrk-connections': { type: 'string', default: '256' },
+    'autocannon-connections': { type: 'string', default: '100' },
   },
 });
 const listFlag = (raw: string): string[] => raw.split(',').filter((item) => item !== '');
 const max = listFlag(values.max);
-for (const name of max) if (name !== 'one' && name !== 'split') throw new Error(`--max takes one and split, got ${name}`);
+for (const name of max) if (!/^(one|split)(-autocannon)?$/.test(name)) throw new Error(`--max takes one, split, one-autocannon and split-autocannon, got ${name}`);
 const cores = values.cores === '' ? null : wholeFlag('cores', values.cores);
 if (cores !== null && cores !== 1 && cores !== 2) throw new Error(`--cores takes 1 or 2, got ${cores}`);
 const settings = {
@@ -91,6 +95,7 @@ const settings = {
   cores,
   wrk_threads: wholeFlag('wrk-threads', values['wrk-threads']),
   wrk_connections: wholeFlag('wrk-connections', values['wrk-connections']),
+  autocannon_connections: wholeFlag('autocannon-connections', values['autocannon-connections']),
 };
 
 const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -308,10 +313,10 @@ function print(results: RateResult[], profile: ProfileSummary | null): void {
   printRows([['self % of busy', 'function', 'at'], ...profile.top.map((f) => [String(f.self_pct), f.name, f.at])]);
 }
 
-/** The closed-loop measurements' context, with one period of the mix written for wrk. */
+/** The closed-loop measurements' context, with one period of the mix written for the load generators. */
 async function maxContext(sdkKey: string, mix: SdkMix): Promise<MaxContext> {
-  const requests = join(work, 'wrk-requests.txt');
-  await writeWrkRequests(requests, mix);
+  const requests = join(work, 'mix-requests.txt');
+  await writeMixRequests(requests, mix);
   return {
     redis,
     infoRedis,
@@ -319,8 +324,6 @@ async function maxContext(sdkKey: string, mix: SdkMix): Promise<MaxContext> {
     sdkKey,
     mix,
     requests,
-    threads: settings.wrk_threads,
-    connections: settings.wrk_connections,
     warmupSeconds: settings.warmup_seconds,
     seconds: settings.seconds,
     drainMs: DRAIN_MS,
@@ -344,12 +347,19 @@ async function main(): Promise<void> {
   for (const rate of settings.rates) results.push(await measureRate(engine, { rest: project.rest_key, sdk: project.sdk_key }, mix, rate));
 
   const closedLoop: MaxResult[] = [];
-  const maxSkipped = settings.max.length === 0 ? '--max is empty' : wrkInstalled() ? null : 'wrk is not on PATH (scripts/bench.sh installs it with apt-get)';
-  if (maxSkipped !== null) log(`bench: no closed-loop maximum: ${maxSkipped}`);
-  const ctx = maxSkipped === null ? await maxContext(project.sdk_key, mix) : null;
-  if (ctx !== null && settings.max.includes('one')) {
+  const loads = { wrk: wrkLoad(settings.wrk_threads, settings.wrk_connections), autocannon: autocannonLoad(settings.autocannon_connections) };
+  const noWrk = !wrkInstalled() && settings.max.some((name) => !name.endsWith('-autocannon'));
+  const maxSkipped = settings.max.length === 0 ? '--max is empty' : noWrk ? 'wrk is not on PATH (scripts/bench.sh installs it with apt-get): its runs are skipped' : null;
+  if (maxSkipped !== null) log(`bench: closed-loop maximum: ${maxSkipped}`);
+  const runs = settings.max
+    .map((name) => ({ deployment: name.replace(/-autocannon$/, ''), load: name.endsWith('-autocannon') ? loads.autocannon : loads.wrk }))
+    .filter((run) => !noWrk || run.load !== loads.wrk);
+  const loadsOn = (deployment: 'one' | 'split'): MixLoad[] => runs.filter((run) => run.deployment === deployment).map((run) => run.load);
+  const ctx = runs.length > 0 ? await maxContext(project.sdk_key, mix) : null;
+  if (ctx !== null && loadsOn('one').length > 0) {
     const cpus = await pinTo(engine, settings.cores === null ? null : `0-${settings.cores - 1}`);
-    closedLoop.push(await measureMax({ name: deploymentName('one process', settings.cores), base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus }] }, ctx));
+    const one: MaxDeployment = { name: deploymentName('one process', settings.cores), base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus }] };
+    for (const load of loadsOn('one')) closedLoop.push(await measureMax(one, load, ctx));
   }
   stoppedOnPurpose.add(engine);
   let profile: ProfileSummary | null = null;
@@ -360,15 +370,15 @@ async function main(): Promise<void> {
     log(missing === null ? `bench: profile written to ${kept}` : `bench: no profile: ${missing}`);
   }
   await engine.child.stop();
-  if (ctx !== null && settings.max.includes('split')) {
+  if (ctx !== null && loadsOn('split').length > 0) {
     const split = await startSplit({ prefix, dataDir, redisUrl, cores: settings.cores });
     split.engines.forEach((e, i) => watch(e, split.deployment.processes[i]?.name ?? 'split'));
     log(`bench: split: ${split.deployment.processes.map((p) => `${p.name} pid ${p.pid}${p.cpus === null ? '' : ` on CPU ${p.cpus}`}`).join(', ')}`);
-    closedLoop.push(await measureMax(split.deployment, ctx));
+    for (const load of loadsOn('split')) closedLoop.push(await measureMax(split.deployment, load, ctx));
   }
   stopping = true;
 
-  const summary = [...results.flatMap(summarize), ...summarizeMax(closedLoop, { rate: GOAL_RATE, share: GOAL_RATE_SHARE })];
+  const summary = [...results.flatMap(summarize), ...summarizeMax(closedLoop, { rate: GOAL_RATE, share: GOAL_RATE_SHARE, usPerWrite: GOAL_US_PER_WRITE })];
   if (results.length > 0) print(results, profile);
   printMax(closedLoop);
   for (const row of summary) log(`${row.measure}: ${row.value} ${row.unit}${row.goal ? `; goal ${row.goal.text}: ${row.goal.met ? 'met' : 'NOT met'}` : ''}`);
@@ -390,8 +400,8 @@ async function main(): Promise<void> {
       'applied: svc_applied_entries_total; recorded rows: svc_recorded_rows_total by table (a user\'s changes in one recorder batch are one row); changes appended and recorded: XINFO GROUPS of the changes streams, group recorder (entries-read + lag, entries-read - pending), each the average of five samples over the first and over the last second of the window, as the recorder inserts in rounds every half linger. carried/s = accepted/s x min(1, applied / accepted) x min(1, changes recorded / appended): the writes taken all the way while the load lasted.',
       'Redis commands: INFO commandstats of the whole Redis server over the window, per write. Redis counts the commands a script calls too, under their own names, and their time also inside evalsha\'s; so calls_per_write is every command executed, not round trips. The probes\' GET /api/users polls (lag.polls) and this benchmark\'s XINFO GROUPS samples are counted in, and so would other clients of the same Redis server be.',
       'Apply lag: about probes_per_sec writes a second are tag writes with a unique value to a user of their own; from the 202, GET /api/users/{id} is polled every poll_ms until it shows (bench/probes.ts). The lag includes up to poll_ms and one GET.',
-      'Closed loop (closed_loop): wrk (C, LuaJIT; bench/wrk-mix.lua) sends the same mix, one period of SdkMix precomputed in each thread, over wrk_connections connections, as fast as answers come, for warmup_seconds (then its backlog is let drain) and for `seconds` measured. accepted: svc_accepted_writes_total of the gateway over the window; carried/s: those writes over the window plus the seconds until every one was applied and recorded, i.e. what reached ClickHouse per second of wall time; null when that took over drain_ms. CPU per write runs from the window\'s start until all was recorded (idle drain time and the XINFO GROUPS polls that time it included); wrk\'s is over its run, the second or so it spends building its requests before it left out; cores are over the window. wrk counts non_2xx as statuses above 399.',
-      'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --cores N, taskset pins every thread of the one process to CPUs 0..N-1 and, of the split, the gateway to CPU 0 and apply + recorder to CPU N-1 (one core for both, or one each); Redis, wrk and this process are not pinned.',
+      'Closed loop (closed_loop): a load generator in a process of its own sends the same mix, one period of SdkMix precomputed, as fast as answers come, for warmup_seconds (then its backlog is let drain) and for `seconds` measured: wrk (C, LuaJIT; bench/wrk-mix.lua, wrk_threads threads) over wrk_connections connections, or autocannon (bench/autocannon-mix.ts) over autocannon_connections connections, one request in flight on each. accepted: svc_accepted_writes_total of the gateway over the window; carried/s: those writes over the window plus the seconds until every one was applied and recorded, i.e. what reached ClickHouse per second of wall time; null when that took over drain_ms. CPU per write runs from the window\'s start until all was recorded (idle drain time and the XINFO GROUPS polls that time it included); the load generator\'s is over its run, the second or so it spends starting and building its requests left out; cores are over the window. wrk counts non_2xx as statuses above 399, autocannon as any but 2xx. The goal "writes end to end" is read on autocannon against the one process: at least 10 000 writes/s carried at no more than 100 µs of engine + Redis CPU per write.',
+      'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --cores N, taskset pins every thread of the one process to CPUs 0..N-1 and, of the split, the gateway to CPU 0 and apply + recorder to CPU N-1 (one core for both, or one each); Redis, the load generator and this process are not pinned.',
       'With --profile the engine runs under --cpu-prof (its main thread only, start-up, drains and the one-process closed loop included), which costs it some CPU: compare CPU figures between runs of the same kind.',
       `Machine: ${machine().cpus} cores shared by the engine, Redis and the load generator; other work on the host moves the figures (load_average in machine).`,
     ],

@@ -1,4 +1,4 @@
--- The SDK write mix of bench/sdk-mix.ts for wrk, read from a file bench/wrk.ts writes from
+-- The SDK write mix of bench/sdk-mix.ts for wrk, read from a file bench/mix-load.ts writes from
 -- SdkMix itself (so the two cannot drift): one write a line, `METHOD<TAB>PATH<TAB>BODY`, cycled.
 -- The Authorization and Content-Type headers come with `-H` on wrk's command line.
 --
@@ -52,8 +52,8 @@ end
 function done(summary, latency)
   local e = summary.errors
   io.write(string.format(
-    'wrk-mix: done {"duration_us":%d,"requests":%d,"non_2xx":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
-    summary.duration, summary.requests, e.status, e.connect, e.read, e.write, e.timeout,
+    'wrk-mix: done {"duration_us":%d,"requests":%d,"non_2xx":%d,"errors":%d,"timeouts":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
+    summary.duration, summary.requests, e.status, e.connect + e.read + e.write, e.timeout,
     latency:percentile(50), latency:percentile(99), latency.max))
   io.flush()
 end
