@@ -57,8 +57,14 @@ interface UserKeys {
   canceled: string;
 }
 
-/** A job's user as engine/lua/loadRecipient-2.lua reads it: tags still encoded. */
-interface Recipient {
+/** What stands in the way of a user's sends: the notification's cancel mark, the consent JSON by type. */
+interface SendCheck {
+  canceled: boolean;
+  consent: Record<string, string>;
+}
+
+/** A job's user as engine/lua/loadRecipient-4.lua reads it: tags still encoded. */
+interface Recipient extends SendCheck {
   language: string | null;
   subs: string[];
   timezone: string | null;
@@ -85,9 +91,10 @@ interface JobResult {
 
 /**
  * Runs the dispatch jobs of one partition (`dispatch:{pN}`): for each user, their live
- * subscriptions of the notification's channel and their language are loaded in one call
- * (engine/lua/loadRecipient-2.lua), cancel and consent are checked in one call right before each
- * send (engine/lua/checkSend-2.lua), each subscription gets its localized message through its
+ * subscriptions of the notification's channel, their language, the cancel mark and their consent
+ * are loaded in one call (engine/lua/loadRecipient-4.lua); a send whose provider slot is free when
+ * that reply comes back goes out on that check, one that waited for its slot reads cancel and
+ * consent again first (engine/lua/checkSend-2.lua). Each subscription gets its localized message through its
  * provider's client, and one outcome per attempt is recorded together with the job's acknowledgement
  * (actors/dispatch/record-batch.ts: one call for the jobs of a partition and notification that end in
  * the same turn). Jobs run concurrently (actors/dispatch/dispatch-consumer.ts);
@@ -143,6 +150,7 @@ export class DispatchHandler {
    */
   private async attempt(job: DispatchJob, spec: NotificationSpec): Promise<JobResult> {
     const keys = userKeys(this.deps.topology, this.deps.notifications, job);
+    const clients = await this.deps.clients.get(spec.project);
     let recipient: Recipient | null = null;
     if (spec.local_time !== undefined && job.due === undefined) {
       recipient = await this.load(keys, job, spec);
@@ -154,16 +162,17 @@ export class DispatchHandler {
       // A canceled notification takes no throttle token: its remaining jobs are skipped at once.
       const wait = (await this.deps.notifications.isCanceled(job.n)) ? 0 : await this.throttle(spec);
       if (wait > 0) return { outcomes: [], retire: [], retry: { job, at: Date.now() + wait } };
+      recipient = null; // its cancel mark and consent were read before the wait
     }
-    const { language, subs: stored, tags } = recipient ?? (await this.load(keys, job, spec));
+    // Loaded last: from its reply to the sends whose slot is free nothing else is awaited.
+    const loaded = recipient ?? (await this.load(keys, job, spec));
     const now = Date.now();
-    const subs = liveSubscriptions(stored);
+    const subs = liveSubscriptions(loaded.subs);
     const outcome = new Outcomes(job, spec);
     if (subs.length === 0) return { outcomes: [outcome.skip(null, ownCode('no_subscription'), now)], retire: [], retry: null };
-    const locale = language === null ? null : String(decodeTag(language));
+    const locale = loaded.language === null ? null : String(decodeTag(loaded.language));
     const shared = render(spec, locale, now);
-    const message = tags === null ? shared : personalize(shared, spec, personalValues(job.external_id, tags));
-    const clients = await this.deps.clients.get(spec.project);
+    const message = loaded.tags === null ? shared : personalize(shared, spec, personalValues(job.external_id, loaded.tags));
     const result: JobResult = { outcomes: [], retire: [], retry: null };
     const again: string[] = [];
     let retryAfter = 0;
@@ -171,10 +180,14 @@ export class DispatchHandler {
     let capSlot: Promise<'frequency_capped' | null> | undefined;
     await Promise.all(
       subs.map(async (sub) => {
-        const release = await this.gateOf(job.project, providerFor(sub.type)).acquire();
+        const gate = this.gateOf(job.project, providerFor(sub.type));
+        const free = gate.tryAcquire();
+        const release = free ?? (await gate.acquire());
         try {
-          // Checked with a slot in hand, right before the request goes out (docs/architecture.md#consent-first).
-          const skip = (await this.blocked(keys, sub)) ?? (await (capSlot ??= this.capped(job, spec)));
+          // Checked with a slot in hand, right before the request goes out: on the load's reply when
+          // the slot was free at once, else read again (docs/architecture.md#consent-first).
+          const check = free !== null ? loaded : await this.check(keys, sub);
+          const skip = blockedBy(check, sub) ?? (await (capSlot ??= this.capped(job, spec)));
           if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
           const sentAt = Date.now();
           const sent = await sendTo(clients, sub, message);
@@ -201,17 +214,16 @@ export class DispatchHandler {
   private load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
     const only = job.subs ?? targetedOf(spec, job.external_id);
     return scripts.loadRecipient(this.deps.redis, {
-      keys: { subs: keys.subs, tags: keys.tags },
+      keys,
       args: { types: channelTypes[spec.channel].join(' '), limited: only === undefined ? 0 : 1, allTags: spec.personal === true ? 1 : 0 },
       only: only ?? NO_FIELDS,
     });
   }
 
-  /** Why a send to `sub` must not start now: the notification was canceled or the user opted out. */
-  private async blocked(keys: UserKeys, sub: StoredSubscription): Promise<'canceled' | 'opted_out' | null> {
+  /** The cancel mark and the consent of `sub`'s type, read again for a send that waited for its slot. */
+  private async check(keys: UserKeys, sub: StoredSubscription): Promise<SendCheck> {
     const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, consent: keys.consent }, args: { type: sub.type } });
-    if (canceled) return 'canceled';
-    return consent !== null && parseConsent({ [sub.type]: consent })[sub.type]?.opted_out ? 'opted_out' : null;
+    return { canceled, consent: consent === null ? {} : { [sub.type]: consent } };
   }
 
   /** 'frequency_capped' when the user's cap for the channel is reached; a slot is taken otherwise (docs/api.md#frequency-caps). */
@@ -298,6 +310,13 @@ class Outcomes {
       at,
     };
   }
+}
+
+/** Why a send to `sub` must not start: the notification was canceled or the user opted out. */
+function blockedBy(check: SendCheck, sub: StoredSubscription): 'canceled' | 'opted_out' | null {
+  if (check.canceled) return 'canceled';
+  const stored = check.consent[sub.type];
+  return stored !== undefined && parseConsent({ [sub.type]: stored })[sub.type]?.opted_out ? 'opted_out' : null;
 }
 
 /** The live ones of the subscriptions loadRecipient kept (the channel's; for a retry, those to retry). */

@@ -14,10 +14,21 @@ export class Gate {
     return this.held === 0 && this.waiting.length === 0;
   }
 
+  /** The release of a slot taken now, or null when none is free. */
+  tryAcquire(): (() => void) | null {
+    if (this.held >= this.size) return null;
+    this.held++;
+    return this.releaser();
+  }
+
   /** Resolves with the release of a slot once one is free. */
   async acquire(): Promise<() => void> {
     if (this.held >= this.size) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.held++;
+    return this.releaser();
+  }
+
+  private releaser(): () => void {
     let released = false;
     return () => {
       if (released) return;

@@ -49,28 +49,37 @@ export const recordAttempts = defineScript({
   reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) }) },
 });
 
-const recipientFields = ['language', 'subs', 'timezone', 'tags'] as const;
+const recipientFields = ['language', 'subs', 'timezone', 'tags', 'canceled', 'consent'] as const;
 
-/** engine/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel, language and timezone tags, and every tag when asked. */
+function strings(name: string, value: unknown): string[] {
+  if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) throw new Error(`${name}: expected strings, got ${JSON.stringify(value)}`);
+  return value as string[];
+}
+
+/**
+ * engine/lua/loadRecipient-4.lua: a dispatch job's user: subscriptions of the channel, language and
+ * timezone tags, every tag when asked, and the cancel mark and consent a send is checked against.
+ */
 export const loadRecipient = defineScript({
   name: 'loadRecipient',
   oom: 'read',
-  keys: ['subs', 'tags'],
+  keys: ['subs', 'tags', 'canceled', 'consent'],
   args: ['types', 'limited', 'allTags'],
   variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
   reply: {
     fields: recipientFields,
     parse: (raw) => {
       const r = fields('loadRecipient', recipientFields, raw);
-      const subs = r.subs;
-      if (!Array.isArray(subs) || !subs.every((s) => typeof s === 'string')) throw new Error(`loadRecipient: expected subscription strings, got ${JSON.stringify(subs)}`);
-      const tags = r.tags;
-      if (tags !== null && !(Array.isArray(tags) && tags.every((s) => typeof s === 'string'))) throw new Error(`loadRecipient: expected tag strings, got ${JSON.stringify(tags)}`);
+      const consent: Record<string, string> = {};
+      const stored = strings('loadRecipient consent', r.consent);
+      for (let i = 0; i + 1 < stored.length; i += 2) consent[stored[i] ?? ''] = stored[i + 1] ?? '';
       return {
         language: r.language === null ? null : str('loadRecipient language', r.language),
-        subs: subs as string[],
+        subs: strings('loadRecipient subs', r.subs),
         timezone: r.timezone === null ? null : str('loadRecipient timezone', r.timezone),
-        tags: tags as string[] | null,
+        tags: r.tags === null ? null : strings('loadRecipient tags', r.tags),
+        canceled: flag('loadRecipient canceled', r.canceled),
+        consent,
       };
     },
   },

@@ -139,9 +139,9 @@ async function seedUser(redis: RedisClient, topology: Topology, user: string): P
   return subs;
 }
 
-function recipientKeys(topology: Topology, user: string) {
+function recipientKeys(notifications: Notifications, topology: Topology, user: string, notification = 'n1') {
   const keys = topology.userKeys('p', user);
-  return { subs: keys.subs, tags: keys.tags };
+  return { subs: keys.subs, tags: keys.tags, canceled: notifications.cancelMark(keys.partition, notification), consent: keys.consent };
 }
 
 function sendKeys(notifications: Notifications, topology: Topology, user: string, notification: string) {
@@ -162,9 +162,9 @@ t.test('userKeys names the same keys as subs, tags and consent, with the user pa
 });
 
 t.test("loadRecipient answers the user's language and the subscriptions of the channel, or of a retry", async (t) => {
-  const { redis, topology } = await setup(t);
+  const { redis, topology, notifications } = await setup(t);
   const subs = await seedUser(redis, topology, 'u1');
-  const keys = recipientKeys(topology, 'u1');
+  const keys = recipientKeys(notifications, topology, 'u1');
   const push = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0, allTags: 0 }, only: [] });
   t.equal(push.language, 'spt-BR', 'the stored tag, as stored');
   t.same([...push.subs].sort(), [subs['IOS_PUSH:aa'], subs['ANDROID_PUSH:bb'], subs['IOS_PUSH:cc']].sort(), 'every push subscription, retired too: the handler keeps the live ones');
@@ -174,11 +174,25 @@ t.test("loadRecipient answers the user's language and the subscriptions of the c
   t.same(retry.subs, [subs['IOS_PUSH:aa']], "a retry gets only the listed subscriptions of the channel");
   const none = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH', limited: 1, allTags: 0 }, only: [] });
   t.same(none.subs, [], 'a retry listing nothing gets nothing');
-  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(topology, 'nobody'), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] }), { language: null, subs: [], timezone: null, tags: null }, 'an unknown user');
+  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'nobody'), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] }), { language: null, subs: [], timezone: null, tags: null, canceled: false, consent: {} }, 'an unknown user');
   await redis.hset(keys.tags, 'timezone', 'sAsia/Tokyo');
   const all = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0, allTags: 1 }, only: [] });
   t.equal(all.timezone, 'sAsia/Tokyo', 'the timezone tag, as stored');
   t.same(all.tags, await redis.hgetall(keys.tags).then((h) => Object.entries(h).flat()), 'every tag, for personal texts');
+});
+
+t.test('loadRecipient answers the cancel mark and the consent of the channel types, as checkSend reads them', async (t) => {
+  const { redis, topology, notifications } = await setup(t);
+  await seedUser(redis, topology, 'u1');
+  const keys = recipientKeys(notifications, topology, 'u1');
+  const push = { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0, allTags: 0 };
+  t.match(await scripts.loadRecipient(redis, { keys, args: push, only: [] }), { canceled: false, consent: {} }, 'nothing in the way');
+  const ios = await writeConsent(redis, topology, 'p', 'u1', 'IOS_PUSH', true, 1234);
+  await writeConsent(redis, topology, 'p', 'u1', 'SMS', true, 1234);
+  t.match(await scripts.loadRecipient(redis, { keys, args: push, only: [] }), { canceled: false, consent: { IOS_PUSH: JSON.stringify(ios) } }, 'the consent of the channel types only');
+  await notifications.cancel(await accepted(notifications, 'n1'), 1000);
+  t.match(await scripts.loadRecipient(redis, { keys, args: push, only: [] }), { canceled: true }, 'canceled');
+  t.match(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'u1', 'n2'), args: push, only: [] }), { canceled: false }, 'another notification is not');
 });
 
 t.test('checkSend answers the cancel mark of the user partition and the consent of the type', async (t) => {
@@ -215,8 +229,8 @@ t.test('on a Redis Cluster each dispatch script call stays in one slot, and canc
   t.ok(new Set(users.map((u) => topology.partitionOf('p', u))).size > 2, 'the users are spread over partitions');
   for (const user of users) {
     const subs = await seedUser(redis, topology, user);
-    const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(topology, user), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
-    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null }, `loadRecipient of ${user}`);
+    const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, user), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
+    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null, canceled: false, consent: {} }, `loadRecipient of ${user}`);
     t.same(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
   }
   await notifications.cancel(await accepted(notifications, 'n1'), 1000);
