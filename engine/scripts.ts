@@ -4,7 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './scripts/apply-batch.ts';
 import { writeConsent } from './scripts/consent.ts';
 import type { AnyContract, Command } from './scripts/contract.ts';
-import { appendJobs, checkSend, loadRecipient, offerToken, recordAttempts, releaseDue, takeCapSlot } from './scripts/dispatch.ts';
+import { appendJobs, checkSend, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
 import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/lease.ts';
 import { markRound, settleBatch, settleTapped } from './scripts/settle-batch.ts';
@@ -15,7 +15,8 @@ import { appendDetach, claimToken, clearDetach, indexSubscription } from './scri
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
 /**
- * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`,
+ * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`
+ * (`<command>-n.lua` when it takes a list of keys),
  * each with its contract declared once under engine/scripts. Call them through these wrappers.
  */
 export const scripts = {
@@ -38,6 +39,7 @@ export const scripts = {
   takeToken,
   appendJobs,
   loadRecipient,
+  loadRecipients,
   checkSend,
   takeCapSlot,
   recordAttempts,
@@ -72,6 +74,7 @@ export function loadScripts(client: Redis | Cluster): void {
   for (const [file, source] of files) {
     const name = SCRIPT_FILE.exec(file)?.[1];
     const contract = contracts.find((c) => c.name === name);
-    if (contract) client.defineCommand(contract.name, { numberOfKeys: contract.keys.length, lua: inlined(source) });
+    // Without numberOfKeys a call sends its key count first (a key list: engine/scripts/contract.ts).
+    if (contract) client.defineCommand(contract.name, contract.keyList ? { lua: inlined(source) } : { numberOfKeys: contract.keys.length, lua: inlined(source) });
   }
 }

@@ -5,6 +5,7 @@ import { settlementOf, type Notifications } from '../../engine/notifications/lif
 import type { RedisClient } from '../../engine/redis.ts';
 import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
 import { scripts } from '../../engine/scripts.ts';
+import type { Recipient, RecipientKeys } from '../../engine/scripts/dispatch.ts';
 import { parseConsent } from '../../engine/state/consent.ts';
 import { decodeTag } from '../../engine/state/tag-codec.ts';
 import type { Topology } from '../../engine/topology.ts';
@@ -16,6 +17,7 @@ import type { ProviderName } from '../../schemas/providers.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
+import { RecipientBatch } from './recipient-batch.ts';
 import { RecordBatch } from './record-batch.ts';
 import { providerFor, sendTo, type SendResult } from './providers/index.ts';
 import { personalize, personalValues, render } from './render.ts';
@@ -49,12 +51,9 @@ export interface DispatchDeps {
   log: Logger;
 }
 
-/** The Redis keys of a job's user, all in the user's partition slot. */
-interface UserKeys {
-  subs: string;
-  tags: string;
-  consent: string;
-  canceled: string;
+/** The Redis keys of a job's user, all in the slot of the user's partition. */
+interface UserKeys extends RecipientKeys {
+  partition: number;
 }
 
 /** What stands in the way of a user's sends: the notification's cancel mark, the consent JSON by type. */
@@ -63,14 +62,6 @@ interface SendCheck {
   consent: Record<string, string>;
 }
 
-/** A job's user as engine/lua/loadRecipient-4.lua reads it: tags still encoded. */
-interface Recipient extends SendCheck {
-  language: string | null;
-  subs: string[];
-  timezone: string | null;
-  /** Every tag, as a field, value list, for a notification with personal texts; else null. */
-  tags: string[] | null;
-}
 
 /**
  * When a local-time job is due: the first time at or after the notification's start that the
@@ -90,23 +81,26 @@ interface JobResult {
 }
 
 /**
- * Runs the dispatch jobs of one partition (`dispatch:{pN}`): for each user, their live
+ * Runs the dispatch jobs of one partition (`dispatch:{pN}`). For each user, their live
  * subscriptions of the notification's channel, their language, the cancel mark and their consent
- * are loaded in one call (engine/lua/loadRecipient-4.lua); a send whose provider slot is free when
- * that reply comes back goes out on that check, one that waited for its slot reads cancel and
- * consent again first (engine/lua/checkSend-2.lua). Each subscription gets its localized message through its
- * provider's client, and one outcome per attempt is recorded together with the job's acknowledgement
- * (actors/dispatch/record-batch.ts: one call for the jobs of a partition and notification that end in
- * the same turn). Jobs run concurrently (actors/dispatch/dispatch-consumer.ts);
- * each provider client bounds its own requests in flight.
+ * are loaded in one call shared by the jobs read together (actors/dispatch/recipient-batch.ts; a
+ * retry's alone, engine/lua/loadRecipient-4.lua). A send whose provider slot is free when that
+ * reply comes back goes out on that check; one that waited for its slot reads cancel and consent
+ * again first (engine/lua/checkSend-2.lua). Each subscription gets its localized message through
+ * its provider's client, and one outcome per attempt is recorded with the job's acknowledgement
+ * (actors/dispatch/record-batch.ts: one call for the jobs that end in the same turn). Jobs run
+ * concurrently (actors/dispatch/dispatch-consumer.ts); each provider client bounds its own
+ * requests in flight.
  */
 export class DispatchHandler {
   /** One gate per project and provider, so a slow provider or project holds only its own slots. */
   private readonly gates = new Map<string, Gate>();
   private readonly records: RecordBatch;
+  private readonly recipients: RecipientBatch;
 
   constructor(private readonly deps: DispatchDeps) {
     this.records = new RecordBatch(deps.redis);
+    this.recipients = new RecipientBatch(deps.redis);
   }
 
   /**
@@ -210,14 +204,15 @@ export class DispatchHandler {
     return result;
   }
 
-  /** Loads the job's user with the subscriptions it may send to: a retry's, else those the spec targets, else all. */
+  /**
+   * Loads the job's user with the subscriptions it may send to: a retry's, else those the spec
+   * targets, else all, with the other users of the notification in the partition loaded at once.
+   */
   private load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
     const only = job.subs ?? targetedOf(spec, job.external_id);
-    return scripts.loadRecipient(this.deps.redis, {
-      keys,
-      args: { types: channelTypes[spec.channel].join(' '), limited: only === undefined ? 0 : 1, allTags: spec.personal === true ? 1 : 0 },
-      only: only ?? NO_FIELDS,
-    });
+    const query = { types: channelTypes[spec.channel].join(' '), allTags: spec.personal === true ? (1 as const) : (0 as const) };
+    if (only === undefined) return this.recipients.load(keys.partition, spec.id, query, keys);
+    return scripts.loadRecipient(this.deps.redis, { keys, args: { ...query, limited: 1 }, only });
   }
 
   /** The cancel mark and the consent of `sub`'s type, read again for a send that waited for its slot. */
@@ -332,7 +327,7 @@ function liveSubscriptions(stored: readonly string[]): StoredSubscription[] {
 /** The keys of the job's user; the cancel mark is read in the user's partition, one slot with their consent. */
 function userKeys(topology: Topology, notifications: Pick<Notifications, 'cancelMark'>, job: DispatchJob): UserKeys {
   const user = topology.userKeys(job.project, job.external_id);
-  return { subs: user.subs, tags: user.tags, consent: user.consent, canceled: notifications.cancelMark(user.partition, job.n) };
+  return { partition: user.partition, subs: user.subs, tags: user.tags, consent: user.consent, canceled: notifications.cancelMark(user.partition, job.n) };
 }
 
 function parseSubscription(json: string): StoredSubscription | null {

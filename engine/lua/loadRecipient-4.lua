@@ -23,27 +23,11 @@
   notification is canceled (else 0), and the stored consent of the channel's types as a flat
   type, JSON list.
 ]]
-local types = {}
-for t in string.gmatch(ARGV[1], '%S+') do types[t] = true end
+-- #include recipient
+
 local only = nil
 if ARGV[2] == '1' then
   only = {}
   for i = 4, #ARGV do only[ARGV[i]] = true end
 end
-local subs = {}
-local hash = redis.call('HGETALL', KEYS[1])
-for i = 1, #hash, 2 do
-  local field = hash[i]
-  if types[string.match(field, '^[^:]*')] and (only == nil or only[field]) then subs[#subs + 1] = hash[i + 1] end
-end
-local tags = false
-if ARGV[3] == '1' then tags = redis.call('HGETALL', KEYS[2]) end
-local consent = {}
-for t in pairs(types) do
-  local stored = redis.call('HGET', KEYS[4], t)
-  if stored then
-    consent[#consent + 1] = t
-    consent[#consent + 1] = stored
-  end
-end
-return { redis.call('HGET', KEYS[2], 'language'), subs, redis.call('HGET', KEYS[2], 'timezone'), tags, redis.call('EXISTS', KEYS[3]), consent }
+return recipient(KEYS[1], KEYS[2], KEYS[3], KEYS[4], typeSet(ARGV[1]), only, ARGV[3] == '1')

@@ -25,6 +25,17 @@ export interface Variadic<V> {
   spread(call: V): Arg[];
 }
 
+/**
+ * The KEYS of a script that takes a list of records (e.g. one item per user), all in one slot: the
+ * file is `<name>-n.lua`, and the call sends the number of keys first.
+ */
+export interface KeyList<V> {
+  readonly name: string;
+  /** The keys of one item. */
+  readonly item: readonly string[];
+  spread(call: V): string[];
+}
+
 /** How a script's reply is read: the named fields of a table reply, if it is one, and the parser. */
 export interface Reply<R> {
   readonly fields?: readonly string[];
@@ -36,16 +47,18 @@ export interface Reply<R> {
  * it (engine/scripts/header.ts) and the typed wrapper builds the call from it.
  */
 export interface ScriptContract<N extends string, K extends string, A extends string, V, R> {
-  /** The command name; the file is `<name>-<keys.length>.lua`. */
+  /** The command name; the file is `<name>-<keys.length>.lua`, or `<name>-n.lua` with a key list. */
   readonly name: N;
   readonly keys: readonly K[];
+  /** Instead of `keys` (then empty): the keys as a list of items. */
+  readonly keyList?: KeyList<V>;
   readonly args: readonly A[];
   readonly oom: OomPolicy;
   readonly variadic?: Variadic<V>;
   readonly reply: Reply<R>;
 }
 
-/** The named arguments of one call. */
+/** The named arguments of one call (`keys` is empty for a script with a key list). */
 export type ScriptCall<K extends string, A extends string, V> = {
   keys: Record<K, string>;
   args: Record<A, Arg>;
@@ -61,18 +74,26 @@ export interface Script<N extends string, K extends string, A extends string, V,
 export interface AnyContract {
   readonly name: string;
   readonly keys: readonly string[];
+  readonly keyList?: { readonly name: string; readonly item: readonly string[] };
   readonly args: readonly string[];
   readonly oom: OomPolicy;
   readonly variadic?: { readonly name: string; readonly item?: readonly string[] };
   readonly reply: { readonly fields?: readonly string[] };
 }
 
-/** Declares a script: KEYS then ARGV in declared order, then the variadic part, reply parsed. */
+/** Declares a script: KEYS (or the key list, counted) then ARGV in declared order, then the variadic part, reply parsed. */
 export function defineScript<N extends string, K extends string, A extends string, R, V = Record<never, never>>(
   contract: ScriptContract<N, K, A, V, R>,
 ): Script<N, K, A, V, R> {
   const run = async (client: Record<N, Command>, call: ScriptCall<K, A, V>): Promise<R> => {
-    const argv: Arg[] = [...contract.keys.map((k) => call.keys[k]), ...contract.args.map((a) => call.args[a])];
+    const argv: Arg[] = [];
+    if (contract.keyList) {
+      const keys = contract.keyList.spread(call);
+      argv.push(keys.length, ...keys);
+    } else {
+      for (const k of contract.keys) argv.push(call.keys[k]);
+    }
+    for (const a of contract.args) argv.push(call.args[a]);
     if (contract.variadic) argv.push(...contract.variadic.spread(call));
     return contract.reply.parse(await client[contract.name](...argv));
   };

@@ -56,6 +56,34 @@ function strings(name: string, value: unknown): string[] {
   return value as string[];
 }
 
+/** A dispatch job's user as engine/lua/include/recipient.lua answers it: tags still encoded. */
+export interface Recipient {
+  language: string | null;
+  subs: string[];
+  timezone: string | null;
+  /** Every tag, as a field, value list, for a notification with personal texts; else null. */
+  tags: string[] | null;
+  /** The notification's cancel mark in the user's partition. */
+  canceled: boolean;
+  /** The stored consent JSON of the channel's types, by type. */
+  consent: Record<string, string>;
+}
+
+function recipientOf(name: string, raw: unknown): Recipient {
+  const r = fields(name, recipientFields, raw);
+  const consent: Record<string, string> = {};
+  const stored = strings(`${name} consent`, r.consent);
+  for (let i = 0; i + 1 < stored.length; i += 2) consent[stored[i] ?? ''] = stored[i + 1] ?? '';
+  return {
+    language: r.language === null ? null : str(`${name} language`, r.language),
+    subs: strings(`${name} subs`, r.subs),
+    timezone: r.timezone === null ? null : str(`${name} timezone`, r.timezone),
+    tags: r.tags === null ? null : strings(`${name} tags`, r.tags),
+    canceled: flag(`${name} canceled`, r.canceled),
+    consent,
+  };
+}
+
 /**
  * engine/lua/loadRecipient-4.lua: a dispatch job's user: subscriptions of the channel, language and
  * timezone tags, every tag when asked, and the cancel mark and consent a send is checked against.
@@ -66,21 +94,36 @@ export const loadRecipient = defineScript({
   keys: ['subs', 'tags', 'canceled', 'consent'],
   args: ['types', 'limited', 'allTags'],
   variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
+  reply: { fields: recipientFields, parse: (raw) => recipientOf('loadRecipient', raw) },
+});
+
+/** The keys of one user of loadRecipients, all in the partition's slot. */
+export interface RecipientKeys {
+  subs: string;
+  tags: string;
+  canceled: string;
+  consent: string;
+}
+
+/** engine/lua/loadRecipients-n.lua: loadRecipient for the users of jobs of one partition and notification, in one call. */
+export const loadRecipients = defineScript({
+  name: 'loadRecipients',
+  oom: 'read',
+  keys: [],
+  keyList: {
+    name: 'users',
+    item: ['subs', 'tags', 'canceled', 'consent'],
+    spread: (call: { users: readonly RecipientKeys[] }) => {
+      const keys: string[] = [];
+      for (const u of call.users) keys.push(u.subs, u.tags, u.canceled, u.consent);
+      return keys;
+    },
+  },
+  args: ['types', 'allTags'],
   reply: {
-    fields: recipientFields,
     parse: (raw) => {
-      const r = fields('loadRecipient', recipientFields, raw);
-      const consent: Record<string, string> = {};
-      const stored = strings('loadRecipient consent', r.consent);
-      for (let i = 0; i + 1 < stored.length; i += 2) consent[stored[i] ?? ''] = stored[i + 1] ?? '';
-      return {
-        language: r.language === null ? null : str('loadRecipient language', r.language),
-        subs: strings('loadRecipient subs', r.subs),
-        timezone: r.timezone === null ? null : str('loadRecipient timezone', r.timezone),
-        tags: r.tags === null ? null : strings('loadRecipient tags', r.tags),
-        canceled: flag('loadRecipient canceled', r.canceled),
-        consent,
-      };
+      if (!Array.isArray(raw)) throw new Error(`loadRecipients: expected a list, got ${JSON.stringify(raw)}`);
+      return raw.map((r: unknown) => recipientOf('loadRecipients', r));
     },
   },
 });

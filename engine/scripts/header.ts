@@ -5,6 +5,8 @@ export interface Header {
   /** The first line when it is a shebang (`#!lua flags=allow-oom`). */
   shebang?: string;
   keys: { index: number; name: string }[];
+  /** A list of KEYS from KEYS[1]; `item` names the keys of one item. */
+  keyList?: { name: string; item: string[] };
   args: { index: number; name: string }[];
   /** A trailing list from ARGV[first]; `item` names the slots of one item when it takes several. */
   variadic?: { first: number; name: string; item: string[] };
@@ -12,11 +14,12 @@ export interface Header {
   returns?: string[];
 }
 
-/** Script files are `<command>-<numberOfKeys>.lua`. */
-export const SCRIPT_FILE = /^([A-Za-z]+)-(\d+)\.lua$/;
+/** Script files are `<command>-<numberOfKeys>.lua`, or `<command>-n.lua` for a key list. */
+export const SCRIPT_FILE = /^([A-Za-z]+)-(\d+|n)\.lua$/;
 
 /**
- * Parses the header of a script, after its shebang line: lines `KEYS[i] name  description`, `ARGV[i] name  description`,
+ * Parses the header of a script, after its shebang line: lines `KEYS[i] name  description` (or
+ * `KEYS[1], KEYS[2], ...  name {a, b}` for a key list), `ARGV[i] name  description`,
  * `ARGV[i], ARGV[i+1], ...  name  description` for a trailing list (`name {a, b}` when each item
  * takes several slots), and `Returns {field, ...}`.
  */
@@ -27,11 +30,13 @@ export function parseHeader(source: string): Header {
   const header: Header = { keys: [], args: [] };
   if (shebang !== undefined) header.shebang = shebang;
   for (const line of comment.split('\n')) {
+    const keyList = /^\s*KEYS\[1\], KEYS\[2\], \.\.\.\s+([A-Za-z]\w*) \{([^}]*)\}/.exec(line);
     const key = /^\s*KEYS\[(\d+)\]\s+([A-Za-z]\w*)/.exec(line);
     const list = /^\s*ARGV\[(\d+)\], ARGV\[\d+\], \.\.\.\s+([A-Za-z]\w*)(?: \{([^}]*)\})?/.exec(line);
     const arg = /^\s*ARGV\[(\d+)\]\s+([A-Za-z]\w*)/.exec(line);
     const returns = /^\s*Returns \{([^}]*)\}/.exec(line);
-    if (key) header.keys.push({ index: Number(key[1]), name: key[2] ?? '' });
+    if (keyList) header.keyList = { name: keyList[1] ?? '', item: fieldList(keyList[2] ?? '') };
+    else if (key) header.keys.push({ index: Number(key[1]), name: key[2] ?? '' });
     else if (list) header.variadic = { first: Number(list[1]), name: list[2] ?? '', item: list[3] === undefined ? [] : fieldList(list[3]) };
     else if (arg) header.args.push({ index: Number(arg[1]), name: arg[2] ?? '' });
     else if (returns) header.returns = fieldList(returns[1] ?? '');
@@ -53,15 +58,35 @@ function sameList(what: string, header: { index: number; name: string }[], decla
   return problems;
 }
 
+/** How the file name's key count and the header's KEYS disagree with the declared keys or key list. */
+function keyProblems(count: string | undefined, header: Header, contract: AnyContract): string[] {
+  const declared = contract.keyList;
+  if (!declared) {
+    const problems = sameList('KEYS', header.keys, contract.keys);
+    if (Number(count) !== contract.keys.length) problems.unshift(`file name says ${count} keys, declared ${contract.keys.length}`);
+    if (header.keyList) problems.push(`header lists KEYS ${header.keyList.name}, no key list declared`);
+    return problems;
+  }
+  const problems: string[] = [];
+  if (count !== 'n') problems.push(`file name says ${count} keys, declared key list ${declared.name} needs -n`);
+  if (contract.keys.length > 0 || header.keys.length > 0) problems.push('a script with a key list names no other KEYS');
+  const list = header.keyList;
+  if (!list) problems.push(`declared key list ${declared.name} is not in the header`);
+  else if (list.name !== declared.name || list.item.join(', ') !== declared.item.join(', ')) {
+    problems.push(`key list: header ${list.name} {${list.item.join(', ')}}, declared ${declared.name} {${declared.item.join(', ')}}`);
+  }
+  return problems;
+}
+
 /** How a script file's name and header disagree with its declaration; empty when they agree. */
 export function headerProblems(file: string, source: string, contract: AnyContract): string[] {
   const problems: string[] = [];
   const match = SCRIPT_FILE.exec(file);
   if (match?.[1] !== contract.name) problems.push(`file name does not name command ${contract.name}`);
-  if (Number(match?.[2]) !== contract.keys.length) problems.push(`file name says ${match?.[2]} keys, declared ${contract.keys.length}`);
   const header = parseHeader(source);
+  problems.push(...keyProblems(match?.[2], header, contract));
   if (header.shebang !== SHEBANGS[contract.oom]) problems.push(`first line is ${JSON.stringify(header.shebang ?? '')}, declared oom '${contract.oom}' needs ${JSON.stringify(SHEBANGS[contract.oom])}`);
-  problems.push(...sameList('KEYS', header.keys, contract.keys), ...sameList('ARGV', header.args, contract.args));
+  problems.push(...sameList('ARGV', header.args, contract.args));
   const list = header.variadic;
   const declared = contract.variadic;
   if (list && !declared) problems.push(`header lists ARGV ${list.name} from ${list.first}, none declared`);

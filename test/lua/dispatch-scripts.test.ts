@@ -195,6 +195,23 @@ t.test('loadRecipient answers the cancel mark and the consent of the channel typ
   t.match(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'u1', 'n2'), args: push, only: [] }), { canceled: false }, 'another notification is not');
 });
 
+t.test('loadRecipients answers, in one call, what loadRecipient answers for each user', async (t) => {
+  const { redis, topology, notifications } = await setup(t);
+  const users = ['u1', 'u2', 'nobody', 'u3'];
+  for (const user of ['u1', 'u2', 'u3']) await seedUser(redis, topology, user);
+  await writeConsent(redis, topology, 'p', 'u2', 'IOS_PUSH', true, 1234);
+  await redis.hset(topology.tags('p', 'u3'), 'timezone', 'sAsia/Tokyo');
+  for (const allTags of [0, 1]) {
+    const args = { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', allTags };
+    const each = await Promise.all(users.map((u) => scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, u), args: { ...args, limited: 0 }, only: [] })));
+    const all = await scripts.loadRecipients(redis, { keys: {}, args, users: users.map((u) => recipientKeys(notifications, topology, u)) });
+    const sorted = (list: typeof each) => list.map((r) => ({ ...r, subs: [...r.subs].sort() }));
+    t.same(sorted(all), sorted(each), `the same answers, in the order of the users (allTags ${allTags})`);
+  }
+  t.match(await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: [recipientKeys(notifications, topology, 'u2')] }), [{ consent: {} }], "only the channel's consent");
+  t.same(await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: [] }), [], 'no user, no answer');
+});
+
 t.test('checkSend answers the cancel mark of the user partition and the consent of the type', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const keys = sendKeys(notifications, topology, 'u1', 'n1');
@@ -232,6 +249,12 @@ t.test('on a Redis Cluster each dispatch script call stays in one slot, and canc
     const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, user), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
     t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null, canceled: false, consent: {} }, `loadRecipient of ${user}`);
     t.same(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
+  }
+  const byPartition = new Map<number, string[]>();
+  for (const user of users) byPartition.set(topology.partitionOf('p', user), [...(byPartition.get(topology.partitionOf('p', user)) ?? []), user]);
+  for (const [partition, together] of byPartition) {
+    const loaded = await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: together.map((u) => recipientKeys(notifications, topology, u)) });
+    t.equal(loaded.length, together.length, `loadRecipients of partition ${partition}, in its slot`);
   }
   await notifications.cancel(await accepted(notifications, 'n1'), 1000);
   for (const user of users) {
