@@ -3,7 +3,8 @@
  * of them when none is named) one after another, each script in its own process with its output
  * shown as it goes, each overwriting its report, bench/reports/<report>.json; then writes the
  * summary rows of those reports as a table into docs/performance.md and as a chart into
- * docs/performance-summary.svg. `--list` prints the scenarios; `--render` only redraws the table
+ * docs/performance-summary.svg, and prints the table and every goal with its figure, ratio and
+ * status, those missed first. `--list` prints the scenarios; `--render` only redraws the table
  * and chart from the reports already there. Exit status 1 when a run failed.
  */
 import { spawn } from 'node:child_process';
@@ -11,7 +12,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { markdownTable, svgChart, type Source } from './render.ts';
+import { goalLines, markdownTable, svgChart, type Source } from './render.ts';
 import { reportFile } from './report.ts';
 import { scenarios, type Run } from './scenarios.ts';
 import type { SummaryRow } from './summary.ts';
@@ -69,7 +70,7 @@ async function render(): Promise<void> {
   const block = [START, '', '![Each scenario against its ceiling and the usual alternative](performance-summary.svg)', '', table, '', END].join('\n');
   await writeFile(docFile, doc.slice(0, begin) + block + doc.slice(end + END.length));
   await writeFile(chartFile, svgChart(sources));
-  process.stdout.write(`\n${table}\n\nwritten: docs/performance.md (summary table), docs/performance-summary.svg\n`);
+  process.stdout.write(`\n${table}\n\n${goalLines(sources).join('\n')}\n\nwritten: docs/performance.md (summary table), docs/performance-summary.svg\n`);
 }
 
 async function main(): Promise<number> {

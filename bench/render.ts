@@ -39,6 +39,24 @@ export function markdownTable(sources: Source[]): string {
   return lines.join('\n');
 }
 
+/**
+ * Every row with a goal, one line each, the goals missed first: what was measured, against what,
+ * and whether it met the goal. `make bench` prints it after the table.
+ */
+export function goalLines(sources: Source[]): string[] {
+  const rows = sources.flatMap((source) => source.rows.filter((row) => row.goal !== null).map((row) => ({ row, file: source.file })));
+  const line = ({ row, file }: (typeof rows)[number]): string => {
+    const against = [
+      { reference: row.ceiling, cell: ratioCell(row, row.ceiling, false), of: 'of' },
+      { reference: row.baseline, cell: ratioCell(row, row.baseline, true), of: 'against' },
+    ].flatMap(({ reference, cell, of }) => (reference === null || cell === '' ? [] : [`${cell} ${of} ${reference.name} (${figure(reference.value)})`]));
+    const status = row.goal?.met === true ? 'met' : 'NOT MET';
+    return `${status.padEnd(7)} ${row.scenario}: ${row.measure}: ${figure(row.value)} ${row.unit}${against.length > 0 ? `, ${against.join(', ')}` : ''}; goal ${row.goal?.text ?? ''} (${file})`;
+  };
+  const missed = rows.filter(({ row }) => row.goal?.met !== true);
+  return [`goals: ${rows.length - missed.length} met, ${missed.length} not met`, ...missed.map(line), ...rows.filter(({ row }) => row.goal?.met === true).map(line)];
+}
+
 const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 interface Bar {

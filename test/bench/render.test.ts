@@ -1,5 +1,5 @@
 import t from 'tap';
-import { figure, markdownTable, svgChart } from '../../bench/render.ts';
+import { figure, goalLines, markdownTable, svgChart } from '../../bench/render.ts';
 import type { SummaryRow } from '../../bench/summary.ts';
 
 const row = (over: Partial<SummaryRow>): SummaryRow => ({
@@ -44,4 +44,23 @@ t.test('the chart draws one bar per compared row and escapes its labels', async 
   t.equal((svg.match(/<rect /g) ?? []).length, 3, 'the background and one bar in each panel');
   t.match(svg, /a &lt; b/);
   t.notMatch(svg, /alone/, 'a row with neither reference has no bar');
+});
+
+t.test('the goals are listed with their figure, ratio and status, the missed ones first', async (t) => {
+  const lines = goalLines([
+    {
+      file: 'bench/reports/broadcast.json',
+      started_at: '',
+      rows: [
+        row({ scenario: 'broadcast', measure: 'pushes', value: 5000, unit: 'pushes/s', ceiling: { name: 'bare loop', value: 20000 }, goal: { text: 'at least 0.8 of the bare loop', met: false } }),
+        row({ measure: 'no goal' }),
+        row({ measure: 'lag', value: 20, unit: 'ms', better: 'lower', baseline: { name: 'Fastify', value: 200 }, goal: { text: 'at least 10x better', met: true } }),
+      ],
+    },
+  ]);
+  t.same(lines, [
+    'goals: 1 met, 1 not met',
+    'NOT MET broadcast: pushes: 5 000 pushes/s, 25% of bare loop (20 000); goal at least 0.8 of the bare loop (bench/reports/broadcast.json)',
+    'met     sdk-ingest: lag: 20 ms, 10.0× against Fastify (200); goal at least 10x better (bench/reports/broadcast.json)',
+  ]);
 });
