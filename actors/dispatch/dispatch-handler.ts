@@ -62,7 +62,6 @@ interface SendCheck {
   consent: Record<string, string>;
 }
 
-
 /**
  * When a local-time job is due: the first time at or after the notification's start that the
  * user's clock shows the minute; the project's zone for a user without a usable `timezone` tag.

@@ -28,7 +28,7 @@ export class RecordBatch {
   constructor(redis: RedisClient) {
     this.batch = new TickBatch(MAX_JOBS, async (keys, jobs) => {
       await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: Date.now() }, jobs });
-      return [];
+      return jobs.map(() => undefined);
     });
   }
 
