@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout } from 'node:timers/promises';
 import t from 'tap';
 import { statusFileHolder } from '../../engine/clickhouse/lock-holder.ts';
 import { runEngine, startEngine, testEnv } from '../helpers/engine.ts';
@@ -36,6 +38,9 @@ t.test('where /proc/locks cannot tell, the live process named in the status file
     sleeper.kill();
     rmSync(dir, { recursive: true, force: true });
   });
+  await once(sleeper, 'spawn');
+  // Until the child has exec'd, its command line is still its parent's (or empty) on a busy host.
+  for (let i = 0; i < 100 && !readFileSync(`/proc/${sleeper.pid}/cmdline`, 'utf8').startsWith('sleep'); i++) await setTimeout(20);
   writeFileSync(join(dir, 'status'), `PID: ${sleeper.pid}\nStarted at: 2026-01-01 00:00:00\nRevision: 54513\n`);
   t.same(statusFileHolder(dir), { pid: sleeper.pid, command: 'sleep 30' });
   writeFileSync(join(dir, 'status'), `PID: ${process.pid}\n`);
