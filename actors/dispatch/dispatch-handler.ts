@@ -12,7 +12,7 @@ import type { Topology } from '../../engine/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
-import { channelTypes, type OutcomeEntry } from '../../schemas/outcomes.ts';
+import { channelTypes, type Channel, type OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
@@ -41,6 +41,8 @@ const BACKOFF_MAX_MS = 5 * 60_000;
 const HOUR_MS = 3_600_000;
 
 const NO_FIELDS: readonly string[] = [];
+/** Each channel's subscription types as the load scripts take them, joined once. */
+const CHANNEL_TYPES = Object.fromEntries(Object.entries(channelTypes).map(([channel, types]) => [channel, types.join(' ')])) as Readonly<Record<Channel, string>>;
 
 export interface DispatchDeps {
   redis: RedisClient;
@@ -209,7 +211,7 @@ export class DispatchHandler {
    */
   private load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
     const only = job.subs ?? targetedOf(spec, job.external_id);
-    const query = { types: channelTypes[spec.channel].join(' '), allTags: spec.personal === true ? (1 as const) : (0 as const) };
+    const query = { types: CHANNEL_TYPES[spec.channel], allTags: spec.personal === true ? (1 as const) : (0 as const) };
     if (only === undefined) return this.recipients.load(keys.partition, spec.id, query, keys);
     return scripts.loadRecipient(this.deps.redis, { keys, args: { ...query, limited: 1 }, only });
   }

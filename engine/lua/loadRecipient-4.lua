@@ -30,4 +30,4 @@ if ARGV[2] == '1' then
   only = {}
   for i = 4, #ARGV do only[ARGV[i]] = true end
 end
-return recipient(KEYS[1], KEYS[2], KEYS[3], KEYS[4], typeSet(ARGV[1]), only, ARGV[3] == '1')
+return recipient(KEYS[1], KEYS[2], KEYS[3], KEYS[4], channelTypes(ARGV[1]), only, ARGV[3] == '1')

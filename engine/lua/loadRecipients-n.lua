@@ -13,7 +13,7 @@
 ]]
 -- #include recipient
 
-local types = typeSet(ARGV[1])
+local types = channelTypes(ARGV[1])
 local out = {}
 for i = 1, #KEYS, 4 do
   out[#out + 1] = recipient(KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3], types, nil, ARGV[2] == '1')

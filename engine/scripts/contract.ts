@@ -120,6 +120,12 @@ export function str(name: string, value: unknown): string {
   return value;
 }
 
+/** A list reply or field of bulk strings; anything else is a script bug. */
+export function strings(name: string, value: unknown): string[] {
+  if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) throw new Error(`${name}: expected strings, got ${JSON.stringify(value)}`);
+  return value as string[];
+}
+
 /** A 1/0 reply as a boolean. */
 export function flag(name: string, value: unknown): boolean {
   const n = int(name, value);

@@ -1,4 +1,4 @@
-import { defineScript, fields, flag, int, str, type Arg } from './contract.ts';
+import { defineScript, fields, flag, int, str, strings, type Arg } from './contract.ts';
 
 /** engine/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
 export const appendJobs = defineScript({
@@ -50,11 +50,6 @@ export const recordAttempts = defineScript({
 });
 
 const recipientFields = ['language', 'subs', 'timezone', 'tags', 'canceled', 'consent'] as const;
-
-function strings(name: string, value: unknown): string[] {
-  if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) throw new Error(`${name}: expected strings, got ${JSON.stringify(value)}`);
-  return value as string[];
-}
 
 /** A dispatch job's user as engine/lua/include/recipient.lua answers it: tags still encoded. */
 export interface Recipient {
