@@ -120,14 +120,13 @@ export async function register(s: Stage, count: number, from = 0): Promise<void>
   const topology = new Topology(s.d.env['KEY_PREFIX'] ?? '', Number(s.d.env['PARTITIONS']));
   const project = s.d.project.project_id;
   try {
+    // One command per key, not one pipeline: on a Redis Cluster the users' keys span slots.
     await eventually(`users u${from}.. applied`, async () => {
-      const pipeline = redis.pipeline();
+      const replies: Promise<number>[] = [];
       for (let i = from; i < from + count; i++) {
-        pipeline.hexists(topology.user(project, `u${i}`), 'created_at');
-        pipeline.hlen(topology.subs(project, `u${i}`));
+        replies.push(redis.hexists(topology.user(project, `u${i}`), 'created_at'), redis.hlen(topology.subs(project, `u${i}`)));
       }
-      const replies = (await pipeline.exec()) ?? [];
-      return replies.every(([err, n]) => err === null && Number(n) > 0) ? true : undefined;
+      return (await Promise.all(replies)).every((n) => n > 0) ? true : undefined;
     }, 60_000);
   } finally {
     redis.disconnect();
