@@ -1,7 +1,7 @@
 import { readView } from '../../engine/notifications/view.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { NotificationQuery, NotificationView } from '../../schemas/notifications.ts';
-import { isUnavailable } from '../server/failure.ts';
+import { isUnavailable } from '../../engine/failure.ts';
 import { httpRoute } from '../server/route.ts';
 import { NotificationParams } from './params.ts';
 

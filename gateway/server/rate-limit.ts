@@ -2,7 +2,8 @@ import { scripts, type ScriptCommands } from '../../engine/scripts.ts';
 import type { Topology } from '../../engine/topology.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import type { Caller } from './auth.ts';
-import { classify, type Failures } from './failure.ts';
+import { classify } from '../../engine/failure.ts';
+import type { Failures } from './failure.ts';
 
 /** What the limiter needs of Redis (a test may hand it a stand-in): the bucket script and whether the connection is up. */
 export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
