@@ -17,9 +17,10 @@ export interface DispatchConsumerOptions {
   blockMs: number;
   /**
    * Runs one job to its record (which acknowledges it); false when the job cannot run at all and
-   * is only to be acknowledged. A rejection leaves the job pending, to be claimed again.
+   * is only to be acknowledged. A rejection leaves the job pending, to be claimed again. `stop`
+   * aborts when the consumer stops: nothing may wait on Redis past it.
    */
-  run(entry: StreamEntry): Promise<boolean>;
+  run(entry: StreamEntry, stop: AbortSignal): Promise<boolean>;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
 }
@@ -37,6 +38,7 @@ export class DispatchConsumer implements PartitionWork {
   private readonly runningIds = new Set<string>();
   private done: Promise<void> = Promise.resolve();
   private freed: (() => void) | undefined;
+  private readonly stopping = new AbortController();
 
   constructor(private readonly opts: DispatchConsumerOptions) {
     const { redis, group, consumer, log, metrics, stream } = opts;
@@ -65,6 +67,7 @@ export class DispatchConsumer implements PartitionWork {
   /** Stops reading, then waits for the jobs in flight. */
   async stop(): Promise<void> {
     this.loop.stop();
+    this.stopping.abort();
     this.freed?.();
     await this.done;
     await Promise.all(this.running);
@@ -73,7 +76,7 @@ export class DispatchConsumer implements PartitionWork {
   private launch(entry: StreamEntry): void {
     const { stream, log } = this.opts;
     const job: Promise<void> = this.opts
-      .run(entry)
+      .run(entry, this.stopping.signal)
       .then(async (ran) => {
         if (!ran) await this.loop.settle(stream, [entry.id]);
       })

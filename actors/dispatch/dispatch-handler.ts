@@ -106,9 +106,10 @@ export class DispatchHandler {
 
   /**
    * Runs one job to its record; false, with nothing recorded, for a job that cannot run (unreadable,
-   * or of no known notification). Rejects (the job stays pending) only when Redis fails.
+   * or of no known notification). Rejects (the job stays pending) only when Redis fails; a record
+   * Redis could not take is tried again until `stop` aborts.
    */
-  async run(partition: number, entry: StreamEntry): Promise<boolean> {
+  async run(partition: number, entry: StreamEntry, stop: AbortSignal): Promise<boolean> {
     const { topology, notifications, log } = this.deps;
     const job = parseJob(fieldOf(entry, 'd'));
     const spec = job === null ? null : await this.deps.specs.get(job.n);
@@ -135,6 +136,7 @@ export class DispatchHandler {
         outcomes: result.outcomes.map((o) => JSON.stringify(o)),
         retire: result.retire.map((r) => JSON.stringify(r)),
       },
+      stop,
     );
     return true;
   }

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isUnavailable } from '../../engine/failure.ts';
 import type { RedisClient } from '../../engine/redis.ts';
 import { scripts } from '../../engine/scripts.ts';
 import type { JobRecord } from '../../engine/scripts/dispatch.ts';
@@ -6,6 +8,9 @@ import { TickBatch } from './tick-batch.ts';
 
 /** Most jobs in one call: a script holds Redis while it runs, about six commands a job. */
 const MAX_JOBS = 128;
+/** First and longest pause between tries of a record Redis could not take, ms. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2000;
 
 /** The keys of one partition's record of one notification, all in the partition's slot. */
 export interface RecordKeys {
@@ -32,8 +37,22 @@ export class RecordBatch {
     });
   }
 
-  /** Resolves once the job is recorded (or found recorded before); rejects when Redis fails. */
-  async record(keys: RecordKeys, job: JobRecord): Promise<void> {
-    await this.batch.add(`${keys.dispatch}\0${keys.counts}`, keys, job);
+  /**
+   * Resolves once the job is recorded (or found recorded before). While Redis is unavailable the
+   * record is tried again, with backoff, until `stop` aborts: a job whose send went out and whose
+   * record failed would otherwise be claimed and sent again (docs/reliability.md#redis-cluster).
+   * Rejects on any other failure, or once stopped; the job then stays pending.
+   */
+  async record(keys: RecordKeys, job: JobRecord, stop: AbortSignal): Promise<void> {
+    for (let pause = RETRY_FIRST_MS; ; pause = Math.min(2 * pause, RETRY_MAX_MS)) {
+      try {
+        await this.batch.add(`${keys.dispatch}\0${keys.counts}`, keys, job);
+        return;
+      } catch (err) {
+        if (stop.aborted || !isUnavailable(err)) throw err;
+        await sleep(pause, undefined, { signal: stop }).catch(() => undefined);
+        if (stop.aborted) throw err;
+      }
+    }
   }
 }

@@ -48,7 +48,7 @@ export const dispatchRole: RoleFactory = async (ctx) => {
         consumer: workerId,
         window: WINDOW,
         blockMs: BLOCK_MS,
-        run: (entry) => handler.run(partition, entry),
+        run: (entry, stop) => handler.run(partition, entry, stop),
         log,
         metrics,
       });
