@@ -71,7 +71,7 @@ export function classify(err: unknown): Failure {
   return { kind: 'bug' };
 }
 
-/** True for an error that says a dependency could not answer now (a 503 at the boundary). */
+/** True for an error that says a dependency could not answer now: a 503 at the gateway, a retry in a worker. */
 export function isUnavailable(err: unknown): boolean {
   return classify(err).kind === 'unavailable';
 }
