@@ -38,7 +38,6 @@ export class DispatchConsumer implements PartitionWork {
   private readonly runningIds = new Set<string>();
   private done: Promise<void> = Promise.resolve();
   private freed: (() => void) | undefined;
-  private readonly stopping = new AbortController();
 
   constructor(private readonly opts: DispatchConsumerOptions) {
     const { redis, group, consumer, log, metrics, stream } = opts;
@@ -67,7 +66,6 @@ export class DispatchConsumer implements PartitionWork {
   /** Stops reading, then waits for the jobs in flight. */
   async stop(): Promise<void> {
     this.loop.stop();
-    this.stopping.abort();
     this.freed?.();
     await this.done;
     await Promise.all(this.running);
@@ -76,7 +74,7 @@ export class DispatchConsumer implements PartitionWork {
   private launch(entry: StreamEntry): void {
     const { stream, log } = this.opts;
     const job: Promise<void> = this.opts
-      .run(entry, this.stopping.signal)
+      .run(entry, this.loop.stopSignal)
       .then(async (ran) => {
         if (!ran) await this.loop.settle(stream, [entry.id]);
       })

@@ -76,7 +76,8 @@ type Decode<E> = (reply: unknown) => E[];
  * a blocking connection of the loop's own; claims and group creation through the shared client.
  */
 export class ConsumerLoop {
-  private stopped = false;
+  /** Aborted by stop(): the one record of whether the loop stops, which work in flight may wait on. */
+  private readonly stopper = new AbortController();
   private reading = false;
   private recovering = true;
   private blocking: RedisClient | undefined;
@@ -90,14 +91,19 @@ export class ConsumerLoop {
 
   /** True once stop() was called: the consumer should finish its work in flight and end. */
   get stopping(): boolean {
-    return this.stopped;
+    return this.stopper.signal.aborted;
+  }
+
+  /** Aborts when stop() is called: for work of the consumer that waits on its own (a retry). */
+  get stopSignal(): AbortSignal {
+    return this.stopper.signal;
   }
 
   /** Runs `body` until stop(), with a blocking connection open, and closes it after. */
   async run(body: ConsumerBody): Promise<void> {
     this.blocking = this.openBlocking();
     try {
-      while (!this.stopped) {
+      while (!this.stopping) {
         try {
           if (this.recovering) {
             this.recovering = false;
@@ -106,7 +112,7 @@ export class ConsumerLoop {
           await body.turn();
         } catch (err) {
           this.recovering = true;
-          if (this.stopped) break;
+          if (this.stopping) break;
           this.opts.log.warn('stream consumer failed; it recovers and goes on', { group: this.opts.group, ...this.opts.fields, err });
           await this.pause(this.opts.retryMs ?? RETRY_MS);
         }
@@ -186,15 +192,15 @@ export class ConsumerLoop {
   }
 
   stop(): void {
-    if (this.stopped) return;
-    this.stopped = true;
+    if (this.stopping) return;
+    this.stopper.abort();
     this.abandonRead?.(new Error('the consumer stopped'));
     this.pausing.wake();
   }
 
   /** Waits `ms`, or less when the loop stops meanwhile. */
   pause(ms: number): Promise<void> {
-    return this.stopped ? Promise.resolve() : this.pausing.wait(ms);
+    return this.stopping ? Promise.resolve() : this.pausing.wait(ms);
   }
 
   private openBlocking(): RedisClient {
@@ -216,7 +222,7 @@ export class ConsumerLoop {
    */
   private dropBlocking(blocking: RedisClient): void {
     blocking.disconnect();
-    if (this.blocking !== blocking || this.stopped) return;
+    if (this.blocking !== blocking || this.stopping) return;
     this.blocking = this.openBlocking();
     this.blockingId = undefined;
   }
@@ -274,7 +280,7 @@ export class ConsumerLoop {
       cursor = Buffer.isBuffer(next) ? next.toString('latin1') : typeof next === 'string' ? next : '0-0';
       const entries = decode(reply[1]);
       if (entries.length > 0 && (await handle(entries)) === false) return;
-    } while (cursor !== '0-0' && !this.stopped);
+    } while (cursor !== '0-0' && !this.stopping);
   }
 }
 
