@@ -87,7 +87,7 @@ export const DeliveryCodes = {
   frequency_capped: def('FAIL', "The user reached the project's frequency cap for this channel; nothing was sent (ignore_frequency_cap on a notification bypasses it)."),
   endpoint_refused: def(
     'FAIL',
-    'The Web Push endpoint is a loopback, private, link-local or metadata address (or off WEBPUSH_HOSTS); nothing was sent. OUTBOUND_ALLOW_PRIVATE=true allows private addresses for local simulators only.',
+    'The Web Push endpoint is a loopback, private, link-local, metadata or other special-purpose address (or off WEBPUSH_HOSTS); nothing was sent. OUTBOUND_ALLOW_PRIVATE=true allows such addresses for local simulators only.',
   ),
   no_credentials: def('FAIL', 'The provider is not configured for this project: add it with `engine providers set`.', true),
 } as const satisfies Record<string, DeliveryCodeDef>;

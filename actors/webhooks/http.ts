@@ -19,7 +19,9 @@ export type PostResult =
 /**
  * Pooled HTTP/1.1 to webhook receivers (undici: a keep-alive pool per origin). Names are resolved
  * through the outbound guard when each connection is made, so a receiver whose name moves to a
- * private address is refused at send as at registration (docs/api.md#outbound-urls).
+ * private address is refused at send as at registration (docs/api.md#outbound-urls). A redirect
+ * is an answer like any other 3xx, never followed (no redirect interceptor): a receiver cannot
+ * send the engine to an address the guard was never asked about.
  */
 export class WebhookHttp {
   readonly #agent: Dispatcher;

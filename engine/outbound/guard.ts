@@ -1,45 +1,74 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import type { Config } from '../../schemas/config.ts';
+import { IPV4_RANGES, IPV6_GLOBAL_UNICAST, IPV6_RANGES, type Range } from './special-ranges.ts';
 
 /**
  * The one guard for URLs a caller chooses and the engine connects to (Web Push endpoints, webhook
- * receivers): docs/api.md#outbound-urls. An address is refused when it is loopback, private,
- * link-local (cloud metadata lives there), shared (carrier-grade NAT), unspecified or multicast,
- * unless OUTBOUND_ALLOW_PRIVATE is set for local simulators.
+ * receivers): docs/api.md#outbound-urls. An address is refused when it falls in any
+ * special-purpose range (engine/outbound/special-ranges.ts: loopback, private, link-local and
+ * metadata, shared, documentation, benchmarking, multicast, reserved, every IPv6 form that embeds
+ * an IPv4 address, ...), unless OUTBOUND_ALLOW_PRIVATE is set for local simulators.
  */
 
-/** Why an address is refused, by range (IPv4-mapped IPv6 addresses are checked as IPv4). */
-const RANGES: [string, string, number, 'ipv4' | 'ipv6'][] = [
-  ['unspecified', '0.0.0.0', 8, 'ipv4'],
-  ['private', '10.0.0.0', 8, 'ipv4'],
-  ['shared (carrier-grade NAT)', '100.64.0.0', 10, 'ipv4'],
-  ['loopback', '127.0.0.0', 8, 'ipv4'],
-  ['link-local or metadata', '169.254.0.0', 16, 'ipv4'],
-  ['private', '172.16.0.0', 12, 'ipv4'],
-  ['private', '192.168.0.0', 16, 'ipv4'],
-  ['multicast or reserved', '224.0.0.0', 3, 'ipv4'],
-  ['unspecified', '::', 128, 'ipv6'],
-  ['loopback', '::1', 128, 'ipv6'],
-  ['unique-local', 'fc00::', 7, 'ipv6'],
-  ['link-local', 'fe80::', 10, 'ipv6'],
-  ['multicast', 'ff00::', 8, 'ipv6'],
-];
+/** An address as a number of `bits` bits. */
+interface Ip {
+  bits: 32 | 128;
+  value: bigint;
+}
 
-const blocks = RANGES.map(([why, net, prefix, family]) => {
-  const list = new BlockList();
-  list.addSubnet(net, prefix, family);
-  return { why, list };
-});
+const ipv4Value = (ip: string): bigint => ip.split('.').reduce((n, part) => (n << 8n) | BigInt(part), 0n);
 
-const MAPPED_V4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
+/** `address` as a number; undefined when it is no IP address. An IPv6 zone (`%eth0`) is dropped. */
+function parseIp(address: string): Ip | undefined {
+  const ip = address.includes(':') ? address.replace(/%.*$/s, '') : address;
+  const family = isIP(ip);
+  if (family === 4) return { bits: 32, value: ipv4Value(ip) };
+  if (family !== 6) return undefined;
+  // isIP has checked the syntax: a trailing dotted quad is two groups, `::` the groups left out.
+  const quad = /(?<=:)\d+\.\d+\.\d+\.\d+$/.exec(ip)?.[0];
+  const v4 = quad === undefined ? 0n : ipv4Value(quad);
+  const hex = quad === undefined ? ip : `${ip.slice(0, -quad.length)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+  const [head = '', tail] = hex.split('::');
+  const groups = (part: string): string[] => (part === '' ? [] : part.split(':'));
+  const before = groups(head);
+  const after = tail === undefined ? [] : groups(tail);
+  const all = tail === undefined ? before : [...before, ...Array<string>(8 - before.length - after.length).fill('0'), ...after];
+  return { bits: 128, value: all.reduce((n, group) => (n << 16n) | BigInt(`0x${group}`), 0n) };
+}
 
-/** Why `address` (an IP literal) may not be connected to, or undefined when it may. */
+interface Block extends Ip {
+  prefix: number;
+  why: string;
+}
+
+function block([cidr, why]: Range): Block {
+  const [net = '', prefix = ''] = cidr.split('/');
+  const ip = parseIp(net);
+  if (ip === undefined) throw new Error(`not a range: ${cidr}`);
+  return { ...ip, prefix: Number(prefix), why };
+}
+
+/** Most specific first, so an address gets the words of the narrowest range it is in. */
+const BLOCKS = [...IPV4_RANGES, ...IPV6_RANGES].map(block).sort((a, b) => b.prefix - a.prefix);
+const GLOBAL_UNICAST = block([IPV6_GLOBAL_UNICAST, '']);
+
+function contains(range: Block, ip: Ip): boolean {
+  const host = BigInt(range.bits - range.prefix);
+  return range.bits === ip.bits && ip.value >> host === range.value >> host;
+}
+
+/**
+ * Why `address` (an IP literal) may not be connected to, or undefined when it may. What is not an
+ * IP address is refused too: the guard never allows what it cannot read.
+ */
 export function refusedAddress(address: string): string | undefined {
-  const mapped = MAPPED_V4.exec(address)?.[1];
-  const ip = mapped ?? address;
-  const family = isIP(ip) === 4 ? 'ipv4' : 'ipv6';
-  return blocks.find(({ list }) => list.check(ip, family))?.why;
+  const ip = parseIp(address);
+  if (ip === undefined) return 'unrecognised';
+  const range = BLOCKS.find((b) => contains(b, ip));
+  if (range !== undefined) return range.why;
+  if (ip.bits === 128 && !contains(GLOBAL_UNICAST, ip)) return 'reserved';
+  return undefined;
 }
 
 /** The error a connection refused by the guard fails with. */
@@ -98,10 +127,12 @@ export function refusedUrl(policy: OutboundPolicy, use: OutboundUse, url: string
     return `host ${host} is not on WEBPUSH_HOSTS`;
   }
   if (policy.allowPrivate) return undefined;
+  // new URL() has already turned every IPv4 spelling (2130706433, 0177.0.0.1, 0x7f.1, 127.1,
+  // 127.0.0.1.) into a dotted quad and IPv6 into lowercase hex: what is not an IP here is a name.
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
   if (isIP(literal) === 0) return undefined;
   const why = refusedAddress(literal);
-  return why === undefined ? undefined : `must not point at ${/^[aeiou]/.test(why) ? 'an' : 'a'} ${why} address`;
+  return why === undefined ? undefined : `must not point at ${/^(?:[aeio]|u(?!ni))/i.test(why) ? 'an' : 'a'} ${why} address`;
 }
 
 function hostMatches(host: string, allowed: string): boolean {

@@ -8,9 +8,9 @@ const strict: OutboundPolicy = { allowPrivate: false, webPushHosts: undefined };
 const local: OutboundPolicy = { allowPrivate: true, webPushHosts: undefined };
 
 t.test('loopback, private, link-local, metadata, shared, unspecified and multicast addresses are refused', async (t) => {
-  const refused = ['127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fd00:ec2::254', 'fc00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254'];
+  const refused = ['127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fd00:ec2::254', 'fc00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '::ffff:8.8.8.8'];
   for (const address of refused) t.ok(refusedAddress(address), `${address} refused (${refusedAddress(address)})`);
-  const allowed = ['8.8.8.8', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2607:f8b0:4004:800::200e', '::ffff:8.8.8.8'];
+  const allowed = ['8.8.8.8', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2607:f8b0:4004:800::200e'];
   for (const address of allowed) t.equal(refusedAddress(address), undefined, `${address} allowed`);
 });
 
@@ -20,7 +20,7 @@ t.test('a URL is refused for its scheme, credentials, a literal refused address,
     ['https://127.0.0.1:8443/internal', 'webpush', strict, 'must not point at a loopback address'],
     ['https://169.254.169.254/latest/meta-data/', 'webpush', strict, 'must not point at a link-local or metadata address'],
     ['https://[::1]:8443/x', 'webpush', strict, 'must not point at a loopback address'],
-    ['https://[::ffff:10.0.0.1]/x', 'webpush', strict, 'must not point at a private address'],
+    ['https://[::ffff:10.0.0.1]/x', 'webpush', strict, 'must not point at an IPv4-mapped address'],
     ['https://0.0.0.0/x', 'webpush', strict, 'must not point at an unspecified address'],
     ['https://localhost:8443/x', 'webpush', strict, undefined],
     ['https://user:secret@push.example.com/x', 'webpush', strict, 'must not carry credentials'],

@@ -21,7 +21,8 @@ export interface Http1Answer {
 /**
  * Pooled HTTP/1.1 (undici Agent: one keep-alive pool per origin) for Web Push, Twilio and
  * SendGrid. A request that times out or loses its socket rejects with a TransportError; undici
- * drops that socket, so the retry goes out on a new connection.
+ * drops that socket, so the retry goes out on a new connection. A redirect is returned as
+ * the answer, never followed: a Web Push endpoint is caller-chosen (docs/api.md#outbound-urls).
  */
 export class Http1 {
   readonly #agent: Dispatcher;
