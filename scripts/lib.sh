@@ -1,6 +1,6 @@
-# Shell helpers shared by scripts/run.sh, scripts/bench.sh and .ci/run. Source it; it defines
-# functions (and NODE_MAJOR) only. Every function prints what it does on stderr so stdout stays
-# for results.
+# Shell helpers shared by scripts/run.sh, scripts/bench.sh, the Makefile and .ci/run. Source it;
+# it defines functions (and NODE_MAJOR) only. Every function prints what it does on stderr so
+# stdout stays for results.
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -116,6 +116,21 @@ ensure_local_redis() {
   redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$dir" \
     --appendonly yes --save "" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
   wait_for_redis "$url" || die "redis-server did not answer within 10 s; see $data_dir/redis.log"
+}
+
+# What `make lint` and `make typecheck` need: a supported Node and the npm packages of the lock.
+ensure_dev_deps() {
+  ensure_node
+  ensure_node_modules
+}
+
+# What the test suite needs besides: the Debian commands (make for .ci/run, chromium for the
+# browser tests) and a Redis at REDIS_URL, started here when none answers and the URL is local
+# (its data in $DATA_DIR/redis, the one `make run` starts). `make test` and .ci/run both run it.
+ensure_test_setup() {
+  ensure_dev_deps
+  ensure_commands make:make redis-server:redis-server redis-cli:redis-tools chromium:chromium
+  ensure_local_redis "${REDIS_URL:-redis://127.0.0.1:6379}" "${DATA_DIR:-./.data}/redis"
 }
 
 # `npm install` with the committed lock installs exactly its versions. Not `npm ci`: it refuses a
