@@ -29,5 +29,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `invalid configuration: ADMISSION_LOW_PERCENT=${config.ADMISSION_LOW_PERCENT}: must be below ADMISSION_HIGH_PERCENT (${config.ADMISSION_HIGH_PERCENT})`,
     );
   }
+  if (config.SQL_CLICKHOUSE_URL !== undefined && config.CLICKHOUSE_URL === undefined) {
+    throw new ConfigError('invalid configuration: SQL_CLICKHOUSE_URL is set without CLICKHOUSE_URL: the embedded engine has no server users');
+  }
   return Object.freeze(config);
 }

@@ -70,6 +70,11 @@ export const ConfigSchema = Type.Object(
     SQL_HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
     /** Port of the SQL listener (ClickHouse's HTTP interface, read-only, operator keys); 0 turns it off. */
     SQL_PORT: Type.Integer({ default: 8124, minimum: 0, maximum: 65535 }),
+    /**
+     * With CLICKHOUSE_URL: the server URL (user, password, database) the SQL listener's queries go
+     * to, for a user of its own with a read-only profile (docs/sql.md); unset: CLICKHOUSE_URL.
+     */
+    SQL_CLICKHOUSE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
     /** An operator key: `engine sql` sends it to the running engine's SQL listener. */
     SQL_KEY: Type.Optional(Type.String({ minLength: 1 })),
     /** Longest an SQL query may run, seconds (max_execution_time); a query may lower it, never raise it. */

@@ -3,12 +3,14 @@ import type { Config } from '../../schemas/config.ts';
 import { EmbeddedSql } from './embedded.ts';
 import { ServerSql } from './server.ts';
 
-/** What a backend runs: one statement with its settings (limits and readonly already chosen). */
+/**
+ * What a backend runs: one statement, already allowed (./operator-query.ts), in the engine's
+ * database, with its settings (limits and readonly already chosen).
+ */
 export interface SqlQuery {
   sql: string;
   /** The format when the query names none. */
   defaultFormat: string | undefined;
-  database: string | undefined;
   queryId: string;
   settings: readonly (readonly [string, string])[];
   params: readonly (readonly [string, string])[];
@@ -32,7 +34,11 @@ export interface SqlBackend {
   version(): string;
 }
 
-/** The engine's own ClickHouse: its server, or the embedded engine under DATA_DIR. */
-export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'DATA_DIR'>): SqlBackend {
-  return config.CLICKHOUSE_URL === undefined ? new EmbeddedSql(join(config.DATA_DIR, 'clickhouse')) : new ServerSql(config.CLICKHOUSE_URL);
+/**
+ * The engine's own ClickHouse: the embedded engine under DATA_DIR, or its server, as the user of
+ * SQL_CLICKHOUSE_URL when one is set (docs/sql.md, "In front of a ClickHouse server").
+ */
+export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'SQL_CLICKHOUSE_URL' | 'DATA_DIR'>): SqlBackend {
+  if (config.CLICKHOUSE_URL === undefined) return new EmbeddedSql(join(config.DATA_DIR, 'clickhouse'));
+  return new ServerSql(config.SQL_CLICKHOUSE_URL ?? config.CLICKHOUSE_URL);
 }

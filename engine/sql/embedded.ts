@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { Session } from 'chdb';
 import type { SqlAnswer, SqlBackend, SqlQuery } from './backend.ts';
 import { fromEngine, sqlErrors } from './errors.ts';
-import { formatClause, identifier, stringLiteral } from './statement.ts';
+import { stringLiteral } from './statement.ts';
 
 const require = createRequire(import.meta.url);
 const SETTING_NAME = /^[A-Za-z_]\w*$/;
@@ -32,7 +32,7 @@ export class EmbeddedSql implements SqlBackend {
 
   async run(query: SqlQuery): Promise<SqlAnswer> {
     const started = process.hrtime.bigint();
-    const format = formatClause(query.sql) ?? query.defaultFormat ?? 'TabSeparated';
+    const format = query.defaultFormat ?? 'TabSeparated';
     let session: Session | undefined;
     try {
       session = new this.Session(this.path);
@@ -58,7 +58,7 @@ export class EmbeddedSql implements SqlBackend {
   }
 }
 
-/** USE and SET statements that put the query's database, settings and parameters in place. */
+/** The SET statement that puts the query's settings and parameters in place. */
 function prelude(query: SqlQuery): string {
   const assignments: string[] = [];
   for (const [name, value] of query.params) {
@@ -67,6 +67,5 @@ function prelude(query: SqlQuery): string {
   }
   // readonly comes last among the settings (./limits.ts): one SET checks all of them before it applies any.
   for (const [name, value] of query.settings) assignments.push(`${name} = ${stringLiteral(value)}`);
-  const use = query.database === undefined ? [] : [`USE ${identifier(query.database)}`];
-  return [...use, `SET ${assignments.join(', ')}`].join('; ');
+  return `SET ${assignments.join(', ')}`;
 }

@@ -4,9 +4,9 @@ import type { Logger } from '../log.ts';
 import { FailureLimiter, type OperatorKeys } from './auth.ts';
 import type { SqlBackend } from './backend.ts';
 import { SqlError, sqlErrors } from './errors.ts';
-import { querySettings, type SqlLimits } from './limits.ts';
+import type { SqlLimits } from './limits.ts';
+import { runOperatorQuery } from './operator-query.ts';
 import { presentedKey, readSqlRequest } from './request.ts';
-import { checkStatement } from './statement.ts';
 
 export interface SqlListenerOptions {
   host: string;
@@ -77,9 +77,7 @@ export async function startSqlListener(options: SqlListenerOptions): Promise<Sql
       const request = await readSqlRequest(req, url);
       queryId = request.queryId;
       if (request.sql.trim() === '') throw sqlErrors.syntax('Empty query');
-      checkStatement(request.sql);
-      const settings = querySettings(request.settings, limits.limits);
-      const answer = await backend.run({ ...request, settings });
+      const answer = await runOperatorQuery(backend, request, limits.limits);
       res
         .writeHead(200, {
           'Content-Type': contentType(answer.format),

@@ -45,8 +45,7 @@ export class ServerSql implements SqlBackend {
 
   async run(query: SqlQuery): Promise<SqlAnswer> {
     const url = new URL(this.base);
-    const database = query.database ?? this.database;
-    if (database !== undefined) url.searchParams.set('database', database);
+    if (this.database !== undefined) url.searchParams.set('database', this.database);
     if (query.defaultFormat !== undefined) url.searchParams.set('default_format', query.defaultFormat);
     url.searchParams.set('query_id', query.queryId);
     let seconds = 0;

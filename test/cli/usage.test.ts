@@ -50,6 +50,11 @@ t.test('admission watermarks: the low one must be below the high one', async (t)
   t.match(loadConfig({}), { ADMISSION_HIGH_PERCENT: 80, ADMISSION_LOW_PERCENT: 70, REDIS_MEMORY_BUDGET: 0 }, 'defaults: 80 and 70 percent');
 });
 
+t.test('SQL_CLICKHOUSE_URL names a server user, so it needs CLICKHOUSE_URL', async (t) => {
+  t.throws(() => loadConfig({ SQL_CLICKHOUSE_URL: 'http://operators:x@127.0.0.1:8123/svc' }), /SQL_CLICKHOUSE_URL is set without CLICKHOUSE_URL/);
+  t.match(loadConfig({ CLICKHOUSE_URL: 'http://127.0.0.1:8123/svc', SQL_CLICKHOUSE_URL: 'http://operators:x@127.0.0.1:8123/svc' }), { SQL_CLICKHOUSE_URL: 'http://operators:x@127.0.0.1:8123/svc' });
+});
+
 t.test('a bad environment value stops start before any role runs', async (t) => {
   const { code, stdout, stderr } = await runEngine(['start', '--port', '0'], { ...env, REDIS_URL: 'http://nowhere' });
   t.equal(code, 2);

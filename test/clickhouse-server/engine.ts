@@ -1,7 +1,7 @@
 import { Session, version } from 'chdb';
 import { ClickHouseException, fromEngine, httpErrors } from './errors.ts';
 import type { HttpQuery } from './request.ts';
-import { assertOneStatement, formatClause, identifier, stringLiteral } from './statement.ts';
+import { formatClause, identifier, statementText, stringLiteral } from './statement.ts';
 
 /** The X-ClickHouse-Summary header's counters (all decimal strings, as the server sends them). */
 export interface Summary {
@@ -60,13 +60,15 @@ export class StandInEngine {
     const insert = INSERT_WITH_DATA.exec(query.head);
     // A server inserts nothing for an empty body; chDB would refuse with NO_DATA_TO_INSERT.
     if (insert && query.body.trim() === '') return { body: new Uint8Array(), format: undefined, summary: summary(started, 0, 0, true) };
-    assertOneStatement(sql);
+    await this.assertOneStatement(sql);
     const { chdb, release } = this.connection(query);
     try {
       const prelude = this.prelude(query);
       if (prelude !== '') await chdb.queryAsync(prelude);
+      // The engine writes in the query's own FORMAT clause where it has one, as a server does; the
+      // header takes it from the text (an EXPLAIN's inner FORMAT is reported, though not used).
+      const result = await chdb.queryAsync(sql, { format: query.defaultFormat ?? 'TabSeparated' });
       const format = formatClause(sql) ?? query.defaultFormat ?? 'TabSeparated';
-      const result = await chdb.queryAsync(sql, { format });
       if (insert) {
         // chDB reports no written rows for an INSERT: the summary counts the rows sent, so a
         // deduplicated block is counted too (a server would count none).
@@ -78,6 +80,19 @@ export class StandInEngine {
       throw fromEngine(err);
     } finally {
       release();
+    }
+  }
+
+  /**
+   * Refuses more than one statement, as the server does ("Multi-statements are not allowed"),
+   * which chDB would otherwise run one after another: the engine's own parser decides.
+   */
+  private async assertOneStatement(sql: string): Promise<void> {
+    try {
+      await this.base.queryAsync(`SELECT formatQuery(${stringLiteral(statementText(sql))})`, { format: 'TSVRaw' });
+    } catch (err) {
+      const refused = fromEngine(err);
+      throw new ClickHouseException(refused.code, refused.type, refused.message.replace(/\.? ?: In scope [\s\S]*$/, ''));
     }
   }
 

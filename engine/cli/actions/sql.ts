@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import type { Config } from '../../../schemas/config.ts';
 import { EngineLockedError, embeddedLockHolder } from '../../clickhouse/lock-holder.ts';
 import { SqlError } from '../../sql/errors.ts';
-import { querySettings, sqlLimits } from '../../sql/limits.ts';
+import { sqlLimits } from '../../sql/limits.ts';
+import { runOperatorQuery } from '../../sql/operator-query.ts';
 import { sqlBackend } from '../../sql/backend.ts';
-import { checkStatement } from '../../sql/statement.ts';
 
 /** How long the running engine's listener has to answer /ping before the data is opened directly. */
 const PING_MS = 1000;
@@ -34,9 +34,8 @@ export async function runSql(config: Config, query: string, format: string): Pro
   }
   const backend = sqlBackend(config);
   try {
-    checkStatement(query);
-    const settings = querySettings([], sqlLimits(config).limits);
-    const answer = await backend.run({ sql: query, defaultFormat: format, database: undefined, queryId: randomUUID(), settings, params: [] });
+    const request = { sql: query, defaultFormat: format, database: undefined, queryId: randomUUID(), settings: [], params: [] };
+    const answer = await runOperatorQuery(backend, request, sqlLimits(config).limits);
     process.stdout.write(answer.body);
     return 0;
   } catch (err) {
