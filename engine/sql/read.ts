@@ -66,9 +66,11 @@ function checkTokens(tokens: readonly Token[]): void {
     if (type === 'QuotedIdentifier' && !QUOTED_NAME.test(text)) {
       throw refused(`the quoted name ${JSON.stringify(text.slice(0, 64))} holds a character names may not (letters, digits, _, $ and - only)`);
     }
-    const parameterType = tokens[i + 3];
-    if (type === 'OpeningCurlyBrace' && tokens[i + 2]?.[0] === 'Colon' && parameterType && /^identifier$/i.test(parameterType[1])) {
-      throw refused(`the parameter {${tokens[i + 1]?.[1] ?? ''}:Identifier} would bind a name; parameters bind values only`);
+    if (type !== 'OpeningCurlyBrace' || tokens[i + 2]?.[0] !== 'Colon') return;
+    const close = tokens.findIndex(([t], j) => j > i && t === 'ClosingCurlyBrace');
+    const parameterType = tokens.slice(i + 3, close < 0 ? undefined : close);
+    if (parameterType.some(([, word]) => /identifier/i.test(word))) {
+      throw refused(`the parameter {${tokens[i + 1]?.[1] ?? ''}:${parameterType.map(([, word]) => word).join('')}} would bind a name; parameters bind values only`);
     }
   });
 }

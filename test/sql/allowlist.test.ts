@@ -88,6 +88,8 @@ t.test('only the engine tables and a few of system are read', async (t) => {
     `SELECT file('${f.canaryFile}')`,
     "SELECT getServerSetting('path')",
     'SELECT * FROM {t:Identifier}',
+    'SELECT * FROM { t : identifier }',
+    'SELECT {t:Array(Identifier)}',
     'SELECT `x.y` FROM events',
     'SELECT 1 AS `a b`',
     'SELECT 1 AS `a\\nb`',
