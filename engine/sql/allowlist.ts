@@ -4,9 +4,9 @@ import { refused, type ReadQuery } from './read.ts';
 
 /**
  * What an operator's query may be, decided on the tree ClickHouse parsed (docs/sql.md, "What
- * runs"): one SELECT (with WITH, UNION, INTERSECT, EXCEPT and subqueries), EXPLAIN of one,
- * DESCRIBE or SHOW CREATE TABLE of a table it may read, or SHOW TABLES; made only of the node
- * kinds below, reading only the engine's tables and a few of `system`, through the table
+ * runs"): one SELECT (with WITH, UNION, INTERSECT, EXCEPT and subqueries), EXPLAIN of one, or
+ * DESCRIBE or SHOW CREATE TABLE of a table it may read; made only of the node kinds below, whose
+ * dump shows all they hold, reading only the engine's tables and a few of `system`, through the table
  * functions below, calling only the catalog's functions; no INTO OUTFILE, no SETTINGS clause.
  */
 
@@ -16,22 +16,30 @@ export const ENGINE_TABLES: ReadonlySet<string> = new Set(['message_deliveries',
 export const SYSTEM_TABLES: ReadonlySet<string> = new Set(['one', 'numbers', 'numbers_mt', 'zeros', 'zeros_mt']);
 /** Table functions that make rows of their arguments alone (compared without case, as the engine names them). */
 export const TABLE_FUNCTIONS: ReadonlySet<string> = new Set(['numbers', 'numbers_mt', 'generate_series', 'generateseries', 'values']);
-/** The statements allowed, as the dump names them. */
-const STATEMENTS = new Set(['SelectWithUnionQuery', 'Explain', 'DescribeQuery', 'ShowCreateTableQuery', 'ShowTables']);
+/**
+ * The statements allowed, as the dump names them. Not `ShowTables`: SHOW TABLES, DATABASES,
+ * SETTINGS and the like all dump as that one line, without their LIMIT or WHERE expressions.
+ */
+const STATEMENTS = new Set(['SelectWithUnionQuery', 'Explain', 'DescribeQuery', 'ShowCreateTableQuery']);
 /** EXPLAIN kinds, as the dump names them: EXPLAIN (PLAN), PIPELINE, AST, SYNTAX, QUERY TREE, ESTIMATE. */
 const EXPLAIN_KINDS = new Set(['EXPLAIN', 'EXPLAIN PIPELINE', 'EXPLAIN AST', 'EXPLAIN SYNTAX', 'EXPLAIN QUERY TREE', 'EXPLAIN ESTIMATE']);
 
-/** The node kinds a SELECT is made of. */
+/**
+ * The node kinds a SELECT is made of, each of which dumps every expression it holds as a child.
+ * Not `ColumnsApplyTransformer` (`* APPLY(f)`), whose function or lambda the dump leaves out.
+ */
 const SELECT_NODES = new Set([
   'SelectWithUnionQuery', 'SelectIntersectExceptQuery', 'SelectQuery', 'ExpressionList', 'TablesInSelectQuery', 'TablesInSelectQueryElement',
   'TableExpression', 'TableJoin', 'ArrayJoin', 'Subquery', 'WithElement', 'Identifier', 'TableIdentifier', 'Function', 'Literal', 'Asterisk',
   'QualifiedAsterisk', 'ColumnsRegexpMatcher', 'ColumnsListMatcher', 'QualifiedColumnsRegexpMatcher', 'QualifiedColumnsListMatcher',
-  'ColumnsTransformerList', 'ColumnsApplyTransformer', 'ColumnsExceptTransformer', 'ColumnsReplaceTransformer',
+  'ColumnsTransformerList', 'ColumnsExceptTransformer', 'ColumnsReplaceTransformer',
   'ColumnsReplaceTransformer::Replacement', 'OrderByElement', 'WindowDefinition', 'WindowListElement', 'InterpolateElement', 'SampleRatio',
 ]);
 
 /** Functions whose second argument, a bare name, is a table: `x IN t`. */
-const IN_FUNCTIONS = new Set(['in', 'notIn', 'globalIn', 'globalNotIn', 'nullIn', 'notNullIn', 'globalNullIn', 'globalNotNullIn']);
+const IN_FUNCTIONS = new Set(
+  ['in', 'notIn', 'globalIn', 'globalNotIn', 'nullIn', 'notNullIn', 'globalNullIn', 'globalNotNullIn'].flatMap((name) => [name, `${name}IgnoreSet`]),
+);
 
 export interface Allowed {
   /** The output format the query names (`FORMAT x`), if any. */
@@ -50,7 +58,7 @@ class Walk {
   ) {}
 
   statement(root: AstNode): Allowed {
-    if (!STATEMENTS.has(root.type)) throw refused(`${statementName(root)} is not a read; allowed: SELECT, EXPLAIN, DESCRIBE, SHOW TABLES, SHOW CREATE TABLE`);
+    if (!STATEMENTS.has(root.type)) throw refused(`${statementName(root)} is not a read; allowed: SELECT, EXPLAIN, DESCRIBE, SHOW CREATE TABLE`);
     const children = [...root.children];
     if (children.some((child) => child.type === 'Literal')) throw refused('INTO OUTFILE is not allowed: an answer comes back over HTTP only');
     const format = (own: number): string | undefined => {
@@ -88,13 +96,6 @@ class Walk {
         this.table(database === '' ? table : `${database}.${table}`);
         return { format: named };
       }
-      case 'ShowTables': {
-        // `SHOW TABLES [FROM db] [FORMAT f]`: the dump gives both as names; one name is the database when it names one.
-        const first = children[0];
-        const database = children.length === 2 || (first && this.query.databases.includes(first.text)) ? children.shift() : undefined;
-        if (database && database.text !== this.query.database) throw refused(`SHOW TABLES lists the engine's database ${this.query.database} only`);
-        return { format: format(0) };
-      }
       default:
         throw refused(`${statementName(root)} is not a read`);
     }
@@ -108,9 +109,11 @@ class Walk {
 
   private node(node: AstNode, parent: AstNode): void {
     if (node.type === 'Set') throw refused('a SETTINGS clause changes settings; send limits and output settings as URL parameters');
+    if (node.type === 'ColumnsApplyTransformer') throw refused("APPLY is not allowed: the parse tree does not show what it calls");
     if (!SELECT_NODES.has(node.type)) throw refused(`${node.type} is not part of a SELECT`);
     if (node.type === 'SelectWithUnionQuery') return this.select(node, node.children);
     if (node.type === 'TableIdentifier') this.table(node.text);
+    if (node.type === 'Identifier') this.name(node.text);
     if (node.type === 'Function') this.function(node, parent);
     for (const child of node.children) this.node(child, node);
   }
@@ -125,6 +128,16 @@ class Walk {
     if (!this.functions.allows(node.text)) throw refused(`the function ${node.text}() is not allowed: it reaches outside the query's own rows`);
     const table = IN_FUNCTIONS.has(node.text) ? node.children[0]?.children[1] : undefined;
     if (table?.type === 'Identifier') this.table(table.text);
+  }
+
+  /**
+   * A name anywhere may stand for a table (`WITH secret AS t … IN t`): it may not be one of the
+   * engine database's tables operators do not read, nor start with another database's name.
+   */
+  private name(name: string): void {
+    const [first = '', second] = name.split('.');
+    if (this.query.tables.includes(first) && !ENGINE_TABLES.has(first)) this.table(first);
+    if (second !== undefined && this.query.databases.includes(first)) this.table(`${first}.${second}`);
   }
 
   /**

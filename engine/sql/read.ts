@@ -29,6 +29,8 @@ type Token = [type: string, text: string];
 
 interface Lexed {
   text: string;
+  /** Whether the formatter's text holds a `;`, which the engine would take for a second statement. */
+  semicolon: boolean;
   tokens: Token[];
   database: string;
   tables: string[];
@@ -45,6 +47,7 @@ export async function readQuery(read: Reader, sql: string): Promise<ReadQuery> {
   if (sql.includes('\0')) throw sqlErrors.syntax('The query holds a NUL character');
   const lexed = JSON.parse(await read(lexQuery(sql), 'JSONEachRow').catch(withoutScope)) as Lexed;
   checkTokens(lexed.tokens);
+  if (lexed.semicolon) throw sqlErrors.syntax('Multi-statements are not allowed: the formatted query holds a semicolon');
   const ast = readAst(await read(`EXPLAIN AST ${lexed.text}`, 'TSVRaw'));
   return { text: lexed.text, ast, database: lexed.database, tables: lexed.tables, databases: lexed.databases };
 }
@@ -53,6 +56,7 @@ function lexQuery(sql: string): string {
   return [
     `WITH ${stringLiteral(sql)} AS q`,
     'SELECT formatQuery(q) AS text,',
+    "  arrayExists(t -> t.3 = 'Semicolon', tokenizeQuery(text)) AS semicolon,",
     "  arrayMap(t -> (t.3, substring(q, t.1 + 1, t.2 - t.1)), arrayFilter(t -> t.3 NOT IN ('Whitespace', 'Comment'), tokenizeQuery(q))) AS tokens,",
     '  currentDatabase() AS database,',
     '  (SELECT groupArray(name) FROM system.tables WHERE database = currentDatabase()) AS tables,',

@@ -17,7 +17,7 @@ const url = `http://127.0.0.1:${f.port}/x.csv`;
 const keyword = (word: string): fc.Arbitrary<string> => fc.mixedCase(fc.constant(word));
 const hiding = fc.constantFrom('--', '#', '//', '/*', '*/', '/* /*', "'", '"', '`', '$$', '$a$', '\\', "''", "\\'", '""', ';', '\n', '\r\n', '(', ')', ',', '1', '*', '{', '}', ':');
 const keywords = fc.oneof(
-  ...['SELECT', 'FROM', 'INTO OUTFILE', 'INTO', 'OUTFILE', 'FORMAT CSV', 'DESCRIBE', 'EXPLAIN', 'EXPLAIN AST', 'WITH', 'AS', 'UNION ALL', 'SETTINGS', 'WHERE', 'IN', 'JOIN', 'ON', 'SHOW TABLES', 'SHOW CREATE TABLE', 'INSERT INTO', 'AND STDOUT', 'COMPRESSION', 'TRUNCATE'].map(keyword),
+  ...['SELECT', 'FROM', 'INTO OUTFILE', 'INTO', 'OUTFILE', 'FORMAT CSV', 'DESCRIBE', 'EXPLAIN', 'EXPLAIN AST', 'WITH', 'AS', 'UNION ALL', 'SETTINGS', 'WHERE', 'IN', 'JOIN', 'ON', 'SHOW TABLES', 'SHOW CREATE TABLE', 'INSERT INTO', 'AND STDOUT', 'COMPRESSION', 'TRUNCATE', '* APPLY', 'LIMIT', 'x ->', 'readonly = 0', 'inIgnoreSet'].map(keyword),
 );
 const targets = fc.constantFrom(
   'secret', 'events', '`secret`', '"secret"', 'default.secret', 'system.users', 'system.one', 'numbers(2)', `file('${f.canaryFile}')`, `file('${f.canaryFile}', 'LineAsString')`,

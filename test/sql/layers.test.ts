@@ -48,6 +48,9 @@ t.test("chDB's read-only mode, user_files_path and the working directory, withou
   t.equal(await run("SELECT * FROM executable('true', 'TSV', 'x String')"), 'refused READONLY', 'and executable()');
   t.equal(await run('CREATE TABLE x (a UInt8) ENGINE = Memory'), 'refused READONLY', 'and DDL');
 
+  t.equal(await run("SELECT getSetting('readonly') SETTINGS readonly = 0"), 'refused READONLY', 'a SETTINGS clause may not lift read-only mode');
+  t.equal(await run("SELECT (SELECT getSetting('readonly') SETTINGS readonly = 0)"), 'answered 0', "but a subquery's SETTINGS clause lifts it for the subquery");
+  t.equal(await run(`SELECT (SELECT count() FROM file('${secretFile}', 'LineAsString') SETTINGS readonly = 0)`), 'answered 1', 'which then reads through file()');
   t.equal(await run(`SELECT file('${secretFile}')`), 'answered outside user_files', 'the function file() reads a file outside user_files_path');
   t.match(await run(`DESCRIBE url('${url}', 'CSVWithNames')`), /^answered a\tNullable/, 'DESCRIBE url() infers a schema over the network');
   t.ok(connections > 0, `and connects (${connections} connections)`);
