@@ -2,109 +2,23 @@
 # them on a fake suite. Source it after scripts/lib.sh, set CI_WORK to an empty folder, call
 # ci_begin, then ci_pass for each pass and ci_end last (docs/reliability.md#what-ci-counts).
 #
-# What counts is what tap counts in its closing `# { total: … }` line: every test point at any
-# depth (t.ok, t.equal, a skip, a todo), not a test file's or a subtest's closing point, which
-# repeats what the points inside it said. Such a closing point counts, as one assertion, only
-# when it says something they did not: a file that exited non-zero although every assertion in it
-# passed, an empty subtest. A file that timed out counts one failed assertion: tap drops its
-# output and prints `not ok - timeout!` naming it (`expired:`).
+# What counts is what tap counts in its closing `# { total: … }` line, read with tap's own parser:
+# every test point at any depth (t.ok, t.equal, a skip, a todo), not a test file's or a subtest's
+# closing point, which repeats what the points inside it said. Such a closing point counts, as one
+# assertion, only when it says something they did not: a file that exited non-zero although every
+# assertion in it passed, an empty subtest. A file that timed out counts one failed assertion: tap
+# drops its output and prints `not ok - timeout!` naming it (`expired:`).
+
+CI_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # The quarantine: test files that are run once more, alone, when they fail (the file's header).
 CI_QUARANTINE="${CI_QUARANTINE:-.ci/quarantine}"
 
 # The raw TAP output of a tap run (any other lines, such as make's, are ignored) as one line per
-# test file: `<file>\t<passed>\t<failed>\t<skipped>\t<todo>`, in the order the files ended.
+# test file: `<file>\t<passed>\t<failed>\t<skipped>\t<todo>`, counted by tap's own parser
+# (.ci/tap-counts.mjs), so the sums are tap's closing line.
 tap_file_counts() {
-  awk '
-    function sp(n,   s) { s = ""; while (n-- > 0) s = s " "; return s }
-    function count(key, type, by) {
-      if (!(key in P)) { P[key] = 0; F[key] = 0; S[key] = 0; T[key] = 0; order[++keys] = key }
-      if (type == "todo") T[key] += by
-      else if (type == "skip") S[key] += by
-      else if (type == "pass") P[key] += by
-      else F[key] += by
-    }
-    # A closing point repeats its subtest when the subtest had points and failed exactly when
-    # the point says so (tap-parser: a "procedural" point).
-    function close_child(d, key, ok, type,   repeats) {
-      repeats = pts[d + 1] > 0 && ok == (bad[d + 1] == 0) && (type == "pass" || type == "fail")
-      if (!repeats) count(key, type, 1)
-    }
-    {
-      line = $0
-      sub(/\r$/, "", line)
-      if (yaml != "") {
-        if (line == yaml) { yaml = ""; next }
-        # A timed-out file: its point is the runner'"'"'s `timeout!`; the YAML names the file.
-        if (lastkey != "" && line ~ /^  expired: /) {
-          count(lastkey, lasttype, -1)
-          count(substr(line, 12), lasttype, 1)
-          lastkey = ""
-        }
-        next
-      }
-      if (after >= 0 && line == sp(after + 2) "---") { yaml = sp(after + 2) "..."; after = -1; next }
-      after = -1
-      match(line, /^ */)
-      ind = RLENGTH
-      if (ind % 4 != 0) next
-      d = ind / 4
-      text = substr(line, ind + 1)
-      if (text ~ /^# Subtest: /) {
-        # A new file starts with nothing open.
-        if (d == 0) { split("", open); split("", brace) }
-        open[d] = 1
-        pts[d + 1] = 0
-        bad[d + 1] = 0
-        if (d == 0) file = substr(text, 12)
-        next
-      }
-      if (brace[d] && text == "}") {
-        brace[d] = 0
-        close_child(d, bkey[d], bok[d], btype[d])
-        next
-      }
-      if (text !~ /^(not )?ok [0-9]+( |$)/) next
-      ok = text !~ /^not /
-      type = ok ? "pass" : "fail"
-      if (text ~ / # [Ss][Kk][Ii][Pp]/) type = "skip"
-      if (text ~ / # [Tt][Oo][Dd][Oo]/) type = "todo"
-      key = file
-      lastkey = ""
-      if (d == 0 && !open[0]) {
-        key = text
-        sub(/^(not )?ok [0-9]+ (- )?/, "", key)
-        sub(/ # .*$/, "", key)
-        key = "(tap) " key
-        lastkey = key
-        lasttype = type
-      }
-      if (key == "") key = "(no file)"
-      pts[d]++
-      if (type == "fail") bad[d]++
-      after = ind
-      if (text ~ / \{$/) {
-        # A buffered subtest: its points follow, up to a `}` line.
-        brace[d] = 1; bkey[d] = key; bok[d] = ok; btype[d] = type
-        pts[d + 1] = 0
-        bad[d + 1] = 0
-      } else if (open[d]) {
-        open[d] = 0
-        close_child(d, key, ok, type)
-        if (d == 0) file = ""
-      } else {
-        count(key, type, 1)
-      }
-    }
-    # A file whose closing point never came did not finish.
-    END {
-      if (open[0] && file != "") count(file, "fail", 1)
-      for (i = 1; i <= keys; i++) {
-        k = order[i]
-        if (P[k] + F[k] + S[k] + T[k] > 0) printf "%s\t%d\t%d\t%d\t%d\n", k, P[k], F[k], S[k], T[k]
-      }
-    }
-  ' "$1"
+  node "$CI_LIB_DIR/tap-counts.mjs" <"$1"
 }
 
 # tap's own closing count of a run, as `<total> <pass> <fail> <skip> <todo>`; nothing when the
