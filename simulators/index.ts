@@ -70,6 +70,7 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
       return {
         url: server.url,
         script: async (rule: ScriptRule) => void (await control(target, 'POST', '/__sim/script', rule)),
+        release: async () => void (await control(target, 'POST', '/__sim/release')),
         requests: async () => (await control(target, 'GET', '/__sim/requests')) as SimRequest[],
         reset: async () => void (await control(target, 'POST', '/__sim/reset')),
       };

@@ -73,8 +73,10 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
   const { protocol } = opts;
   const logs: Record<'requests' | 'tokenRequests', SimRequest[]> = { requests: [], tokenRequests: [] };
   let rules: { rule: ScriptRule; left: number }[] = [];
-  /** Answers held back by a rule's delay: cut short when the server closes, so no timer outlives it. */
+  /** Answers held back by a rule's delay or hold: cut short when the server closes, so no timer outlives it. */
   const delays = new Set<() => void>();
+  /** Answers held by a `hold` rule until `POST /__sim/release`, which also drops those rules. */
+  const holds = new Set<() => void>();
   let closed = false;
 
   const record = (name: 'requests' | 'tokenRequests', entry: SimRequest): void => {
@@ -88,6 +90,11 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
       const rule = parseRule(body);
       if (typeof rule === 'string') return { status: 400, body: { error: rule } };
       rules.push({ rule, left: rule.times ?? Infinity });
+      return { status: 204 };
+    },
+    'POST release': () => {
+      rules = rules.filter((entry) => entry.rule.respond.hold !== true);
+      for (const done of [...holds]) done();
       return { status: 204 };
     },
     'GET requests': (_body, query) => ({ status: 200, body: since(logs.requests, query) }),
@@ -122,6 +129,18 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
         resolve();
       };
       const timer = setTimeout(done, ms);
+      delays.add(done);
+    });
+
+  /** Until `POST /__sim/release`, or the server closes. */
+  const hold = (): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        holds.delete(done);
+        delays.delete(done);
+        resolve();
+      };
+      holds.add(done);
       delays.add(done);
     });
 
@@ -161,6 +180,10 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
     const rule = takeRule(req, protocol.tokens(req, body));
     if (rule?.respond.delayMs) {
       await delay(rule.respond.delayMs);
+      if (closed) return;
+    }
+    if (rule?.respond.hold) {
+      await hold();
       if (closed) return;
     }
     if (rule?.respond.goaway && req.session && req.stream) {
@@ -303,6 +326,7 @@ function parseRule(body: unknown): ScriptRule | string {
   if (respond.headers !== undefined && (!isObject(respond.headers) || !Object.values(respond.headers).every((v) => typeof v === 'string')))
     return 'respond.headers must map names to strings';
   if (respond.delayMs !== undefined && (typeof respond.delayMs !== 'number' || respond.delayMs < 0)) return 'respond.delayMs must be >= 0';
+  if (respond.hold !== undefined && typeof respond.hold !== 'boolean') return 'respond.hold must be a boolean';
   if (times !== undefined && (typeof times !== 'number' || !Number.isInteger(times) || times < 1)) return 'times must be a positive integer';
   return body as unknown as ScriptRule;
 }

@@ -34,6 +34,8 @@ export interface ScriptRule {
     headers?: Record<string, string>;
     /** Wait this long before answering. */
     delayMs?: number;
+    /** Answer only once `release()` is called (after `delayMs`, if any): a test waits for a condition, not for time. */
+    hold?: boolean;
     /** APNs only: send GOAWAY {"reason":"Shutdown"} and refuse the stream instead of answering. */
     goaway?: boolean;
   };
@@ -46,6 +48,8 @@ export interface Sim<C> {
   /** A credential file the engine accepts, pointing at this simulator. */
   credentials(): C;
   script(rule: ScriptRule): Promise<void>;
+  /** Answers every request a `hold` rule holds, and drops those rules: later requests are not held. */
+  release(): Promise<void>;
   /** Every request received, in order (the last 100k). */
   requests(): Promise<SimRequest[]>;
   /** Forgets requests, scripts and protocol state (APNs token history). */

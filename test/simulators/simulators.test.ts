@@ -10,6 +10,7 @@ import { Agent, fetch } from 'undici';
 import webpush from 'web-push';
 import { checkCredentials } from '../../engine/provider-store.ts';
 import { APNS_RAISED_STREAMS, startSimulators, type Simulators } from '../../simulators/index.ts';
+import { eventually } from '../helpers/http.ts';
 
 /**
  * Drives each simulator with a client written here, the way a provider client would talk to the
@@ -457,6 +458,22 @@ t.test('SendGrid', async (t) => {
     const limited = await send(mail('slow@example.org'));
     t.same([limited.status, limited.headers.get('x-ratelimit-reset')], [429, reset]);
     t.equal((await send(mail('slow@example.org'))).status, 202);
+  });
+  t.test('a held answer waits for release(), logged as unanswered until then', async (t) => {
+    await sims.sendgrid.script({ match: { token: 'held@example.org' }, respond: { status: 202, headers: { 'x-message-id': 'held' }, hold: true } });
+    let answered = false;
+    const pending = send(mail('held@example.org')).then((res) => {
+      answered = true;
+      return res;
+    });
+    await eventually('the held request', async () => ((await sims.sendgrid.requests()).length === 1 ? true : undefined));
+    t.same((await sims.sendgrid.requests()).map((r) => r.status), [0], 'received, not answered');
+    t.notOk(answered, 'the client waits');
+    await sims.sendgrid.release();
+    const res = await pending;
+    t.same([res.status, res.headers.get('x-message-id')], [202, 'held'], 'answered once released');
+    t.same((await sims.sendgrid.requests()).map((r) => r.status), [202]);
+    t.equal((await send(mail('held@example.org'))).status, 202, 'after release, nothing is held');
   });
 });
 
