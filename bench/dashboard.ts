@@ -34,7 +34,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createClickHouse } from '../engine/clickhouse/client.ts';
+import { openClickHouse } from '../engine/clickhouse/client.ts';
 import { migrate } from '../engine/clickhouse/migrations.ts';
 import { loadConfig } from '../engine/config.ts';
 import { Keystore } from '../engine/keystore.ts';
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
   const busiestStart = busiest();
   redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
   const topology = new Topology(prefix, config.PARTITIONS);
-  const ch = createClickHouse({ DATA_DIR: dataDir });
+  const ch = await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto' });
   let project: { id: string; key: string; reused: boolean };
   let fillMs: number | null = null;
   let settleMs = 0;

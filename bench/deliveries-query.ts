@@ -25,7 +25,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createClickHouse, type ClickHouse } from '../engine/clickhouse/client.ts';
+import { openClickHouse, type ClickHouse } from '../engine/clickhouse/client.ts';
 import { deliveryStats, listDeliveries } from '../engine/clickhouse/deliveries.ts';
 import { migrate } from '../engine/clickhouse/migrations.ts';
 import type { DeliveryFilter, DeliveryPosition } from '../schemas/queries.ts';
@@ -121,7 +121,7 @@ async function main(): Promise<void> {
   const loadStart = loadavg()[0];
   const keep = process.env['BENCH_DATA_DIR'];
   const dataDir = keep ?? mkdtempSync(join(tmpdir(), 'bench-deliveries-'));
-  const ch = createClickHouse({ DATA_DIR: dataDir });
+  const ch = await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto' });
   try {
     await migrate(ch);
     const start = Date.UTC(2026, 9, 23);

@@ -19,7 +19,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RecorderLimits } from '../actors/recorder/limits.ts';
-import { createClickHouse } from '../engine/clickhouse/client.ts';
+import { openClickHouse } from '../engine/clickhouse/client.ts';
 import { insertJsonLines } from '../engine/clickhouse/insert.ts';
 import { loadConfig } from '../engine/config.ts';
 import { createRedis, type RedisClient } from '../engine/redis.ts';
@@ -132,7 +132,7 @@ async function main(): Promise<void> {
   const recorderCpu = split(recorderThreads);
   await recorder.stop();
 
-  const ch = createClickHouse({ DATA_DIR: dataDir });
+  const ch = await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto' });
   const counted = await ch.query({ query: 'SELECT count() AS c FROM message_deliveries WHERE project = {p:String}', query_params: { p: PROJECT }, format: 'JSONEachRow' });
   const recorded = Number((await counted.json<{ c: string }>())[0]?.c);
 

@@ -10,6 +10,11 @@ export const ConfigSchema = Type.Object(
     REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379', pattern: '^rediss?://' }),
     /** ClickHouse server URL; unset means the embedded engine under DATA_DIR. */
     CLICKHOUSE_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+    /**
+     * The embedded engine's process runs in a sandbox (bubblewrap): `auto` when it can, else
+     * without it and a warning; `required` refuses to run without it; `off` never (docs/sql.md#layers).
+     */
+    CLICKHOUSE_SANDBOX: Type.Union([Type.Literal('auto'), Type.Literal('required'), Type.Literal('off')], { default: 'auto' }),
     /** Local data: embedded ClickHouse, spill journal, demo project. */
     DATA_DIR: Type.String({ default: './.data', minLength: 1 }),
     /** HTTP port of the gateway; 0 picks a free one (printed at start). */

@@ -125,11 +125,12 @@ ensure_dev_deps() {
 }
 
 # What the test suite needs besides: the Debian commands (make for .ci/run, chromium for the
-# browser tests) and a Redis at REDIS_URL, started here when none answers and the URL is local
-# (its data in $DATA_DIR/redis, the one `make run` starts). `make test` and .ci/run both run it.
+# browser tests, bubblewrap for the embedded ClickHouse's sandbox) and a Redis at REDIS_URL,
+# started here when none answers and the URL is local (its data in $DATA_DIR/redis, the one
+# `make run` starts). `make test` and .ci/run both run it.
 ensure_test_setup() {
   ensure_dev_deps
-  ensure_commands make:make redis-server:redis-server redis-cli:redis-tools chromium:chromium
+  ensure_commands make:make redis-server:redis-server redis-cli:redis-tools chromium:chromium bwrap:bubblewrap
   ensure_local_redis "${REDIS_URL:-redis://127.0.0.1:6379}" "${DATA_DIR:-./.data}/redis"
 }
 

@@ -17,6 +17,8 @@ demo_file="$DATA_DIR/demo-project.json"
 
 ensure_node
 ensure_node_modules
+# bubblewrap: the sandbox of the embedded ClickHouse's process (docs/sql.md#layers).
+ensure_commands bwrap:bubblewrap
 say "building dist/ (scripts/build.sh)"
 bash scripts/build.sh
 ensure_local_redis "$REDIS_URL" "$DATA_DIR/redis"

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { insertInbox, type ClickHouse } from './client.ts';
+import { stringLiteral } from './literal.ts';
 
 /**
  * Inserts rows (JSONEachRow) as one block under the deduplication token `token`. An empty token
@@ -38,8 +39,6 @@ const JSON_LINES_SETTINGS_SQL = Object.entries(JSON_LINES_SETTINGS)
   .map(([name, value]) => `${name} = ${value}`)
   .join(', ');
 
-/** `text` as a ClickHouse string literal, for the INFILE path: the grammar takes no parameter there. */
-const stringLiteral = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
 /**
  * Inserts JSONEachRow text as one block with the deduplication token `token` (see insertRows),

@@ -33,7 +33,8 @@ export class EngineLockedError extends UnavailableError {
 
 /**
  * The process other than this one holding the lock ClickHouse takes on `<path>/status` (flock)
- * while it runs, from /proc/locks; undefined when none does or this is not Linux.
+ * while it runs, from /proc/locks, named by the engine whose own ClickHouse process it is;
+ * undefined when none does or this is not Linux.
  */
 export function embeddedLockHolder(path: string): LockHolder | undefined {
   let inode: number;
@@ -71,12 +72,32 @@ export function statusFileHolder(path: string): LockHolder | undefined {
   }
 }
 
+/** The engine's own ClickHouse process (./host/main.ts) and its sandbox: named by the engine that started them. */
+const HOST_COMMAND = /clickhouse[/\\]host[/\\]main\.[jt]s|^bwrap /;
+
 function describe(pid: number): LockHolder {
+  const command = commandOf(pid);
+  if (command !== undefined && HOST_COMMAND.test(command)) {
+    const parent = parentOf(pid);
+    if (parent !== undefined && parent > 1) return describe(parent);
+  }
+  return command ? { pid, command } : { pid };
+}
+
+function commandOf(pid: number): string | undefined {
   try {
-    const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
-    return command ? { pid, command } : { pid };
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
   } catch {
-    return { pid };
+    return undefined;
+  }
+}
+
+function parentOf(pid: number): number | undefined {
+  try {
+    const ppid = Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return Number.isInteger(ppid) ? ppid : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import type { Config } from '../../schemas/config.ts';
-import { EmbeddedSql } from './embedded.ts';
+import type { HostEndpoint } from '../clickhouse/client.ts';
 import { ServerSql } from './server.ts';
 
 /**
@@ -25,7 +24,8 @@ export interface SqlAnswer {
 }
 
 /**
- * Where queries run: the embedded engine (./embedded.ts) or a ClickHouse server (./server.ts).
+ * Where queries run: a ClickHouse server (./server.ts), the engine's own process of the embedded
+ * engine included (engine/clickhouse/host/).
  * run() throws an SqlError with ClickHouse's code and text when the engine refuses the query.
  */
 export interface SqlBackend {
@@ -35,10 +35,11 @@ export interface SqlBackend {
 }
 
 /**
- * The engine's own ClickHouse: the embedded engine under DATA_DIR, or its server, as the user of
- * SQL_CLICKHOUSE_URL when one is set (docs/sql.md, "In front of a ClickHouse server").
+ * The engine's own ClickHouse: its server, as the user of SQL_CLICKHOUSE_URL when one is set
+ * (docs/sql.md, "In front of a ClickHouse server"), or the embedded engine's process, `host`.
  */
-export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'SQL_CLICKHOUSE_URL' | 'DATA_DIR'>): SqlBackend {
-  if (config.CLICKHOUSE_URL === undefined) return new EmbeddedSql(join(config.DATA_DIR, 'clickhouse'));
-  return new ServerSql(config.SQL_CLICKHOUSE_URL ?? config.CLICKHOUSE_URL);
+export function sqlBackend(config: Pick<Config, 'CLICKHOUSE_URL' | 'SQL_CLICKHOUSE_URL'>, host: HostEndpoint | undefined): SqlBackend {
+  if (config.CLICKHOUSE_URL !== undefined) return new ServerSql(config.SQL_CLICKHOUSE_URL ?? config.CLICKHOUSE_URL);
+  if (host === undefined) throw new Error('the embedded engine is not open: no host to query');
+  return ServerSql.onHost(host);
 }

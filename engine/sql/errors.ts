@@ -1,3 +1,5 @@
+import { engineException } from '../clickhouse/host/errors.ts';
+
 /**
  * ClickHouse exceptions as its HTTP interface reports them (docs/sql.md, "Errors"): an HTTP status,
  * the `X-ClickHouse-Exception-Code` header and the body `Code: N. DB::Exception: <text>. (NAME)
@@ -58,24 +60,6 @@ const STATUS_GROUPS: [number, string[]][] = [
 ];
 
 const STATUS_BY_NAME = new Map(STATUS_GROUPS.flatMap(([status, names]) => names.map((name): [string, number] => [name, status])));
-
-const LEADING_CODE = /^Code: (\d+)\. DB::Exception: /;
-/** Trailing `(NAME)` and `(version …)` markers; chDB repeats them when it wraps an exception. */
-const TRAILING_MARKERS = /(?:\.? \((?:[A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*|version [^()]*(?:\([^()]*\))?)\))+\.?\s*$/;
-const TYPE = /\(([A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*)\)/g;
-
-/**
- * Code, name and text of an exception the embedded engine threw: its message reads
- * `Code: N. DB::Exception: … (NAME)`, sometimes nested. Undefined for anything else.
- */
-export function engineException(err: unknown): { code: number; type: string; text: string } | undefined {
-  let text = (err instanceof Error ? err.message : String(err)).trim();
-  const code = LEADING_CODE.exec(text)?.[1];
-  const type = [...text.matchAll(TYPE)].at(-1)?.[1];
-  if (code === undefined || type === undefined) return undefined;
-  for (let lead = LEADING_CODE.exec(text); lead; lead = LEADING_CODE.exec(text)) text = text.slice(lead[0].length);
-  return { code: Number(code), type, text: text.replace(TRAILING_MARKERS, '') };
-}
 
 /** The SqlError of an error the embedded engine threw; anything else is a STD_EXCEPTION, as a server reports a foreign exception. */
 export function fromEngine(err: unknown): SqlError {

@@ -1,6 +1,6 @@
 import { readAst, type AstNode } from './ast.ts';
 import { SqlError, sqlErrors } from './errors.ts';
-import { stringLiteral } from './statement.ts';
+import { stringLiteral } from '../clickhouse/literal.ts';
 
 /** What ClickHouse read of an operator's query, before anything of it runs. */
 export interface ReadQuery {

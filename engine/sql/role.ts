@@ -1,3 +1,4 @@
+import { hostEndpoint } from '../clickhouse/client.ts';
 import { Keystore } from '../keystore.ts';
 import { createRedis } from '../redis.ts';
 import type { RoleContext, RunningRole } from '../roles.ts';
@@ -9,8 +10,9 @@ import { startSqlListener } from './listener.ts';
 
 /**
  * The `sql` role: the SQL listener on SQL_HOST:SQL_PORT (docs/sql.md), off when SQL_PORT is 0. On
- * the embedded engine it runs in the process that holds the engine, so `engine start` opens
- * ClickHouse before it starts this role (engine/roles.ts, ClickHouseRoles).
+ * the embedded engine it runs in the process that started the engine's own process, whose socket
+ * only it knows, so `engine start` opens ClickHouse before it starts this role (engine/roles.ts,
+ * ClickHouseRoles).
  */
 export async function sqlRole(ctx: RoleContext): Promise<RunningRole> {
   const { config, log } = ctx;
@@ -18,8 +20,8 @@ export async function sqlRole(ctx: RoleContext): Promise<RunningRole> {
     log.info('sql listener off', { SQL_PORT: 0 });
     return { name: 'sql', close: async () => undefined };
   }
-  if (config.CLICKHOUSE_URL === undefined) await ctx.clickhouse.get();
-  const backend = sqlBackend(config);
+  const host = config.CLICKHOUSE_URL === undefined ? hostEndpoint(await ctx.clickhouse.get()) : undefined;
+  const backend = sqlBackend(config, host);
   const redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
   const keys = new OperatorKeys(new Keystore(redis, new Topology(config.KEY_PREFIX, config.PARTITIONS)), config.KEY_CACHE_MS);
   try {

@@ -1,3 +1,5 @@
+import { Agent, fetch, type Dispatcher, type Response } from 'undici';
+import type { HostEndpoint } from '../clickhouse/client.ts';
 import type { SqlAnswer, SqlBackend, SqlQuery } from './backend.ts';
 import { SqlError } from './errors.ts';
 
@@ -30,12 +32,21 @@ export class ServerSql implements SqlBackend {
   private readonly authorization: string | undefined;
   private readonly database: string | undefined;
 
-  constructor(url: string) {
+  /** `dispatcher`: how to reach the server, when not by the URL's host (the embedded engine's socket). */
+  constructor(
+    url: string,
+    private readonly dispatcher?: Dispatcher,
+  ) {
     const parsed = new URL(url);
     this.authorization =
       parsed.username === '' ? undefined : `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString('base64')}`;
     this.database = parsed.pathname.length > 1 ? decodeURIComponent(parsed.pathname.slice(1)) : undefined;
     this.base = new URL(`${parsed.protocol}//${parsed.host}/`);
+  }
+
+  /** The embedded engine's own process (engine/clickhouse/host/), on its Unix socket. */
+  static onHost(host: HostEndpoint): ServerSql {
+    return new ServerSql(`http://default:${encodeURIComponent(host.password)}@clickhouse-host/`, new Agent({ connect: { socketPath: host.socketPath } }));
   }
 
   /** Unknown: the listener's own error texts then carry no version. */
@@ -62,6 +73,7 @@ export class ServerSql implements SqlBackend {
         body: query.sql,
         headers: { 'Content-Type': 'text/plain; charset=UTF-8', ...(this.authorization ? { Authorization: this.authorization } : {}) },
         signal: AbortSignal.timeout(seconds * 1000 + GRACE_MS),
+        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
       body = new Uint8Array(await response.arrayBuffer());
     } catch (err) {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { createClickHouse, type ClickHouse } from '../../engine/clickhouse/client.ts';
+import { openClickHouse, type ClickHouse } from '../../engine/clickhouse/client.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
 
 /**
@@ -13,7 +13,7 @@ import { testDatabase } from '../clickhouse-server/database.ts';
 export async function testClickHouse(t: Test): Promise<ClickHouse> {
   const dataDir = mkdtempSync(join(tmpdir(), 'engine-ch-'));
   const database = await testDatabase();
-  const ch = createClickHouse({ DATA_DIR: dataDir, ...database.env });
+  const ch = await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto', ...database.env });
   t.teardown(async () => {
     await ch.close();
     await database.drop();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { createClickHouse } from '../../engine/clickhouse/client.ts';
+import { openClickHouse } from '../../engine/clickhouse/client.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
 import { loadMigrations } from '../../engine/clickhouse/migrations.ts';
 import { loadConfig } from '../../engine/config.ts';
@@ -38,7 +38,7 @@ t.test('engine migrate waits for the projections it materializes over stored row
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const store = { ...(await storeEnv(t)), DATA_DIR: dataDir };
   // A store as migration 0007 left it, holding a million delivery records.
-  const ch = createClickHouse(loadConfig(store));
+  const ch = await openClickHouse(loadConfig(store));
   try {
     for (const m of loadMigrations().filter((m) => m.version <= 7)) {
       for (const query of m.statements) await ch.command({ query });
@@ -92,7 +92,7 @@ t.test("the client's own errors reach our structured logger", async (t) => {
   const capture = (msg: string, fields?: Record<string, unknown>): void => {
     lines.push({ msg, fields });
   };
-  const ch = createClickHouse({ CLICKHOUSE_URL: 'http://127.0.0.1:1', DATA_DIR: env['DATA_DIR'] ?? '' }, {
+  const ch = await openClickHouse({ CLICKHOUSE_URL: 'http://127.0.0.1:1', CLICKHOUSE_SANDBOX: 'auto', DATA_DIR: env['DATA_DIR'] ?? '' }, {
     debug: capture,
     info: capture,
     warn: capture,

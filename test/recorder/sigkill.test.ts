@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createClickHouse } from '../../engine/clickhouse/client.ts';
+import { openClickHouse } from '../../engine/clickhouse/client.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
@@ -67,7 +67,7 @@ t.test('a recorder killed with SIGKILL again and again mid-batch, then restarted
   }, 120_000);
   t.equal(await last.stop(), 0, 'the last recorder stops cleanly');
 
-  const ch = createClickHouse(config);
+  const ch = await openClickHouse(config);
   t.teardown(() => ch.close());
   const [counts] = await rows<{ rows: string; ids: string }>(ch, 'SELECT count() AS rows, uniqExact(id) AS ids FROM message_deliveries WHERE project = {p:String}', { p: project });
   t.same({ rows: Number(counts?.rows), ids: Number(counts?.ids) }, { rows: TOTAL, ids: TOTAL }, 'every outcome once, none twice');

@@ -4,8 +4,8 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
+import { hostEndpoint, openClickHouse } from '../../engine/clickhouse/client.ts';
 import type { SqlBackend } from '../../engine/sql/backend.ts';
-import { EmbeddedSql } from '../../engine/sql/embedded.ts';
 import { SqlError } from '../../engine/sql/errors.ts';
 import { runOperatorQuery } from '../../engine/sql/operator-query.ts';
 import { ServerSql } from '../../engine/sql/server.ts';
@@ -38,8 +38,9 @@ const TABLES = ['message_deliveries', 'receipts', 'events', 'users', 'webhook_at
 
 /**
  * The engine's tables (reduced to a few columns) with a row each, and `secret`, which operators
- * may not read, holding CANARY: on the embedded engine under a fresh directory, or in a fresh
- * database of TEST_CLICKHOUSE_URL. Queries go through runOperatorQuery, as the listener's do.
+ * may not read, holding CANARY: on the embedded engine (its own process) under a fresh directory,
+ * or in a fresh database of TEST_CLICKHOUSE_URL. Queries go through runOperatorQuery, as the
+ * listener's do.
  */
 export async function sqlFixture(t: Test): Promise<SqlFixture> {
   const dir = mkdtempSync(join(tmpdir(), 'sql-allowlist-'));
@@ -50,32 +51,17 @@ export async function sqlFixture(t: Test): Promise<SqlFixture> {
   const database = await testDatabase();
   const create = TABLES.map((name) => `CREATE TABLE ${name} (project String, external_id String, status String, at DateTime64(3, 'UTC')) ENGINE = MergeTree ORDER BY at`);
   const fill = TABLES.map((name) => `INSERT INTO ${name} VALUES ('p', '${name === 'secret' ? CANARY : 'u1'}', 'sent', '2026-01-01 00:00:00')`);
-  let backend: SqlBackend;
-  let admin: (sql: string) => Promise<string>;
-  let name = 'default';
   const url = database.env.CLICKHOUSE_URL;
-  if (url === undefined) {
-    const path = join(dir, 'clickhouse');
-    const { Session } = await import('chdb');
-    admin = async (sql) => {
-      const session = new Session(path);
-      try {
-        return (await session.queryAsync(sql, { format: 'TSVRaw' })).text();
-      } finally {
-        session.close();
-      }
-    };
-    backend = new EmbeddedSql(path);
-  } else {
-    const client = createClient({ url });
-    t.teardown(() => client.close());
-    admin = async (sql) => {
-      if (/^(CREATE|INSERT)\b/.test(sql)) return (await client.command({ query: sql })).query_id && '';
-      return (await client.query({ query: sql, format: 'TabSeparatedRaw' })).text();
-    };
-    name = new URL(url).pathname.slice(1);
-    backend = new ServerSql(url);
-  }
+  const dataDir = join(dir, 'data');
+  const ch = url === undefined ? await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto' }) : createClient({ url });
+  t.teardown(() => ch.close());
+  const host = hostEndpoint(ch);
+  const backend: SqlBackend = host ? ServerSql.onHost(host) : new ServerSql(url ?? '');
+  const name = url === undefined ? 'default' : new URL(url).pathname.slice(1);
+  const admin = async (sql: string): Promise<string> => {
+    if (/^(CREATE|INSERT)\b/.test(sql)) return (await ch.command({ query: sql })).query_id && '';
+    return (await ch.query({ query: sql, format: 'TabSeparatedRaw' })).text();
+  };
   for (const statement of [...create, ...fill]) await admin(statement);
   const sockets = new Set<Socket>();
   let connections = 0;

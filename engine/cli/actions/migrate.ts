@@ -1,5 +1,5 @@
 import type { Config } from '../../../schemas/config.ts';
-import { clickHouseLocation, createClickHouse, type ClickHouse } from '../../clickhouse/client.ts';
+import { clickHouseLocation, openClickHouse, type ClickHouse } from '../../clickhouse/client.ts';
 import { EngineLockedError } from '../../clickhouse/lock-holder.ts';
 import { migrate, unfinishedRewrites } from '../../clickhouse/migrations.ts';
 
@@ -16,7 +16,7 @@ const REWRITE_POLL_MS = 1000;
 export async function applyMigrations(config: Config): Promise<number> {
   let ch: ClickHouse | undefined;
   try {
-    ch = createClickHouse(config);
+    ch = await openClickHouse(config);
     const applied = await migrate(ch);
     if (applied.length === 0) console.log('no migrations pending');
     for (const m of applied) console.log(`applied ${String(m.version).padStart(4, '0')}_${m.name}`);

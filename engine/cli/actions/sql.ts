@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../../schemas/config.ts';
+import { hostEndpoint, openClickHouse } from '../../clickhouse/client.ts';
 import { EngineLockedError, embeddedLockHolder } from '../../clickhouse/lock-holder.ts';
 import { SqlError } from '../../sql/errors.ts';
 import { sqlLimits } from '../../sql/limits.ts';
@@ -14,8 +15,9 @@ const PING_MS = 1000;
 /**
  * What `engine sql` does: prints the answer on stdout, 0; or ClickHouse's error on stderr, 1. With
  * SQL_KEY set and a listener answering on SQL_HOST:SQL_PORT, the query goes there; otherwise this
- * process opens the engine's ClickHouse itself (the embedded data directory, which no other
- * process may hold then, or CLICKHOUSE_URL), with the listener's limits and read-only setting.
+ * process opens the engine's ClickHouse itself (the embedded engine's own process on its data
+ * directory, which no other process may hold then, or CLICKHOUSE_URL), with the listener's
+ * allowlist, limits and read-only setting.
  */
 export async function runSql(config: Config, query: string, format: string): Promise<number> {
   const listener = await listenerUrl(config);
@@ -32,7 +34,8 @@ export async function runSql(config: Config, query: string, format: string): Pro
       return 1;
     }
   }
-  const backend = sqlBackend(config);
+  const ch = config.CLICKHOUSE_URL === undefined ? await openClickHouse(config) : undefined;
+  const backend = sqlBackend(config, ch && hostEndpoint(ch));
   try {
     const request = { sql: query, defaultFormat: format, database: undefined, queryId: randomUUID(), settings: [], params: [] };
     const answer = await runOperatorQuery(backend, request, sqlLimits(config).limits);
@@ -42,6 +45,8 @@ export async function runSql(config: Config, query: string, format: string): Pro
     if (!(err instanceof SqlError)) throw err;
     process.stderr.write(err.body(backend.version()));
     return 1;
+  } finally {
+    await ch?.close();
   }
 }
 

@@ -1,7 +1,11 @@
-import { Session, version } from 'chdb';
+import { createRequire } from 'node:module';
+import type { Session } from 'chdb';
 import { ClickHouseException, fromEngine, httpErrors } from './errors.ts';
 import type { HttpQuery } from './request.ts';
-import { formatClause, identifier, statementText, stringLiteral } from './statement.ts';
+import { identifier, stringLiteral } from '../literal.ts';
+import { formatClause, statementText } from './statement.ts';
+
+const require = createRequire(import.meta.url);
 
 /** The X-ClickHouse-Summary header's counters (all decimal strings, as the server sends them). */
 export interface Summary {
@@ -37,15 +41,24 @@ interface HttpSession {
  * database, settings and parameters last for that query only, as on a server; a `session_id`
  * keeps its connection (and whatever USE, SET or temporary tables it ran) until its timeout.
  * Settings and parameters sent with a session's query stay in that session, unlike on a server.
+ * chDB is loaded here only: the engine's own processes never map it.
  */
-export class StandInEngine {
-  readonly version: string = version().libchdb;
+export class HostEngine {
+  readonly version: string;
+  private readonly Session: typeof Session;
   private readonly base: Session;
   private readonly sessions = new Map<string, HttpSession>();
 
   /** Opens the engine on `path`; one data directory per process (chDB binds one). */
-  constructor(private readonly path: string) {
-    this.base = new Session(path);
+  constructor(
+    private readonly path: string,
+    /** Refuse more than one statement, as a server does; off for the engine's own process, whose one client sends one. */
+    private readonly oneStatement: boolean,
+  ) {
+    const chdb = require('chdb') as typeof import('chdb');
+    this.Session = chdb.Session;
+    this.version = chdb.version().libchdb;
+    this.base = new this.Session(path);
   }
 
   /** The server time zone, for X-ClickHouse-Timezone. */
@@ -60,7 +73,7 @@ export class StandInEngine {
     const insert = INSERT_WITH_DATA.exec(query.head);
     // A server inserts nothing for an empty body; chDB would refuse with NO_DATA_TO_INSERT.
     if (insert && query.body.trim() === '') return { body: new Uint8Array(), format: undefined, summary: summary(started, 0, 0, true) };
-    await this.assertOneStatement(sql);
+    if (this.oneStatement) await this.assertOneStatement(sql);
     const { chdb, release } = this.connection(query);
     try {
       const prelude = this.prelude(query);
@@ -127,13 +140,13 @@ export class StandInEngine {
   private connection(query: HttpQuery): { chdb: Session; release: () => void } {
     const wanted = query.session;
     if (wanted === undefined) {
-      const chdb = new Session(this.path);
+      const chdb = new this.Session(this.path);
       return { chdb, release: () => chdb.close() };
     }
     let session = this.sessions.get(wanted.id);
     if (!session) {
       if (wanted.check) throw httpErrors.sessionNotFound(wanted.id);
-      session = { chdb: new Session(this.path), busy: false, timer: undefined };
+      session = { chdb: new this.Session(this.path), busy: false, timer: undefined };
       this.sessions.set(wanted.id, session);
     }
     if (session.busy) throw httpErrors.sessionLocked(wanted.id);

@@ -1,9 +1,7 @@
-export { stringLiteral } from '../../engine/sql/statement.ts';
-
 /** `INSERT … FORMAT <name>` whose data follows: the data is not SQL, so the parser reads the head only. */
 const INSERT_FORMAT = /^\s*INSERT\b[\s\S]*?\bFORMAT\s+\w+/i;
 
-/** The part of a request's SQL the server's parser reads. */
+/** The part of a request's SQL the parser reads. */
 export function statementText(sql: string): string {
   return INSERT_FORMAT.exec(sql)?.[0] ?? sql;
 }
@@ -11,9 +9,4 @@ export function statementText(sql: string): string {
 /** The format named by a trailing `FORMAT x` clause, for the X-ClickHouse-Format header. */
 export function formatClause(sql: string): string | undefined {
   return /\bFORMAT\s+(\w+)\s*;?\s*$/i.exec(sql)?.[1];
-}
-
-/** A ClickHouse identifier, backquoted. */
-export function identifier(name: string): string {
-  return `\`${name.replace(/[\\`]/g, (c) => `\\${c}`)}\``;
 }

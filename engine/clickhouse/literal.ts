@@ -2,3 +2,8 @@
 export function stringLiteral(text: string): string {
   return `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 }
+
+/** A ClickHouse identifier, backquoted. */
+export function identifier(name: string): string {
+  return `\`${name.replace(/[\\`]/g, (c) => `\\${c}`)}\``;
+}

@@ -1,5 +1,3 @@
-import { engineException } from '../../engine/sql/errors.ts';
-
 /**
  * ClickHouse exceptions as the HTTP interface reports them: a status from the error name
  * (src/Server/HTTP/exceptionCodeToHTTPStatus.cpp), the `X-ClickHouse-Exception-Code` header, and
@@ -72,4 +70,22 @@ export function fromEngine(err: unknown): ClickHouseException {
   if (err instanceof ClickHouseException) return err;
   const found = engineException(err);
   return found ? new ClickHouseException(found.code, found.type, found.text) : new ClickHouseException(1001, 'STD_EXCEPTION', (err instanceof Error ? err.message : String(err)).trim());
+}
+
+const LEADING_CODE = /^Code: (\d+)\. DB::Exception: /;
+/** Trailing `(NAME)` and `(version …)` markers; chDB repeats them when it wraps an exception. */
+const TRAILING_MARKERS = /(?:\.? \((?:[A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*|version [^()]*(?:\([^()]*\))?)\))+\.?\s*$/;
+const TYPE = /\(([A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*)\)/g;
+
+/**
+ * Code, name and text of an exception the embedded engine threw: its message reads
+ * `Code: N. DB::Exception: … (NAME)`, sometimes nested. Undefined for anything else.
+ */
+export function engineException(err: unknown): { code: number; type: string; text: string } | undefined {
+  let text = (err instanceof Error ? err.message : String(err)).trim();
+  const code = LEADING_CODE.exec(text)?.[1];
+  const type = [...text.matchAll(TYPE)].at(-1)?.[1];
+  if (code === undefined || type === undefined) return undefined;
+  for (let lead = LEADING_CODE.exec(text); lead; lead = LEADING_CODE.exec(text)) text = text.slice(lead[0].length);
+  return { code: Number(code), type, text: text.replace(TRAILING_MARKERS, '') };
 }

@@ -1,0 +1,72 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { hostEndpoint, openClickHouse } from '../../engine/clickhouse/client.ts';
+import { EngineLockedError } from '../../engine/clickhouse/lock-holder.ts';
+import { ClickHouseStore } from '../../engine/clickhouse/store.ts';
+import { createLogger } from '../../engine/log.ts';
+import { TEST_CLICKHOUSE_URL } from '../clickhouse-server/database.ts';
+import { eventually } from '../helpers/http.ts';
+
+// The embedded engine's own process (docs/architecture.md, "ClickHouse: one client, two modes"):
+// started again when it dies under a live store, and gone with the engine that started it.
+
+const embeddedOnly = { skip: TEST_CLICKHOUSE_URL !== undefined && 'the embedded engine only' };
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function dataDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ch-host-test-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+t.test('a store whose ClickHouse process was killed starts it again on the next use', embeddedOnly, async (t) => {
+  const store = new ClickHouseStore({ DATA_DIR: dataDir(t), CLICKHOUSE_SANDBOX: 'auto' }, createLogger('error'));
+  t.teardown(() => store.close());
+  const first = await store.get();
+  await first.command({ query: 'CREATE TABLE kept (n UInt8) ENGINE = MergeTree ORDER BY n' });
+  await first.command({ query: 'INSERT INTO kept VALUES (7)' });
+  const killed = hostEndpoint(first)?.pid ?? 0;
+  t.ok(alive(killed), `the ClickHouse process ${killed} runs`);
+  process.kill(killed, 'SIGKILL');
+  const again = await eventually('a new ClickHouse process', async () => {
+    const ch = await store.get().catch(() => undefined);
+    return ch && hostEndpoint(ch)?.pid !== killed ? ch : undefined;
+  });
+  const rows = await (await again.query({ query: 'SELECT n FROM kept', format: 'JSONEachRow' })).json();
+  t.same(rows, [{ n: 7 }], 'the new one answers, on the same data');
+});
+
+t.test('the ClickHouse process ends with the engine that started it, even SIGKILLed', embeddedOnly, async (t) => {
+  const dir = dataDir(t);
+  const script = [
+    "import { hostEndpoint, openClickHouse } from './engine/clickhouse/client.ts';",
+    `const ch = await openClickHouse({ DATA_DIR: ${JSON.stringify(dir)}, CLICKHOUSE_SANDBOX: 'auto' });`,
+    'console.log(hostEndpoint(ch).pid);',
+    'setInterval(() => {}, 1000);',
+  ].join('\n');
+  const engine = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const host = await new Promise<number>((resolve, reject) => {
+    engine.stdout.setEncoding('utf8');
+    engine.stdout.once('data', (line: string) => resolve(Number(line.trim())));
+    engine.once('exit', (code) => reject(new Error(`the engine ended with ${code}`)));
+  });
+  t.ok(alive(host), `its ClickHouse process ${host} runs`);
+  await t.rejects(openClickHouse({ DATA_DIR: dir, CLICKHOUSE_SANDBOX: 'auto' }), EngineLockedError, 'another process cannot open the data meanwhile');
+  await t.rejects(openClickHouse({ DATA_DIR: dir, CLICKHOUSE_SANDBOX: 'auto' }), new RegExp(`held by process ${engine.pid}`), 'the error names the engine, not its ClickHouse process');
+  engine.kill('SIGKILL');
+  await eventually('the ClickHouse process gone', async () => (alive(host) ? undefined : true));
+  const reopened = await eventually('the data free again', async () => openClickHouse({ DATA_DIR: dir, CLICKHOUSE_SANDBOX: 'auto' }).catch(() => undefined));
+  t.teardown(() => reopened.close());
+  t.same(await (await reopened.query({ query: 'SELECT 1 AS one', format: 'JSONEachRow' })).json(), [{ one: 1 }], 'and another engine opens it');
+});
