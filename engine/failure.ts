@@ -42,15 +42,15 @@ const clickHouseTypes = new Set([
   'QUERY_WAS_CANCELLED',
   'KEEPER_EXCEPTION',
 ]);
-const chdbCodes = new Set(['CHDB_CONNECTION', 'CHDB_CLOSED', 'CHDB_TIMEOUT']);
-/** @clickhouse/client's request timeout, and the embedded connection after close(). */
-const clickHouseMessages = ['Timeout error.', 'ChdbConnection is closed'];
+/** @clickhouse/client's request timeout. */
+const clickHouseMessages = ['Timeout error.'];
 
 interface Described {
   name?: unknown;
   message?: unknown;
   code?: unknown;
   type?: unknown;
+  syscall?: unknown;
   retryAfter?: unknown;
   cause?: unknown;
 }
@@ -76,9 +76,11 @@ export function isUnavailable(err: unknown): boolean {
   return classify(err).kind === 'unavailable';
 }
 
-function unreachable({ name, message, code, type }: Described): boolean {
+function unreachable({ name, message, code, type, syscall }: Described): boolean {
   const text = typeof message === 'string' ? message : '';
-  if (typeof code === 'string' && (networkCodes.has(code) || chdbCodes.has(code))) return true;
+  if (typeof code === 'string' && networkCodes.has(code)) return true;
+  // A Unix socket whose server is gone with it: the embedded engine's process, stopped or restarting.
+  if (code === 'ENOENT' && syscall === 'connect') return true;
   if (typeof type === 'string' && clickHouseTypes.has(type)) return true;
   if (name === 'TimeoutError' || name === 'MaxRetriesPerRequestError' || name === 'ClusterAllFailedError') return true;
   if (name === 'ReplyError' && redisReplies.test(text)) return true;

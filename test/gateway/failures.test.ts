@@ -35,8 +35,8 @@ t.test('classify: only what says a dependency is unreachable or slow is unavaila
     ['ClickHouse client timeout', new Error('Timeout error.')],
     ['ClickHouse query too slow', libraryError('ClickHouseError', 'Timeout exceeded: elapsed 30 s', { code: '159', type: 'TIMEOUT_EXCEEDED' })],
     ['an abort signal timeout', libraryError('TimeoutError', 'The operation was aborted due to timeout')],
-    ['embedded engine held by another process', libraryError('ChdbConnectionError', "Failed to create connection for path '/x'", { code: 'CHDB_CONNECTION' })],
-    ['embedded engine timeout, as a cause', new Error('query failed', { cause: libraryError('ChdbTimeoutError', 'deadline', { code: 'CHDB_TIMEOUT' }) })],
+    ["the embedded engine's process gone with its socket", libraryError('Error', 'connect ENOENT /data/clickhouse-host/socket', { code: 'ENOENT', syscall: 'connect' })],
+    ["the embedded engine's process refusing, as a cause", new Error('query failed', { cause: libraryError('Error', 'connect ECONNREFUSED /data/clickhouse-host/socket', { code: 'ECONNREFUSED' }) })],
   ];
   for (const [what, err] of unavailable) t.match(classify(err), { kind: 'unavailable', retryAfter: 1 }, what);
   t.same(classify(new UnavailableError('later', 7)), { kind: 'unavailable', retryAfter: 7 }, 'retryAfter is kept');
@@ -48,7 +48,7 @@ t.test('classify: only what says a dependency is unreachable or slow is unavaila
     ['undefined', undefined],
     ['a Redis reply error of a wrong command', libraryError('ReplyError', 'WRONGTYPE Operation against a key holding the wrong kind of value')],
     ['a ClickHouse syntax error', libraryError('ClickHouseError', 'Syntax error', { code: '62', type: 'SYNTAX_ERROR' })],
-    ['a parameter the embedded engine cannot bind', new Error('Refusing to serialize unsafe integer 1e+20', { cause: libraryError('ChdbBindError', 'x', { code: 'CHDB_BIND' }) })],
+    ['a file that is not there', libraryError('Error', "ENOENT: no such file or directory, open '/x'", { code: 'ENOENT', syscall: 'open' })],
     ['an error with a nonsense retryAfter', Object.assign(new Error('x'), { retryAfter: -1 })],
   ];
   for (const [what, err] of bugs) t.same(classify(err), { kind: 'bug' }, what);
