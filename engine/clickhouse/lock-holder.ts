@@ -10,9 +10,9 @@ export interface LockHolder {
 }
 
 /**
- * The embedded engine's data directory is held by another process. chDB only says it failed to
- * connect (and prints ClickHouse's "Cannot lock file" on stderr), so this names the holder and
- * what to do. Unavailable (503 at the gateway): the other process may stop.
+ * The embedded engine's data directory is held by another process. The engine's ClickHouse
+ * process only says ClickHouse's "Cannot lock file" as it ends, so this names the holder and what
+ * to do. Unavailable (503 at the gateway): the other process may stop.
  */
 export class EngineLockedError extends UnavailableError {
   constructor(
