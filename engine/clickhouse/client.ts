@@ -15,7 +15,7 @@ import {
 import type { Config } from '../../schemas/config.ts';
 import type { Logger } from '../log.ts';
 import { HostStartError, startHost, type ClickHouseHost } from './host/spawn.ts';
-import { EngineLockedError, embeddedLockHolder, statusFileHolder } from './lock-holder.ts';
+import { EngineLockedError, embeddedLockHolder } from './lock-holder.ts';
 
 export type ClickHouse = ClickHouseClient;
 
@@ -74,8 +74,9 @@ export async function openClickHouse(config: Pick<Config, 'CLICKHOUSE_URL' | 'CL
   try {
     host = await startHost({ dataPath: path, inbox, workPath: join(config.DATA_DIR, 'clickhouse-host'), sandbox: config.CLICKHOUSE_SANDBOX, ...(logger ? { log: logger } : {}) });
   } catch (err) {
-    const lockedBy = err instanceof HostStartError && /Cannot lock file/.test(err.stderr) ? (embeddedLockHolder(path) ?? statusFileHolder(path)) : undefined;
-    throw lockedBy ? new EngineLockedError(path, lockedBy, { cause: err }) : err;
+    // Not the PID in <path>/status: the host writes the one of its own PID namespace.
+    if (err instanceof HostStartError && /Cannot lock file/.test(err.stderr)) throw new EngineLockedError(path, embeddedLockHolder(path), { cause: err });
+    throw err;
   }
   const socketPath = host.socketPath;
   // The host answers on its Unix socket: every connection of the client goes there.

@@ -57,21 +57,6 @@ export function embeddedLockHolder(path: string): LockHolder | undefined {
   return undefined;
 }
 
-/**
- * The process named in `<path>/status` (ClickHouse writes its PID there when it opens), if it is
- * alive and not this one: the likely holder where /proc/locks cannot tell.
- */
-export function statusFileHolder(path: string): LockHolder | undefined {
-  try {
-    const pid = Number(/^PID: (\d+)$/m.exec(readFileSync(join(path, 'status'), 'utf8'))?.[1]);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
-    process.kill(pid, 0);
-    return describe(pid);
-  } catch {
-    return undefined;
-  }
-}
-
 /** The engine's own ClickHouse process (./host/main.ts) and its sandbox: named by the engine that started them. */
 const HOST_COMMAND = /clickhouse[/\\]host[/\\]main\.[jt]s|^bwrap /;
 

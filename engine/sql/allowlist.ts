@@ -1,6 +1,6 @@
 import type { AstNode } from './ast.ts';
 import type { FunctionCatalog } from './catalog.ts';
-import { refused, type ReadQuery } from './read.ts';
+import { NAME, refused, type ReadQuery } from './read.ts';
 
 /**
  * What an operator's query may be, decided on the tree ClickHouse parsed (docs/sql.md, "What
@@ -147,6 +147,7 @@ class Walk {
    */
   private table(name: string): void {
     const parts = name.split('.');
+    if (!parts.every((part) => NAME.test(part))) throw refused(`the table name ${JSON.stringify(name)} holds a character names may not (letters, digits, _, $ and - only)`);
     const [first = '', second] = parts;
     const allowed =
       parts.length === 1

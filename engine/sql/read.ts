@@ -23,6 +23,7 @@ export type Reader = (sql: string, format: 'JSONEachRow' | 'JSONCompactEachRow' 
  * backslash, bracket or control character, so a name can neither break a line of the AST dump
  * nor pass for two names (docs/sql.md, "What runs").
  */
+export const NAME = /^[\p{L}\p{N}_$-]+$/u;
 const QUOTED_NAME = /^([`"])[\p{L}\p{N}_$-]+\1$/u;
 
 type Token = [type: string, text: string];
@@ -31,6 +32,11 @@ interface Lexed {
   text: string;
   /** Whether the formatter's text holds a `;`, which the engine would take for a second statement. */
   semicolon: boolean;
+  /**
+   * The quoted names of the formatter's text, which runs: the formatter writes a string where a
+   * table goes (`FROM '/etc/passwd'`) as a quoted name, so these are checked as the request's are.
+   */
+  quoted: Token[];
   tokens: Token[];
   database: string;
   tables: string[];
@@ -47,6 +53,7 @@ export async function readQuery(read: Reader, sql: string): Promise<ReadQuery> {
   if (sql.includes('\0')) throw sqlErrors.syntax('The query holds a NUL character');
   const lexed = JSON.parse(await read(lexQuery(sql), 'JSONEachRow').catch(withoutScope)) as Lexed;
   checkTokens(lexed.tokens);
+  checkTokens(lexed.quoted);
   if (lexed.semicolon) throw sqlErrors.syntax('Multi-statements are not allowed: the formatted query holds a semicolon');
   const ast = readAst(await read(`EXPLAIN AST ${lexed.text}`, 'TSVRaw'));
   return { text: lexed.text, ast, database: lexed.database, tables: lexed.tables, databases: lexed.databases };
@@ -57,6 +64,7 @@ function lexQuery(sql: string): string {
     `WITH ${stringLiteral(sql)} AS q`,
     'SELECT formatQuery(q) AS text,',
     "  arrayExists(t -> t.3 = 'Semicolon', tokenizeQuery(text)) AS semicolon,",
+    "  arrayMap(t -> ('QuotedIdentifier', substring(text, t.1 + 1, t.2 - t.1)), arrayFilter(t -> t.3 = 'QuotedIdentifier', tokenizeQuery(text))) AS quoted,",
     "  arrayMap(t -> (t.3, substring(q, t.1 + 1, t.2 - t.1)), arrayFilter(t -> t.3 NOT IN ('Whitespace', 'Comment'), tokenizeQuery(q))) AS tokens,",
     '  currentDatabase() AS database,',
     '  (SELECT groupArray(name) FROM system.tables WHERE database = currentDatabase()) AS tables,',

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { openClickHouse } from '../../engine/clickhouse/client.ts';
+import { hostEndpoint, openClickHouse } from '../../engine/clickhouse/client.ts';
 import { TEST_CLICKHOUSE_URL } from '../clickhouse-server/database.ts';
 
 // What the embedded engine's own read-only mode, and the sandbox of its process, stop, measured
@@ -70,6 +70,8 @@ t.test("the embedded engine's own process, in its sandbox, reaches no file or se
   const dir = mkdtempSync(join(tmpdir(), 'sql-sandbox-'));
   const { url, connections } = await csvListener(t);
   const name = `sandbox-${process.pid}.csv`;
+  process.env['LAYERS_SECRET'] = 'a secret of the engine';
+  t.teardown(() => delete process.env['LAYERS_SECRET']);
   const ch = await openClickHouse({ DATA_DIR: join(dir, 'data'), CLICKHOUSE_SANDBOX: 'required' });
   t.teardown(async () => {
     await ch.close();
@@ -98,4 +100,9 @@ t.test("the embedded engine's own process, in its sandbox, reaches no file or se
   t.match(await run(`SELECT * FROM url('http://1.1.1.1/', 'LineAsString', 'a String') ${once}`), /^refused/, 'not even a public one');
   t.equal(connections(), 0, 'the listener on the host got no connection');
   t.match(await run("SELECT length(file('/etc/hostname')) > 0"), /^answered 1/, 'a file of the host everyone may read can still be read');
+  const environ = await run("SELECT file('/proc/self/environ')");
+  t.notMatch(environ, /LAYERS_SECRET|a secret of the engine/, "the engine's environment is not the sandbox's");
+  t.notMatch(environ, new RegExp(hostEndpoint(ch)?.password ?? 'none'), 'nor is the password');
+  t.match(await run(`SELECT file('/proc/${process.pid}/environ')`), /^refused/, "the engine's process is not there to read");
+  t.match(await run("SELECT arrayFilter(l -> l LIKE 'CapEff%', splitByChar('\\n', file('/proc/self/status')))"), /CapEff:\\t0{16}/, 'and it has no capabilities');
 });

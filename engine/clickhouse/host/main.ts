@@ -3,17 +3,33 @@ import { startHostServer } from './server.ts';
 
 /**
  * The embedded ClickHouse's own process (./spawn.ts starts it): chDB on the data directory,
- * behind the ClickHouse HTTP interface on a Unix socket, for one password. It prints `ready` once
- * it answers, and stops when its parent closes standard input or sends SIGTERM. Its settings come
- * in the environment, the password too, so that no command line shows it.
+ * behind the ClickHouse HTTP interface on a Unix socket, for one password. It reads the password
+ * on the first line of standard input (no command line or environment shows it), prints `ready`
+ * once it answers, and stops when its parent closes standard input or sends SIGTERM.
  */
 const dataPath = process.env['CLICKHOUSE_HOST_DATA'] ?? '';
 const socket = process.env['CLICKHOUSE_HOST_SOCKET'] ?? '';
-const password = process.env['CLICKHOUSE_HOST_PASSWORD'] ?? '';
-delete process.env['CLICKHOUSE_HOST_PASSWORD'];
+const password = await firstLine();
 if (dataPath === '' || socket === '' || password === '') {
-  process.stderr.write('clickhouse host: CLICKHOUSE_HOST_DATA, CLICKHOUSE_HOST_SOCKET and CLICKHOUSE_HOST_PASSWORD are required\n');
+  process.stderr.write('clickhouse host: CLICKHOUSE_HOST_DATA, CLICKHOUSE_HOST_SOCKET and a password on standard input are required\n');
   process.exit(2);
+}
+
+/** The first line of standard input; the stream stays open, its end stops the host. */
+function firstLine(): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const read = (chunk: Buffer): void => {
+      text += chunk.toString('utf8');
+      const end = text.indexOf('\n');
+      if (end < 0) return;
+      process.stdin.off('data', read);
+      process.stdin.pause();
+      resolve(text.slice(0, end));
+    };
+    process.stdin.on('data', read);
+    process.stdin.once('end', () => resolve(''));
+  });
 }
 
 let server: Awaited<ReturnType<typeof startHostServer>>;

@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, sep } from 'node:path';
@@ -60,6 +60,16 @@ const MAIN = join(dirname(own), `main${extname(own)}`);
 /** The folder holding node_modules (and the sources or dist/): the host reads it. */
 const PACKAGE_ROOT = require.resolve('chdb').split(`${sep}node_modules${sep}`)[0] ?? dirname(own);
 
+/**
+ * The sandbox, before the binds of the host's own paths: the file system read-only, fresh /dev,
+ * /proc and /tmp, and namespaces of its own for the network, processes and IPC, no capabilities,
+ * a session of its own, an environment of nothing it is not given, and death with the engine.
+ */
+const SANDBOX = [
+  ...['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+  ...['--unshare-net', '--unshare-pid', '--unshare-ipc', '--new-session', '--cap-drop', 'ALL', '--clearenv', '--die-with-parent'],
+];
+
 let sandboxChecked: string | undefined;
 
 /**
@@ -68,7 +78,7 @@ let sandboxChecked: string | undefined;
  */
 function sandboxProblem(): string {
   if (sandboxChecked !== undefined) return sandboxChecked;
-  const tried = spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-net', '--die-with-parent', 'true'], { encoding: 'utf8' });
+  const tried = spawnSync('bwrap', [...SANDBOX, 'true'], { encoding: 'utf8' });
   sandboxChecked = tried.error
     ? `bwrap (Debian package bubblewrap) is not installed: ${tried.error.message}`
     : tried.status === 0
@@ -89,10 +99,14 @@ export async function startHost(options: HostOptions): Promise<ClickHouseHost> {
     throw new HostStartError(`CLICKHOUSE_SANDBOX=required, but the ClickHouse host cannot run in its sandbox: ${problem}`, '');
   }
   if (problem !== '' && options.sandbox === 'auto') {
-    options.log?.warn('clickhouse host runs without its sandbox', { reason: problem, docs: 'docs/sql.md#layers' });
+    const fields = { reason: problem, docs: 'docs/sql.md#layers' };
+    if (options.log) options.log.warn('clickhouse host runs without its sandbox', fields);
+    else process.stderr.write(`engine: the embedded ClickHouse runs without its sandbox: ${problem} (docs/sql.md#layers)\n`);
   }
   const sandboxed = problem === '';
-  mkdirSync(options.workPath, { recursive: true });
+  // Its socket's folder: no one but the engine's user may reach the socket, whatever the umask.
+  mkdirSync(options.workPath, { recursive: true, mode: 0o700 });
+  chmodSync(options.workPath, 0o700);
   // The socket lives in the host's folder, whose stale socket a killed host left is replaced; in
   // a folder of its own under the system's temporary one when that path is too long (a Unix
   // socket's path may not exceed 107 bytes).
@@ -102,25 +116,26 @@ export async function startHost(options: HostOptions): Promise<ClickHouseHost> {
   rmSync(socketPath, { force: true });
   const password = randomBytes(24).toString('hex');
   const node = [process.execPath, ...(extname(MAIN) === '.ts' ? ['--import', import.meta.resolve('tsx')] : []), MAIN];
+  // Only what the host needs: none of the engine's secrets. The password comes on standard input.
+  const env: Record<string, string> = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', CLICKHOUSE_HOST_DATA: options.dataPath, CLICKHOUSE_HOST_SOCKET: socketPath };
+  if (process.env['TZ'] !== undefined) env['TZ'] = process.env['TZ'];
   const bind = (how: string, path: string): string[] => (existsSync(path) ? [how, path, path] : []);
   const [command = '', ...args] = sandboxed
     ? [
         'bwrap',
-        ...['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+        ...SANDBOX,
+        ...Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]),
         // What lives under /tmp (a test's data, a checkout) is bound again over the private /tmp.
         ...bind('--ro-bind', PACKAGE_ROOT),
         ...bind('--ro-bind', dirname(process.execPath)),
         ...['--bind', options.dataPath, options.dataPath, '--bind', socketDir, socketDir],
         ...bind('--ro-bind', options.inbox),
-        ...['--unshare-net', '--die-with-parent', '--chdir', '/tmp', '--'],
+        ...['--chdir', '/tmp', '--'],
         ...node,
       ]
     : node;
-  const child: HostChild = spawn(command, args, {
-    cwd: options.workPath,
-    env: { ...process.env, CLICKHOUSE_HOST_DATA: options.dataPath, CLICKHOUSE_HOST_SOCKET: socketPath, CLICKHOUSE_HOST_PASSWORD: password },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child: HostChild = spawn(command, args, { cwd: options.workPath, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.write(`${password}\n`);
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   let stderr = '';
   child.stderr.setEncoding('utf8');
