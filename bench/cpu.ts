@@ -8,16 +8,43 @@ export interface CpuShare {
   redis: number;
 }
 
-/** CPU seconds of a process so far, from /proc (Linux); null elsewhere. */
-async function processCpu(pid: number): Promise<number | null> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return null;
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces). */
+async function statFields(path: string): Promise<string[] | null> {
+  const stat = await readFile(path, 'utf8').catch(() => null);
+  return stat === null ? null : stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/**
+ * The live processes under `pid` (/proc, by parent): the engine's ClickHouse process and its
+ * sandbox (engine/clickhouse/host/), whose CPU is the engine's as much as its own threads' are.
+ */
+async function descendants(pid: number): Promise<number[]> {
+  const entries = (await readdir('/proc').catch(() => [] as string[])).filter((e) => /^\d+$/.test(e));
+  const parents = new Map<number, number>();
+  for (const entry of entries) {
+    const fields = await statFields(`/proc/${entry}/stat`);
+    if (fields) parents.set(Number(entry), Number(fields[1]));
   }
+  const found: number[] = [];
+  for (let frontier = [pid]; frontier.length > 0; ) {
+    frontier = [...parents].filter(([, parent]) => frontier.includes(parent)).map(([child]) => child);
+    found.push(...frontier);
+  }
+  return found;
+}
+
+/** CPU seconds of one process so far, its threads' (utime and stime, 12th and 13th fields); null when gone. */
+async function ownCpu(pid: number): Promise<number | null> {
+  const fields = await statFields(`/proc/${pid}/stat`);
+  return fields === null ? null : (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds of a process and its live descendants so far, from /proc (Linux); null elsewhere. */
+async function processCpu(pid: number): Promise<number | null> {
+  const own = await ownCpu(pid);
+  if (own === null) return null;
+  const others = await Promise.all((await descendants(pid)).map(ownCpu));
+  return others.reduce<number>((sum, s) => sum + (s ?? 0), own);
 }
 
 /**
@@ -73,17 +100,21 @@ export type ThreadCpu = Map<string, { name: string; seconds: number }>;
 /**
  * Each thread's CPU seconds so far (/proc/<pid>/task; a trailing number of the name is dropped,
  * so `QueryPipelineEx12` reads as `QueryPipelineEx`); empty where there is no /proc. Node's main
- * thread and its V8 and libuv helpers are named `node`.
+ * thread and its V8 and libuv helpers are named `node`. The threads of the process's descendants
+ * (the engine's ClickHouse process) count too, named `clickhouse-host/<name>`: ClickHouse's.
  */
 export async function threadCpu(pid: number | 'self'): Promise<ThreadCpu> {
   const out: ThreadCpu = new Map();
-  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
-  for (const task of tasks) {
-    const stat = await readFile(`/proc/${pid}/task/${task}/stat`, 'utf8').catch(() => null);
-    if (stat === null) continue;
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.set(task, { name, seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
+  const root = pid === 'self' ? process.pid : pid;
+  for (const each of [root, ...(await descendants(root))]) {
+    const tasks = await readdir(`/proc/${each}/task`).catch(() => [] as string[]);
+    for (const task of tasks) {
+      const stat = await readFile(`/proc/${each}/task/${task}/stat`, 'utf8').catch(() => null);
+      if (stat === null) continue;
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(task, { name: each === root ? name : `clickhouse-host/${name}`, seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
+    }
   }
   return out;
 }
@@ -100,7 +131,8 @@ export function threadCpuBetween(before: ThreadCpu, after: ThreadCpu): Record<st
 }
 
 /**
- * Whether a thread of a process embedding chDB is ClickHouse's: every thread but node's (node
+ * Whether a thread is ClickHouse's: every thread of the engine's ClickHouse process
+ * (`clickhouse-host/…`, threadCpu), and of a process embedding chDB every thread but node's (node
  * names its main thread, V8's workers and the libuv pool `node`, V8's profiler `v8:ProfEvntProc`;
  * ClickHouse names its own, e.g. QueryPipelineEx, MergeMutate, BgSchPool, and renames a libuv
  * worker it runs a query on).

@@ -2,10 +2,11 @@
  * Recorder benchmark: how many delivery outcomes per second one recorder process moves
  * from the Redis outcomes streams into ClickHouse `message_deliveries` (read through the consumer
  * group, insert in batches with their checks, acknowledge, trim), and the CPU per row of the
- * recorder's own threads, of ClickHouse (embedded in the recorder process: its threads told apart
- * by name, bench/cpu.ts) and of Redis. Ceiling, measured in the same run: a bare INSERT of the same
- * rows into the same ClickHouse (already JSON text, through the recorder's own insert, in batches of
- * the same size, from this process, which embeds chDB too), with its ClickHouse CPU per row.
+ * recorder's own threads, of ClickHouse (the embedded engine's own process, started by the recorder:
+ * its threads, bench/cpu.ts) and of Redis. Ceiling, measured in the same run: a bare INSERT of the
+ * same rows into the same ClickHouse (already JSON text, through the recorder's own insert, in
+ * batches of the same size, from this process, which starts an embedded engine's process too), with
+ * its ClickHouse CPU per row.
  * Goals: 200k rows/s; the recorder's own CPU at most 10 µs per row.
  * Run with `node --import tsx bench/recorder.ts` (or `make bench`).
  *
@@ -185,7 +186,7 @@ async function main(): Promise<void> {
     },
     {
       scenario: 'recorder',
-      measure: 'ClickHouse CPU per row, embedded in the recorder',
+      measure: 'ClickHouse CPU per row, in the recorder\'s embedded engine',
       value: us.clickhouse,
       unit: 'µs/row',
       better: 'lower',
@@ -222,10 +223,10 @@ async function main(): Promise<void> {
     ratio_to_ceiling: Number((recorderRate / ceilingRate).toFixed(2)),
     notes: [
       'Measures: one `engine start --roles recorder` process draining a backlog of outcomes from Redis into embedded ClickHouse (consumer-group reads as bytes, inserts of up to 10k rows through message_deliveries_in with its checks, acknowledgements, trims), from its start until no outcome is unread or pending; and the CPU the recorder process and Redis spent per row meanwhile.',
-      "CPU split: ClickHouse runs inside the recorder process (chDB), so the process's CPU is split by thread (/proc/<pid>/task/*/stat): threads named `node` (the main thread, V8's workers, the libuv pool) are the recorder's own; every other thread is ClickHouse's (QueryPipelineEx, MergeMutate, BgSchPool, ..., and `Unknown`: a libuv worker chDB renamed when it ran a query on it, whose later non-ClickHouse work, if any, counts as ClickHouse's). Background merges during the drain are included.",
+      "CPU split: ClickHouse runs in the embedded engine's own process, a child of the recorder (engine/clickhouse/host/): the recorder process's threads are its own, every thread of that child (/proc/<pid>/task/*/stat, `clickhouse-host/…`) is ClickHouse's, its HTTP server's main thread included. Background merges during the drain are included.",
       `Ceiling: ${CEILING}: this process inserting the same rows, already as JSON text, through the recorder's own insert (insertJsonLines into message_deliveries_in, with its checks and deduplication token) in batches of 10k rows; rows/s over insert time only, CPU of this process's ClickHouse threads over the whole loop (merges meanwhile included; building the rows runs on node's main thread and is left out).`,
       'Does not measure: the changes stream (users, events, receipts), a ClickHouse server, more than one recorder process.',
-      `Machine: ${cpus().length} cores shared by Redis, the recorder and ClickHouse (in the recorder's process), and this benchmark's progress polling.`,
+      `Machine: ${cpus().length} cores shared by Redis, the recorder and ClickHouse (the recorder's child process), and this benchmark's progress polling.`,
     ],
   };
   console.log(`recorder: ${recorderRate} rows/s (${ROWS} rows in ${recorderSeconds.toFixed(2)} s; ${recorded} rows in ClickHouse)`);

@@ -1,5 +1,3 @@
-import { engineException } from '../clickhouse/host/errors.ts';
-
 /**
  * ClickHouse exceptions as its HTTP interface reports them (docs/sql.md, "Errors"): an HTTP status,
  * the `X-ClickHouse-Exception-Code` header and the body `Code: N. DB::Exception: <text>. (NAME)
@@ -60,10 +58,3 @@ const STATUS_GROUPS: [number, string[]][] = [
 ];
 
 const STATUS_BY_NAME = new Map(STATUS_GROUPS.flatMap(([status, names]) => names.map((name): [string, number] => [name, status])));
-
-/** The SqlError of an error the embedded engine threw; anything else is a STD_EXCEPTION, as a server reports a foreign exception. */
-export function fromEngine(err: unknown): SqlError {
-  if (err instanceof SqlError) return err;
-  const found = engineException(err);
-  return found ? new SqlError(found.code, found.type, found.text) : new SqlError(1001, 'STD_EXCEPTION', (err instanceof Error ? err.message : String(err)).trim());
-}

@@ -59,8 +59,9 @@ export async function sqlFixture(t: Test): Promise<SqlFixture> {
   const backend: SqlBackend = host ? ServerSql.onHost(host) : new ServerSql(url ?? '');
   const name = url === undefined ? 'default' : new URL(url).pathname.slice(1);
   const admin = async (sql: string): Promise<string> => {
-    if (/^(CREATE|INSERT)\b/.test(sql)) return (await ch.command({ query: sql })).query_id && '';
-    return (await ch.query({ query: sql, format: 'TabSeparatedRaw' })).text();
+    if (!/^(CREATE|INSERT)\b/.test(sql)) return (await ch.query({ query: sql, format: 'TabSeparatedRaw' })).text();
+    await ch.command({ query: sql });
+    return '';
   };
   for (const statement of [...create, ...fill]) await admin(statement);
   const sockets = new Set<Socket>();

@@ -65,7 +65,7 @@ const STATUS_GROUPS: [number, string[]][] = [
 
 const STATUS_BY_NAME = new Map(STATUS_GROUPS.flatMap(([status, names]) => names.map((name): [string, number] => [name, status])));
 
-/** The exception behind an error thrown by chDB (engine/sql/errors.ts reads its message); anything else is a STD_EXCEPTION, as the server reports a foreign exception. */
+/** The exception behind an error thrown by chDB (engineException reads its message); anything else is a STD_EXCEPTION, as the server reports a foreign exception. */
 export function fromEngine(err: unknown): ClickHouseException {
   if (err instanceof ClickHouseException) return err;
   const found = engineException(err);
@@ -81,7 +81,7 @@ const TYPE = /\(([A-Z0-9_]*[A-Z]{3}[A-Z0-9_]*)\)/g;
  * Code, name and text of an exception the embedded engine threw: its message reads
  * `Code: N. DB::Exception: … (NAME)`, sometimes nested. Undefined for anything else.
  */
-export function engineException(err: unknown): { code: number; type: string; text: string } | undefined {
+function engineException(err: unknown): { code: number; type: string; text: string } | undefined {
   let text = (err instanceof Error ? err.message : String(err)).trim();
   const code = LEADING_CODE.exec(text)?.[1];
   const type = [...text.matchAll(TYPE)].at(-1)?.[1];
