@@ -90,9 +90,19 @@ export class Topology {
     return this.userKey('consent', project, externalId);
   }
 
-  /** An event idempotency key of a user's project, in the user's partition (applyBatch sets it). */
-  eventIdempotency(partition: number, project: string, key: string): string {
+  /** An event idempotency marker as 0.11.1 wrote it, one key per event; applyBatch still reads them (engine/state/idempotency-layout.ts). */
+  legacyEventIdempotency(partition: number, project: string, key: string): string {
     return `${this.keyPrefix(partition, 'idem')}${project}:${key}`;
+  }
+
+  /** Until when (ms, text) partition N may still hold markers of 0.11.1 that applyBatch looks up. */
+  legacyIdempotencyUntil(partition: number): string {
+    return `${this.keyPrefix(partition, 'idw')}legacy`;
+  }
+
+  /** The record of which Redis layout migrations have run (engine/state/idempotency-layout.ts). */
+  layout(): string {
+    return `${this.prefix}layout`;
   }
 
   /** The last sequence number applied in partition N of a gateway writer's entries (applyBatch). */
@@ -103,11 +113,12 @@ export class Topology {
   /**
    * The key prefixes of partition N that applyBatch completes inside Redis: with
    * `<project>:<external_id>` for a user's keys, `<project>:<key>` for an event idempotency key, and
-   * the writer id for a writer's sequence. Only this class lays keys out.
+   * the writer id for a writer's sequence; `window` is the prefix of the idempotency window's
+   * tables (`<day>` and `<day>:<bucket>`) and of legacyIdempotencyUntil. Only this class lays keys out.
    */
-  applyKeyPrefixes(partition: number): Record<'user' | 'tags' | 'subs' | 'consent' | 'idem' | 'writer', string> {
+  applyKeyPrefixes(partition: number): Record<'user' | 'tags' | 'subs' | 'consent' | 'idem' | 'window' | 'writer', string> {
     const of = (kind: string): string => this.keyPrefix(partition, kind);
-    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent'), idem: of('idem'), writer: of('writer') };
+    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent'), idem: of('idem'), window: of('idw'), writer: of('writer') };
   }
 
   /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */

@@ -4,6 +4,7 @@ import type { RedisClient } from '../../engine/redis.ts';
 import { APPLY_GROUP, type Topology } from '../../engine/topology.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
+import { upgradeLayout } from '../../engine/state/layout.ts';
 import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
 import { ReceiptKinds, SubscriptionTypes } from '../../schemas/sdk.ts';
 import { ApplyLimits } from './limits.ts';
@@ -30,9 +31,17 @@ export interface PartitionActorOptions {
  * registrations the batch left in the partition's outbox.
  */
 export class PartitionActor implements PartitionHandler {
+  /** The layout upgrade, run once per process before its first partition is applied; again after a failure. */
+  private upgraded: Promise<void> | null = null;
+
   constructor(private readonly opts: PartitionActorOptions) {}
 
   async open(partition: number): Promise<void> {
+    const { redis, topology } = this.opts;
+    await (this.upgraded ??= upgradeLayout(redis, topology).catch((err: unknown) => {
+      this.upgraded = null;
+      throw err;
+    }));
     await this.opts.settler.settle(partition);
   }
 
@@ -55,6 +64,7 @@ export class PartitionActor implements PartitionHandler {
         idempotencyMs: ApplyLimits.idempotencyMs,
         maxTags: ApplyLimits.maxTags,
         maxSubscriptions: ApplyLimits.maxSubscriptions,
+        windowMs: ApplyLimits.idempotencyWindowMs,
       },
       entries: entries.map((entry) => ({ id: entry.id, json: fieldOf(entry, 'd') ?? '' })),
     });

@@ -16,8 +16,9 @@
     subscribe       create the user; upsert subs field "TYPE:token" (schemas/state.ts
                     StoredSubscription); past ARGV[8] drop the oldest by registered_at; append the
                     registration to outbox:{pN} so the token's owner record is settled afterwards
-    event           create the user; with an idempotency_key, SET NX idem:{pN}:proj:key first and
-                    drop the event if it was there; append to changes:{pN}
+    event           create the user; with an idempotency_key, drop the event when the partition's
+                    idempotency window holds its fingerprint from within ARGV[9] ms of its time,
+                    else add it there; append to changes:{pN}
     receipt         create the user; append to changes:{pN}
     detach          drop the subscription if it was registered at or before the detach's
                     registered_at; never creates a user
@@ -39,15 +40,23 @@
   KEYS[4] changes           changes:{pN}
   KEYS[5] outbox            outbox:{pN}
   ARGV[1] worker            worker id that must hold the lease
-  ARGV[2] keyPrefixes       JSON object: key kind (user, tags, subs, consent, idem, writer) -> the
-                            partition's prefix of such keys
+  ARGV[2] keyPrefixes       JSON object: key kind (user, tags, subs, consent, idem, window, writer)
+                            -> the partition's prefix of such keys
   ARGV[3] subscriptionTypes JSON array: the subscription types an entry may name
   ARGV[4] receiptKinds      JSON array: the receipt kinds an entry may name
   ARGV[5] group             consumer group of the ingest stream
-  ARGV[6] idempotencyMs     idempotency key lifetime, ms (also how long a writer's sequence is kept)
+  ARGV[6] idempotencyMs     how long a writer's sequence is kept, ms
   ARGV[7] maxTags           most tags per user
   ARGV[8] maxSubscriptions  most subscriptions per user
-  ARGV[9], ARGV[10], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
+  ARGV[9] windowMs          idempotency window: a copy within this many ms of the original is dropped
+  ARGV[10], ARGV[11], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
+
+  The idempotency window of partition N (docs/architecture.md, "The idempotency window"): per UTC
+  day d of an event's `at`, a linear hash table of hashes `window..d..':'..i`, each mapping the
+  16-byte fingerprint (SHA-1 of project, external_id and key) to the ms of the day, so a few dozen
+  entries share a key and stay listpack-encoded; `window..d` holds the table's level L, split
+  pointer s and count n. Keys written by 0.11.1 (idem:{pN}:proj:key) are still looked up while
+  `window..'legacy'` holds a time past the event's (engine/state/idempotency-layout.ts).
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
   2 gap; appliedId is the partition's last applied ID after the call; outbox is the length of
@@ -58,12 +67,13 @@
 -- #include streams
 
 local OK, NOT_OWNER, GAP = 0, 1, 2
-local FIRST_ENTRY = 9
+local FIRST_ENTRY = 10
 local TRIM_ABOVE = 512
 
 local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local worker, keyPrefixes, group = ARGV[1], cjson.decode(ARGV[2]), ARGV[5]
 local idemTtl, maxTags, maxSubs = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local windowMs = tonumber(ARGV[9])
 
 if redis.call('GET', leaseKey) ~= worker then
   return { NOT_OWNER, 0, 0, '', 0, 0 }
@@ -271,13 +281,92 @@ local function change(record)
   redis.call('XADD', changesKey, '*', 'd', encode(record))
 end
 
+local DAY_MS = 86400000
+-- Mean entries per table bucket once every bucket is split: unsplit buckets hold about twice as
+-- many, still far below the 128 entries past which Redis leaves the compact listpack encoding.
+local BUCKET_LOAD = 32
+-- A bucket outlives its day by the window, and by an hour more for clocks apart.
+local KEEP_MS = windowMs + 3600000
+local windowPrefix = keyPrefixes.window
+local tables = {}
+
+local function windowTable(day)
+  local t = tables[day]
+  if not t then
+    local meta = redis.call('HMGET', windowPrefix .. day, 'L', 's', 'n')
+    t = { L = tonumber(meta[1]) or 0, s = tonumber(meta[2]) or 0, n = tonumber(meta[3]) or 0 }
+    tables[day] = t
+  end
+  return t
+end
+
+-- The first 4 bytes of a fingerprint as a number: the table's hash.
+local function hash32(fp)
+  local a, b, c, d = string.byte(fp, 1, 4)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function bucketKey(day, t, h)
+  local i = h % 2 ^ t.L
+  if i < t.s then i = h % 2 ^ (t.L + 1) end
+  return string.format('%s%d:%d', windowPrefix, day, i)
+end
+
+-- Splits bucket s of a day's table into s and s + 2^L: linear hashing grows a bucket at a time.
+local function splitBucket(day, t)
+  local from = string.format('%s%d:%d', windowPrefix, day, t.s)
+  local to = string.format('%s%d:%d', windowPrefix, day, t.s + 2 ^ t.L)
+  local all = redis.call('HGETALL', from)
+  local moved, gone = {}, {}
+  for i = 1, #all, 2 do
+    if hash32(all[i]) % 2 ^ (t.L + 1) ~= t.s then
+      moved[#moved + 1], moved[#moved + 2] = all[i], all[i + 1]
+      gone[#gone + 1] = all[i]
+    end
+  end
+  if #gone > 0 then
+    redis.call('HSET', to, unpack(moved))
+    redis.call('PEXPIREAT', to, (day + 1) * DAY_MS + KEEP_MS)
+    redis.call('HDEL', from, unpack(gone))
+  end
+  t.s = t.s + 1
+  if t.s == 2 ^ t.L then t.L, t.s = t.L + 1, 0 end
+end
+
+local legacyUntil
+local function isLegacyCopy(e)
+  if legacyUntil == nil then legacyUntil = tonumber(redis.call('GET', windowPrefix .. 'legacy')) or 0 end
+  return e.at < legacyUntil and redis.call('EXISTS', keyPrefixes.idem .. e.project .. ':' .. e.idempotency_key) == 1
+end
+
+-- True when the window holds the event's fingerprint from within windowMs of its time; else adds it.
+local function seenBefore(e)
+  local fp = string.gsub(string.sub(redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key), 1, 32), '..',
+    function(hex) return string.char(tonumber(hex, 16)) end)
+  local h, at = hash32(fp), e.at
+  -- A day after the event's own too: a copy taken by a gateway whose clock runs behind.
+  for day = math.floor((at - windowMs) / DAY_MS), math.floor(at / DAY_MS) + 1 do
+    local t = windowTable(day)
+    if t.n > 0 then
+      local ms = redis.call('HGET', bucketKey(day, t, h), fp)
+      if ms and math.abs(at - (day * DAY_MS + tonumber(ms))) <= windowMs then return true end
+    end
+  end
+  if isLegacyCopy(e) then return true end
+  local day = math.floor(at / DAY_MS)
+  local t = windowTable(day)
+  local key = bucketKey(day, t, h)
+  redis.call('HSET', key, fp, int(at - day * DAY_MS))
+  if t.n == 0 then redis.call('PEXPIREAT', key, (day + 1) * DAY_MS + KEEP_MS) end
+  t.n, t.dirty = t.n + 1, true
+  if t.n > BUCKET_LOAD * (2 ^ t.L + t.s) then splitBucket(day, t) end
+  return false
+end
+
 -- The change of an event is its entry's own JSON text with kind and id put in front (its other
 -- fields, op, at and the writer's stamp, ride along): encode() costs some 20 µs an event.
 local function event(e, id, json)
-  if e.idempotency_key then
-    local marker = keyPrefixes.idem .. e.project .. ':' .. e.idempotency_key
-    if not redis.call('SET', marker, '1', 'NX', 'PX', idemTtl) then return end
-  end
+  if e.idempotency_key and seenBefore(e) then return end
   if string.byte(json, 1) == 123 then
     redis.call('XADD', changesKey, '*', 'd', '{"kind":"event","id":"' .. id .. '",' .. string.sub(json, 2))
     return
@@ -344,6 +433,12 @@ for _, user in ipairs(touched) do
     ',"state":{"user":', flatHash(userKey('user', e)), ',"tags":', flatHash(userKey('tags', e)),
     ',"subs":', flatHash(userKey('subs', e)), ',"consent":', flatHash(userKey('consent', e)), '}}',
   }))
+end
+for day, t in pairs(tables) do
+  if t.dirty then
+    redis.call('HSET', windowPrefix .. day, 'L', t.L, 's', t.s, 'n', t.n)
+    redis.call('PEXPIREAT', windowPrefix .. day, (day + 1) * DAY_MS + KEEP_MS)
+  end
 end
 for w in pairs(writerMoved) do
   redis.call('SET', writerKey(w), int(writerSeq[w]), 'PX', idemTtl)

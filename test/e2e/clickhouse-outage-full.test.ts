@@ -95,7 +95,7 @@ t.test('ClickHouse down under load with a small maxmemory: no wedge, nothing los
     sum.unknown += c.unknown;
   });
   t.same(sum, { lost: 0, doubled: 0, unknown: 0 }, 'recorded: each accepted event exactly once, nothing refused');
-  t.equal(await appliedCount(redis.url, d.prefix), ledger.accepted.size, 'applied: one idempotency marker per accepted event');
+  t.equal(await appliedCount(redis.url, d.prefix), ledger.accepted.size, 'applied: one idempotency entry per accepted event');
   const user = (await (await fetch(`${engine.url}/api/users/u1`, { headers: { authorization: `Bearer ${rest}` } })).json()) as { consent: Record<string, { opted_out: boolean }> };
   t.equal(user.consent['SMS']?.opted_out, true, 'the opt-out is applied');
   await eventually('the gateway ready again', async () => ((await fetch(`${engine.url}/readyz`)).status === 200 ? true : undefined), 10_000);

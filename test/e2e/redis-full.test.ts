@@ -90,7 +90,7 @@ t.test('Redis at its memory limit: refusals say overloaded, opt-out works, and e
     sum.unknown += c.unknown;
   });
   t.same(sum, { lost: 0, doubled: 0, unknown: 0 }, 'recorded: each accepted event exactly once, nothing refused');
-  t.equal(await appliedCount(redis.url, d.prefix), ledger.accepted.size, 'applied: one idempotency marker per accepted event');
+  t.equal(await appliedCount(redis.url, d.prefix), ledger.accepted.size, 'applied: one idempotency entry per accepted event');
 
   const user = (await (await fetch(`${engine.url}/api/users/u0`, { headers: { authorization: `Bearer ${rest}` } })).json()) as { consent: Record<string, { opted_out: boolean }> };
   t.equal(user.consent['EMAIL']?.opted_out, true, 'the opt-out is applied');

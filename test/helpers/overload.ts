@@ -69,15 +69,15 @@ export async function recordedOf(url: string, restKey: string, user: number): Pr
   return seqs.sort((a, b) => a - b);
 }
 
-/** Events applied: each applied event with an idempotency key left its marker `idem:{pN}:proj:key`. */
+/** Events applied: each applied event with an idempotency key counts in its day's idempotency table (`idw:{pN}:<day>` field n). */
 export async function appliedCount(redisUrl: string, prefix: string): Promise<number> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
   try {
     let count = 0;
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}idem:*`, 'COUNT', 5000);
-      count += keys.length;
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}idw:*`, 'COUNT', 5000);
+      for (const key of keys) if (/:\{p\d+\}:\d+$/.test(key)) count += Number(await redis.hget(key, 'n'));
       cursor = next;
     } while (cursor !== '0');
     return count;
