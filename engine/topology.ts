@@ -90,7 +90,7 @@ export class Topology {
     return this.userKey('consent', project, externalId);
   }
 
-  /** An event idempotency marker as 0.11.1 wrote it, one key per event; applyBatch still reads them (engine/state/idempotency-layout.ts). */
+  /** An event idempotency marker as 0.11.1 wrote it, one key per event; applyBatch still reads them (engine/state/layout.ts). */
   legacyEventIdempotency(partition: number, project: string, key: string): string {
     return `${this.keyPrefix(partition, 'idem')}${project}:${key}`;
   }
@@ -100,7 +100,7 @@ export class Topology {
     return `${this.keyPrefix(partition, 'idw')}legacy`;
   }
 
-  /** The record of which Redis layout migrations have run (engine/state/idempotency-layout.ts). */
+  /** The record of which Redis layout migrations have run (engine/state/layout.ts). */
   layout(): string {
     return `${this.prefix}layout`;
   }

@@ -56,7 +56,7 @@
   16-byte fingerprint (SHA-1 of project, external_id and key) to the ms of the day, so a few dozen
   entries share a key and stay listpack-encoded; `window..d` holds the table's level L, split
   pointer s and count n. Keys written by 0.11.1 (idem:{pN}:proj:key) are still looked up while
-  `window..'legacy'` holds a time past the event's (engine/state/idempotency-layout.ts).
+  `window..'legacy'` holds a time past the event's (engine/state/layout.ts).
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
   2 gap; appliedId is the partition's last applied ID after the call; outbox is the length of
