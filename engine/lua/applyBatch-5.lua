@@ -302,8 +302,7 @@ end
 
 -- The first 4 bytes of a fingerprint as a number: the table's hash.
 local function hash32(fp)
-  local a, b, c, d = string.byte(fp, 1, 4)
-  return ((a * 256 + b) * 256 + c) * 256 + d
+  return (struct.unpack('>I4', fp))
 end
 
 local function bucketKey(day, t, h)
@@ -341,9 +340,9 @@ end
 
 -- True when the window holds the event's fingerprint from within windowMs of its time; else adds it.
 local function seenBefore(e)
-  local fp = string.gsub(string.sub(redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key), 1, 32), '..',
-    function(hex) return string.char(tonumber(hex, 16)) end)
-  local h, at = hash32(fp), e.at
+  local hex = redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key)
+  local h, at = tonumber(string.sub(hex, 1, 8), 16), e.at
+  local fp = struct.pack('>I4I4I4I4', h, tonumber(string.sub(hex, 9, 16), 16), tonumber(string.sub(hex, 17, 24), 16), tonumber(string.sub(hex, 25, 32), 16))
   -- A day after the event's own too: a copy taken by a gateway whose clock runs behind.
   for day = math.floor((at - windowMs) / DAY_MS), math.floor(at / DAY_MS) + 1 do
     local t = windowTable(day)
