@@ -119,10 +119,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** Buffered writes answered 503, by reason: `overloaded` (memory watermark) or `unavailable` (Redis unreachable). */
+  /**
+   * Buffered writes answered 503, by reason: `unavailable` (Redis unreachable, the journal full or
+   * failing), `overloaded` (Redis past its watermark, the journal full) or `live_state` (Redis past
+   * its watermark, and draining the workers' backlog makes no room for more).
+   */
   readonly refusedWrites = new Counter({
     name: 'svc_refused_writes_total',
-    help: 'Buffered writes refused with 503 because the spill journal could not take them, by reason',
+    help: 'Buffered writes refused with 503, by reason (unavailable, overloaded, live_state)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -1,5 +1,5 @@
 import { ftruncateSync, mkdirSync } from 'node:fs';
-import { open, readdir, rename, unlink } from 'node:fs/promises';
+import { open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The file operations the journal uses; a `FileHandle` fits, and a test may wrap one to make a call fail. */
@@ -183,6 +183,10 @@ export async function readJournal(path: string, offset: number, maxBytes: number
   } finally {
     await handle.close();
   }
+}
+
+export async function fileSize(path: string): Promise<number> {
+  return (await stat(path)).size;
 }
 
 export async function removeFile(path: string): Promise<void> {

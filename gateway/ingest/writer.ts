@@ -8,7 +8,7 @@ import type { RedisClient } from '../../engine/redis.ts';
 import type { Topology } from '../../engine/topology.ts';
 import { OrderedAppends } from './ordered-appends.ts';
 import type { Admission } from './pressure.ts';
-import { readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
+import { fileSize, readJournal, removeFile, type SpillJournal } from './spill-journal.ts';
 
 const replayChunkBytes = 4 * 1024 * 1024;
 /** The smallest replay chunk: the largest line (a body is at most 1 MiB) always fits in one. */
@@ -23,7 +23,14 @@ const SDK_BODY_BYTES = 64 * 1024;
 /** Why writes go to the journal: Redis cannot be reached, or it is past its memory watermark. */
 type SpillCause = 'unreachable' | 'overloaded';
 
-const alwaysAdmits: Admission = { admits: true, appended: () => {}, room: () => Infinity, describe: () => '' };
+/**
+ * Why a buffered write got 503 (svc_refused_writes_total): `unavailable`, Redis unreachable and the
+ * journal cannot take it; `overloaded`, Redis past its watermark and the journal full; `live_state`,
+ * Redis past its watermark and waiting makes no room for it.
+ */
+export type RefusalReason = 'overloaded' | 'live_state' | 'unavailable';
+
+const alwaysAdmits: Admission = { admits: true, appended: () => {}, room: () => Infinity, spillRoom: () => Infinity, describe: () => '', describeNoRoom: () => '' };
 
 export interface IngestWriterOptions {
   /** How often a spilling writer checks whether Redis is back, ms (default 250). */
@@ -33,7 +40,7 @@ export interface IngestWriterOptions {
   /** How full Redis is (gateway/ingest/pressure.ts); default: always room. */
   admission?: Admission;
   /** Told of each write refused with 503, by reason. */
-  refused?: (reason: 'overloaded' | 'unavailable') => void;
+  refused?: (reason: RefusalReason) => void;
   /** On a Cluster, the replicas each append waits for, and for how long at most, ms (gateway/ingest/ordered-appends.ts). */
   replicas?: { count: number; waitMs: number };
 }
@@ -41,9 +48,11 @@ export interface IngestWriterOptions {
 /**
  * Where a buffered write becomes durable: the user's partition stream, or the spill journal while
  * Redis is unreachable or past its memory watermark (then every later write spills too until the
- * replay, so order holds); the replay waits for the low watermark. Each
- * entry carries this writer's id and sequence (`w`, `n`) so copies apply once (docs/architecture.md,
- * "Copies in the log" and "The spill journal and its replay").
+ * replay, so order holds); the replay waits for the low watermark. Past the watermark the journal
+ * takes only what draining the workers' backlog makes room for; the rest is refused `overloaded`.
+ * Each entry carries this writer's id and sequence (`w`, `n`) so copies apply once
+ * (docs/architecture.md, "Copies in the log", "The spill journal and its replay" and "Admission
+ * before the limit").
  */
 export class IngestWriter {
   /** This writer's id in the entries it stamps (unique per process). */
@@ -54,11 +63,15 @@ export class IngestWriter {
   private spilling = false;
   private cause: SpillCause = 'unreachable';
   private refusedAt = 0;
+  private lastRefusal = '';
   /** Writes bound for the journal that wait for earlier ones to be placed first. */
   private toJournal = 0;
   private replaying = false;
   private replayOffset = 0;
-  private orphans: string[] = [];
+  /** Journals adopted at start, oldest first, replayed before this process's own. */
+  private orphans: { path: string; bytes: number }[] = [];
+  /** How far the first adopted journal is replayed. */
+  private orphanOffset = 0;
   private timer: NodeJS.Timeout | null = null;
 
   private readonly admission: Admission;
@@ -82,16 +95,22 @@ export class IngestWriter {
     return this.spilling;
   }
 
-  /** Why buffered writes are refused now for overload (`/readyz`), or null while they are taken. */
+  /**
+   * Why buffered writes are refused now for overload (`/readyz`), or null while they are taken:
+   * while writes are held back, a refusal in the last few seconds, or an SDK body that would be
+   * refused now.
+   */
   refusing(): string | null {
-    if (!this.spilling || this.cause !== 'overloaded') return null;
-    if (Date.now() - this.refusedAt >= REFUSING_FOR_MS && this.journal.fits(SDK_BODY_BYTES)) return null;
-    return this.overloadMessage();
+    const cause = this.journalCause();
+    if (cause !== 'overloaded') return null;
+    if (Date.now() - this.refusedAt < REFUSING_FOR_MS) return this.lastRefusal;
+    return this.overloadRefusal(SDK_BODY_BYTES, cause)?.message ?? null;
   }
 
   /** Adopts journals a crashed gateway left behind (replayed before anything new) and starts replaying. */
   async start(): Promise<void> {
-    this.orphans = await this.journal.adoptOrphans(this.options.isLive ?? (() => false));
+    const adopted = await this.journal.adoptOrphans(this.options.isLive ?? (() => false));
+    this.orphans = await Promise.all(adopted.map(async (path) => ({ path, bytes: await fileSize(path) })));
     if (this.orphans.length > 0) {
       this.spilling = true;
       this.log.warn('replaying spill journals left by an earlier process', { files: this.orphans.length });
@@ -147,13 +166,7 @@ export class IngestWriter {
     let appended: Promise<void>;
     try {
       await earlier;
-      if (!this.journal.fits(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0))) {
-        const overloaded = this.cause === 'overloaded';
-        this.options.refused?.(overloaded ? 'overloaded' : 'unavailable');
-        if (!overloaded) throw new UnavailableError('Redis is unreachable and the spill journal is full');
-        this.refusedAt = Date.now();
-        throw new OverloadedError(this.overloadMessage(), OVERLOADED_RETRY_S);
-      }
+      this.refuseUnlessRoom(lines.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0));
       appended = this.journal.append(lines);
     } finally {
       this.toJournal--;
@@ -169,8 +182,50 @@ export class IngestWriter {
     }
   }
 
-  private overloadMessage(): string {
-    return `Buffered writes are refused: ${this.admission.describe()}, and this gateway's spill journal is full. Retry later; what was accepted before is still applied.`;
+  /** Throws when the journal may not take `bytes` more: full, or (past the watermark) more than waiting makes room for. */
+  private refuseUnlessRoom(bytes: number): void {
+    const refusal = this.overloadRefusal(bytes, this.cause);
+    if (refusal !== null) {
+      this.options.refused?.(refusal.reason);
+      this.refusedAt = Date.now();
+      this.lastRefusal = refusal.message;
+      throw new OverloadedError(refusal.message, OVERLOADED_RETRY_S);
+    }
+    if (!this.journal.fits(bytes)) {
+      this.options.refused?.('unavailable');
+      throw new UnavailableError('Redis is unreachable and the spill journal is full');
+    }
+  }
+
+  /**
+   * Why a write of `bytes` bound for the journal for `cause` is refused `overloaded`, or null. While Redis
+   * answers but is past its watermark, the journal holds only what draining the workers' backlog
+   * makes room for: a 202 never waits on memory that nothing will free. Redis unreachable, the
+   * journal takes writes until it is full.
+   */
+  private overloadRefusal(bytes: number, cause: SpillCause | null): { reason: RefusalReason; message: string } | null {
+    if (cause !== 'overloaded') return null;
+    const retry = 'Retry later; what was accepted before is still applied.';
+    if (!this.journal.fits(bytes)) {
+      return { reason: 'overloaded', message: `Buffered writes are refused: ${this.admission.describe()}, and this gateway's spill journal is full. ${retry}` };
+    }
+    if (this.redis.status !== 'ready' || this.admission.admits) return null;
+    const held = this.unreplayed();
+    if (held + bytes <= this.admission.spillRoom()) return null;
+    return { reason: 'live_state', message: `Buffered writes are refused: ${this.admission.describeNoRoom(held)}. ${retry}` };
+  }
+
+  /** Why a write sent now would go to the journal, or null when it would go to Redis. */
+  private journalCause(): SpillCause | null {
+    if (this.redis.status !== 'ready') return 'unreachable';
+    if (!this.admission.admits) return 'overloaded';
+    return this.spilling ? this.cause : null;
+  }
+
+  /** Journal bytes not yet replayed into Redis: the rest of the adopted files, then this process's own. */
+  private unreplayed(): number {
+    const adopted = this.orphans.reduce((n, o) => n + o.bytes, 0) - this.orphanOffset;
+    return adopted + this.journal.size - this.replayOffset;
   }
 
   async close(): Promise<void> {
@@ -187,7 +242,7 @@ export class IngestWriter {
     this.cause = cause;
     if (this.spilling) return;
     this.spilling = true;
-    if (cause === 'overloaded') this.log.warn('redis past its memory watermark; writes go to the spill journal', { detail: this.admission.describe() });
+    if (cause === 'overloaded') this.log.warn('redis past its memory watermark; buffered writes are held back from it', { detail: this.admission.describe() });
     else this.log.warn('redis unreachable; writes go to the spill journal', { err });
   }
 
@@ -201,16 +256,17 @@ export class IngestWriter {
     this.replaying = true;
     try {
       while (this.orphans[0] !== undefined) {
-        const path = this.orphans[0];
-        for (let offset = 0; ; ) {
+        const { path } = this.orphans[0];
+        for (;;) {
           if (!this.admission.admits) return;
-          const chunk = await readJournal(path, offset, this.chunkBytes());
+          const chunk = await readJournal(path, this.orphanOffset, this.chunkBytes());
           if (chunk.lines.length === 0) break;
           await this.appendLines(chunk.lines);
-          offset = chunk.next;
+          this.orphanOffset = chunk.next;
         }
         await removeFile(path);
         this.orphans.shift();
+        this.orphanOffset = 0;
       }
       // Only up to what is durable: bytes past it may belong to a commit whose fsync is still
       // running and may yet fail, and whose writes are then refused.

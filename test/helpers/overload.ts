@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import type { Topology } from '../../engine/topology.ts';
 
 /**
  * Load and bookkeeping of the overload tests (test/e2e/redis-full.test.ts,
- * test/e2e/clickhouse-outage-full.test.ts): SDK batches of events with idempotency keys for a
- * fixed set of users, what each answer was, and what reached Redis and ClickHouse.
+ * test/e2e/clickhouse-outage-full.test.ts, test/spill/admission.test.ts): SDK batches of events
+ * with idempotency keys for a fixed set of users, what each answer was, what reached Redis and
+ * ClickHouse, and live state that fills a Redis past its watermark.
  */
 
 export const USERS = 20;
@@ -104,4 +107,85 @@ export function compare(accepted: number[], recorded: number[]): { lost: number;
 export function metric(text: string, sample: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
   return line === undefined ? undefined : Number(line.slice(sample.length + 1));
+}
+
+/**
+ * A consumer group of the test's own on every ingest stream, one that never reads: the apply trims
+ * nothing past it, so the order each partition was applied in stays readable (ingestOrder).
+ */
+export function keepIngestLog(url: string, topology: Topology): Promise<void> {
+  return withClient(url, async (client) => {
+    for (let p = 0; p < topology.partitions; p++) await client.xgroup('CREATE', topology.ingest(p), 'test-observer', '0', 'MKSTREAM');
+  });
+}
+
+/**
+ * Each user's event `seq` numbers in the order their partition's ingest log holds them (kept by
+ * keepIngestLog); a copy, which the apply skips, counts at its first place only.
+ */
+export function ingestOrder(url: string, topology: Topology): Promise<Map<string, number[]>> {
+  return withClient(url, async (client) => {
+    const order = new Map<string, number[]>();
+    for (let p = 0; p < topology.partitions; p++) {
+      for (const [, fields] of await client.xrange(topology.ingest(p), '-', '+')) {
+        const e = JSON.parse(fields[1] ?? '{}') as { op?: string; external_id?: string; properties?: { seq?: number } };
+        if (e.op !== 'event' || e.external_id === undefined || e.properties?.seq === undefined) continue;
+        const seqs = order.get(e.external_id) ?? [];
+        if (!seqs.includes(e.properties.seq)) seqs.push(e.properties.seq);
+        order.set(e.external_id, seqs);
+      }
+    }
+    return order;
+  });
+}
+
+/** Redis's used_memory and maxmemory at `url`. */
+export function redisMemory(url: string): Promise<{ used: number; maxmemory: number }> {
+  return withClient(url, memoryOf);
+}
+
+/**
+ * Live state that waiting does not free: plain keys under `prefix` (64 KiB values, no TTL), written
+ * until Redis's used_memory reaches `target` bytes. Returns their names, for freeLiveState.
+ */
+export function fillWithLiveState(url: string, prefix: string, target: number): Promise<string[]> {
+  const value = 'x'.repeat(64 * 1024);
+  return withClient(url, async (client) => {
+    const keys: string[] = [];
+    while ((await memoryOf(client)).used < target) {
+      const key = `${prefix}live:${randomBytes(6).toString('hex')}`;
+      await client.set(key, value);
+      keys.push(key);
+    }
+    return keys;
+  });
+}
+
+/**
+ * Deletes what fillWithLiveState wrote (DEL runs at maxmemory too): all of it, or with `downTo` one
+ * key at a time until used_memory is at most that. Deleted names leave `keys`.
+ */
+export function freeLiveState(url: string, keys: string[], downTo = 0): Promise<void> {
+  return withClient(url, async (client) => {
+    if (downTo === 0) {
+      if (keys.length > 0) await client.del(...keys.splice(0));
+      return;
+    }
+    while (keys.length > 0 && (await memoryOf(client)).used > downTo) await client.del(keys.pop() ?? '');
+  });
+}
+
+async function withClient<T>(url: string, use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(url, { maxRetriesPerRequest: 2 });
+  try {
+    return await use(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function memoryOf(client: Redis): Promise<{ used: number; maxmemory: number }> {
+  const info = await client.info('memory');
+  const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return { used: field('used_memory'), maxmemory: field('maxmemory') };
 }
