@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './scripts/apply-batch.ts';
-import { writeConsent } from './scripts/consent.ts';
+import { upgradeUser, writeConsent } from './scripts/consent.ts';
 import type { AnyContract, Command } from './scripts/contract.ts';
 import { appendJobs, checkSend, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
@@ -32,6 +32,7 @@ export const scripts = {
   oldestUnread,
   markRound,
   writeConsent,
+  upgradeUser,
   claimToken,
   clearDetach,
   appendDetach,

@@ -74,20 +74,26 @@ export class Topology {
     return `${this.prefix}recorder:round:${token}`;
   }
 
+  /** A user's record (engine/lua/include/user.lua, engine/state/user-record.ts): one string key per user. */
   user(project: string, externalId: string): string {
-    return this.userKey('user', project, externalId);
+    return this.userKey('usr', project, externalId);
   }
 
-  tags(project: string, externalId: string): string {
-    return this.userKey('tags', project, externalId);
+  /** The four hashes of a user as 0.11.1 kept them, which the layout upgrade folds into the record (engine/state/layout.ts). */
+  legacyUser(project: string, externalId: string): { user: string; tags: string; subs: string; consent: string } {
+    const of = (kind: string): string => this.userKey(kind, project, externalId);
+    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent') };
   }
 
-  subs(project: string, externalId: string): string {
-    return this.userKey('subs', project, externalId);
+  /** SCAN patterns of the keys of partition N by which a user of 0.11.1 exists: their user hash, or their consent alone. */
+  legacyUserPatterns(partition: number): string[] {
+    return ['user', 'consent'].map((kind) => `${escapeGlob(this.keyPrefix(partition, kind))}*`);
   }
 
-  consent(project: string, externalId: string): string {
-    return this.userKey('consent', project, externalId);
+  /** The user a key of legacyUser names, or null for another key. */
+  userOfLegacyKey(key: string): { project: string; externalId: string } | null {
+    const match = /^(?:user|consent):\{p\d+\}:([^:]+):(.+)$/s.exec(key.slice(this.prefix.length));
+    return key.startsWith(this.prefix) && match?.[1] !== undefined && match[2] !== undefined ? { project: match[1], externalId: match[2] } : null;
   }
 
   /** An event idempotency marker as 0.11.1 wrote it, one key per event; applyBatch still reads them (engine/state/layout.ts). */
@@ -116,16 +122,15 @@ export class Topology {
    * the writer id for a writer's sequence; `window` is the prefix of the idempotency window's
    * tables (`<day>` and `<day>:<bucket>`) and of legacyIdempotencyUntil. Only this class lays keys out.
    */
-  applyKeyPrefixes(partition: number): Record<'user' | 'tags' | 'subs' | 'consent' | 'idem' | 'window' | 'writer', string> {
+  applyKeyPrefixes(partition: number): Record<'user' | 'idem' | 'window' | 'writer', string> {
     const of = (kind: string): string => this.keyPrefix(partition, kind);
-    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent'), idem: of('idem'), window: of('idw'), writer: of('writer') };
+    return { user: of('usr'), idem: of('idem'), window: of('idw'), writer: of('writer') };
   }
 
-  /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */
-  userKeys(project: string, externalId: string): { partition: number; subs: string; tags: string; consent: string } {
+  /** The record of one user a dispatch job reads, and its partition, hashed once for both. */
+  userKeys(project: string, externalId: string): { partition: number; user: string } {
     const partition = this.partitionOf(project, externalId);
-    const of = (kind: string): string => this.keyIn(partition, kind, project, externalId);
-    return { partition, subs: of('subs'), tags: of('tags'), consent: of('consent') };
+    return { partition, user: this.keyIn(partition, 'usr', project, externalId) };
   }
 
   /** A user's sends of one channel in the frequency-cap window (engine/lua/takeCapSlot-1.lua). */
@@ -340,4 +345,9 @@ function fnv1a(text: string): number {
     hash = Math.imul(hash, 0x01000193);
   }
   return hash >>> 0;
+}
+
+/** Text matched literally by a SCAN pattern. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

@@ -1,6 +1,6 @@
 import { errorItem } from '../ajv-errors.ts';
 import type { RedisClient } from '../redis.ts';
-import { parseSubscription } from '../state/read-user.ts';
+import { parseSubscription, readHashes } from '../state/read-user.ts';
 import { fieldOf, SubscriptionIds, type SubscriptionRef } from '../state/subscription-ids.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
@@ -67,7 +67,7 @@ export async function reachOfRefs(
 /** The fields of each owner's live subscriptions, read once per owner. */
 async function liveOf(redis: RedisClient, topology: Topology, project: string, owners: readonly (string | null)[]): Promise<Map<string, Set<string>>> {
   const distinct = [...new Set(owners.filter((o): o is string => o !== null))];
-  const hashes = await Promise.all(distinct.map((owner) => redis.hgetall(topology.subs(project, owner))));
+  const hashes = await Promise.all(distinct.map(async (owner) => (await readHashes(redis, topology, project, owner)).subs));
   return new Map(
     distinct.map((owner, i) => {
       const live = Object.entries(hashes[i] ?? {}).filter(([, json]) => parseSubscription(json)?.state === 'live');

@@ -1,4 +1,6 @@
+import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis.ts';
+import { scripts } from '../scripts.ts';
 import type { Topology } from '../topology.ts';
 
 /** How long after the upgrade a marker of 0.11.1 may still be read: its 8 days, and a day for a rolling upgrade. */
@@ -23,4 +25,30 @@ export async function upgradeLayout(redis: RedisClient, topology: Topology, now 
     await Promise.all(partitions.map((p) => redis.set(topology.legacyIdempotencyUntil(p), until, 'PX', LEGACY_MARKERS_MS)));
   }
   await redis.hset(layout, 'idempotency', 'window');
+}
+
+/**
+ * Folds the users of partition N that 0.11.1 kept in four hashes into their records
+ * (engine/lua/upgradeUser-1.lua), once per partition; the apply runs it when it takes the
+ * partition, before its first batch. Until then readers fall back on those hashes, and a user's
+ * next write folds them too. A crash leaves the step unrecorded: it runs again, folding what is left.
+ */
+export async function upgradeUsers(redis: RedisClient, topology: Topology, partition: number): Promise<void> {
+  const field = `users:${partition}`;
+  if ((await redis.hget(topology.layout(), field)) !== null) return;
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  for (const node of nodes) {
+    for (const pattern of topology.legacyUserPatterns(partition)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        for (const key of keys) {
+          const user = topology.userOfLegacyKey(key);
+          if (user !== null) await scripts.upgradeUser(redis, { keys: { user: topology.user(user.project, user.externalId) }, args: {} });
+        }
+        cursor = next;
+      } while (cursor !== '0');
+    }
+  }
+  await redis.hset(topology.layout(), field, 'record');
 }

@@ -90,7 +90,7 @@ t.test('a redelivered batch that also holds new entries applies only the new one
   await h.append({ op: 'tags', project, external_id: user, at: at + 10, tags: { n: 'n3' } });
   const fresh = await readGroup(P);
   t.same(await actor.apply(P, [...old, ...fresh]), { kind: 'applied' });
-  t.same(await h.redis.hgetall(h.topology.tags(project, user)), { n: 'n3', s: 'sx' });
+  t.same((await h.state(project, user)).tags, { n: 'n3', s: 'sx' });
   t.equal((await h.changes()).length, 3, 'no event recorded twice');
 });
 
@@ -117,7 +117,7 @@ t.test('a batch that skips entries after the last applied one is refused as a ga
   t.same(await actor.apply(P, [second]), { kind: 'gap', after: applied });
   t.same(await dump(), before, 'nothing written');
   t.same(await actor.apply(P, [first, second]), { kind: 'applied' });
-  t.equal(await h.redis.hget(h.topology.tags(project, user), 'n'), 'n6');
+  t.equal((await h.state(project, user)).tags['n'], 'n6');
 });
 
 t.test('a settlement cut short after the token claim still detaches the former holder', async (t) => {

@@ -2,6 +2,8 @@ import t from 'tap';
 import { deployment } from '../helpers/engine.ts';
 import { Harness } from './harness.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
 
 // One apply worker serves every subtest; each subtest uses its own users.
 const d = await deployment(t);
@@ -95,11 +97,10 @@ t.test('a subscription is stored with its fields; re-registration updates them',
 });
 
 t.test('registering a subscription never touches consent', async (t) => {
-  const consentKey = h.topology.consent(project, 'consent-1');
-  await h.redis.hset(consentKey, 'EMAIL', JSON.stringify({ opted_out: true, at: T0 }));
+  await writeConsent(h.redis, h.topology, project, 'consent-1', 'EMAIL', true, T0);
   await h.append(subscribe('consent-1', T0 + 1, 'c@example.com'));
   await h.settled();
-  t.same(await h.redis.hgetall(consentKey), { EMAIL: JSON.stringify({ opted_out: true, at: T0 }) });
+  t.same((await readHashes(h.redis, h.topology, project, 'consent-1')).consent, { EMAIL: JSON.stringify({ opted_out: true, at: T0 }) });
   t.ok((await h.state(project, 'consent-1')).subs['EMAIL:c@example.com']);
 });
 

@@ -2,6 +2,7 @@ import { loadConfig } from '../../engine/config.ts';
 import { appendEntry } from '../../engine/ingest.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { compareIds, groupBacklog } from '../helpers/streams.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
@@ -85,11 +86,7 @@ export class Harness {
   }
 
   async state(project: string, externalId: string): Promise<UserState> {
-    const [user, tags, rawSubs] = await Promise.all([
-      this.redis.hgetall(this.topology.user(project, externalId)),
-      this.redis.hgetall(this.topology.tags(project, externalId)),
-      this.redis.hgetall(this.topology.subs(project, externalId)),
-    ]);
+    const { user, tags, subs: rawSubs } = await readHashes(this.redis, this.topology, project, externalId);
     const subs: Record<string, StoredSubscription> = {};
     for (const [field, json] of Object.entries(rawSubs)) subs[field] = JSON.parse(json) as StoredSubscription;
     return { user, tags, subs };

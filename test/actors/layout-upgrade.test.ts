@@ -1,7 +1,9 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
 import { createRedis } from '../../engine/redis.ts';
-import { upgradeLayout } from '../../engine/state/layout.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
+import { upgradeLayout, upgradeUsers } from '../../engine/state/layout.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { Topology } from '../../engine/topology.ts';
 import { deployment } from '../helpers/engine.ts';
 
@@ -31,4 +33,36 @@ t.test('an install of 0.11.1 reads them for 9 days in every partition, and a sec
   for (let p = 0; p < topology.partitions; p++) t.equal(await redis.get(topology.legacyIdempotencyUntil(p)), String(NOW + 9 * DAY), `partition ${p}`);
   await upgradeLayout(redis, topology, NOW + DAY);
   t.equal(await redis.get(topology.legacyIdempotencyUntil(0)), String(NOW + 9 * DAY), 'the step ran once');
+});
+
+t.test("a user in 0.11.1's four hashes is read as such, then folded into one record with nothing lost", async (t) => {
+  const { redis, topology } = await setup(t);
+  const legacy = topology.legacyUser('proj', 'ada');
+  const sub = { type: 'IOS_PUSH', token: 'ab'.repeat(32), state: 'live', created_at: 1, updated_at: 2, registered_at: 3, device_model: 'iPhone15,2' };
+  await redis.hset(legacy.user, { created_at: '1', updated_at: '9' });
+  await redis.hset(legacy.tags, { plan: 'spro', level: 'n4' });
+  await redis.hset(legacy.subs, `IOS_PUSH:${sub.token}`, JSON.stringify(sub));
+  await redis.hset(legacy.consent, 'SMS', JSON.stringify({ opted_out: true, at: 5 }));
+  await redis.hset(topology.legacyUser('proj', 'bob').consent, 'EMAIL', JSON.stringify({ opted_out: true, at: 6 }));
+  const before = await readHashes(redis, topology, 'proj', 'ada');
+  t.same(before.tags, { plan: 'spro', level: 'n4' }, 'read from the old hashes before the upgrade');
+
+  const partitions = new Set([topology.partitionOf('proj', 'ada'), topology.partitionOf('proj', 'bob')]);
+  for (const p of partitions) await upgradeUsers(redis, topology, p);
+  t.same(await readHashes(redis, topology, 'proj', 'ada'), before, 'the record holds the same state');
+  t.same(JSON.parse((await readHashes(redis, topology, 'proj', 'ada')).subs[`IOS_PUSH:${sub.token}`] ?? 'null'), sub);
+  t.same((await readHashes(redis, topology, 'proj', 'bob')).consent, { EMAIL: JSON.stringify({ opted_out: true, at: 6 }) }, 'a consent alone too');
+  t.equal(await redis.exists(legacy.user, legacy.tags, legacy.subs, legacy.consent), 0, 'the old hashes are gone');
+  for (const p of partitions) t.equal(await redis.hget(topology.layout(), `users:${p}`), 'record', `partition ${p} is recorded done`);
+});
+
+t.test("a write to a user of 0.11.1 not folded yet folds them first", async (t) => {
+  const { redis, topology } = await setup(t);
+  const legacy = topology.legacyUser('proj', 'cy');
+  await redis.hset(legacy.user, { created_at: '1', updated_at: '1' });
+  await redis.hset(legacy.tags, { plan: 'spro' });
+  await writeConsent(redis, topology, 'proj', 'cy', 'EMAIL', true, 7);
+  const after = await readHashes(redis, topology, 'proj', 'cy');
+  t.same([after.user, after.tags, after.consent], [{ created_at: '1', updated_at: '1' }, { plan: 'spro' }, { EMAIL: JSON.stringify({ opted_out: true, at: 7 }) }]);
+  t.equal(await redis.exists(legacy.user, legacy.tags), 0);
 });

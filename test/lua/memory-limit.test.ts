@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
@@ -67,7 +68,7 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   await ensureGroup(redis, topology.outcomes(0), 'webhooks');
   t.same(await scripts.settleTapped(redis, { keys: { stream: topology.outcomes(0) }, args: { group: 'webhooks', lastId: '0-1' }, ids: ['0-1'] }), { pending: 0, trimmedTo: '0-0' }, 'the webhooks tap settles');
   const stored = await writeConsent(redis, topology, 'proj', 'u1', 'EMAIL', true, 1234);
-  t.same(JSON.parse((await raw.hget(topology.consent('proj', 'u1'), 'EMAIL')) ?? 'null'), stored, 'an opt-out is written');
+  t.same(JSON.parse((await readHashes(raw, topology, 'proj', 'u1')).consent['EMAIL'] ?? 'null'), stored, 'an opt-out is written');
   t.equal(await raw.xlen(topology.changes(topology.partitionOf('proj', 'u1'))), 1, 'with its change for the recorder');
 
   const jobs = scripts.appendJobs(redis, {

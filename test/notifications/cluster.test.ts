@@ -1,4 +1,5 @@
 import t from 'tap';
+import { writeUserRecord } from '../helpers/user-record.ts';
 import type { NotificationCreated } from '../../schemas/notifications.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
@@ -37,8 +38,7 @@ t.test('on a Redis Cluster a notification is written record first, then its log 
   const sub = { type: 'IOS_PUSH' as const, token: 'ab'.repeat(32) };
   await new SubscriptionIds(gw.redis, gw.topology).record(project, sub);
   await scripts.claimToken(gw.redis, { keys: { token: gw.topology.token(project, sub.type, sub.token) }, args: { externalId: 'u3', registeredAt: 1 } });
-  const stored = { ...sub, state: 'live', created_at: 1, updated_at: 1, registered_at: 1 };
-  await gw.redis.hset(gw.topology.subs(project, 'u3'), `${sub.type}:${sub.token}`, JSON.stringify(stored));
+  await writeUserRecord(gw.redis, gw.topology.user(project, 'u3'), { created_at: 1, updated_at: 1, subs: [{ ...sub, state: 'live', created_at: 1, updated_at: 1, registered_at: 1 }] });
   const byId = await call(url, 'POST', key, { include_subscription_ids: [subscriptionId(project, sub.type, sub.token), 'unknown'], contents });
   t.match([byId.status, byId.body], [201, { recipients: 1, errors: { invalid_player_ids: ['unknown'] } }], 'by subscription id');
 });
