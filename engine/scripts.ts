@@ -10,7 +10,7 @@ import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/leas
 import { markRound, settleBatch, settleTapped } from './scripts/settle-batch.ts';
 import { createGroup, oldestUnread, queueEvents } from './scripts/streams.ts';
 import { takeToken } from './scripts/take-token.ts';
-import { appendDetach, claimToken, clearDetach, indexSubscription } from './scripts/token-claims.ts';
+import { appendDetach, claimToken, clearDetach, tokenOwner } from './scripts/token-claims.ts';
 
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
@@ -36,7 +36,7 @@ export const scripts = {
   claimToken,
   clearDetach,
   appendDetach,
-  indexSubscription,
+  tokenOwner,
   takeToken,
   appendJobs,
   loadRecipient,

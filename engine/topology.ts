@@ -27,10 +27,6 @@ export class Topology {
     return fnv1a(`${project}\0${externalId}`) % this.partitions;
   }
 
-  /** Partition that holds the ownership record of a subscription token. */
-  tokenPartitionOf(project: string, type: SubscriptionType, token: string): number {
-    return fnv1a(`${project}\0${type}\0${token}`) % this.partitions;
-  }
 
   tag(partition: number): string {
     return `{p${partition}}`;
@@ -138,16 +134,40 @@ export class Topology {
     return `${this.userKey('fcap', project, externalId)}:${channel}`;
   }
 
-  token(project: string, type: SubscriptionType, token: string): string {
-    return `${this.prefix}token:${this.tag(this.tokenPartitionOf(project, type, token))}:${project}:${type}:${token}`;
+  /**
+   * The token index of the partition of subscription id `id` (32 hex digits; its first 4 bytes
+   * pick the partition): a linear hash table (engine/lua/include/lhash.lua), `tok:{pT}` and its
+   * buckets `tok:{pT}:<i>` (engine/state/token-index.ts).
+   */
+  tokenIndex(id: string): string {
+    return `${this.prefix}tok:${this.tag(this.tokenPartitionOfId(id))}`;
   }
 
-  /**
-   * The index of subscription id `id` (engine/state/subscription-ids.ts): `TYPE:token`. Found by
-   * the id alone, so it has no partition tag; one key per id keeps a project off one slot.
-   */
-  subscriptionId(project: string, id: string): string {
+  /** The detaches owed on the token of subscription id `id`, by external_id (engine/lua/claimToken-2.lua). */
+  tokenDetaches(id: string): string {
+    return `${this.prefix}tokd:${this.tag(this.tokenPartitionOfId(id))}:${id}`;
+  }
+
+  /** A token's ownership record as 0.11.1 kept it, one hash per token (engine/state/token-index.ts adopts them). */
+  legacyToken(project: string, type: SubscriptionType, token: string): string {
+    const partition = fnv1a(`${project}\0${type}\0${token}`) % this.partitions;
+    return `${this.prefix}token:${this.tag(partition)}:${project}:${type}:${token}`;
+  }
+
+  /** 0.11.1's index of subscription id `id` (UUID text) to `TYPE:token`, one key per id. */
+  legacySubscriptionId(project: string, id: string): string {
     return `${this.prefix}subid:${project}:${id}`;
+  }
+
+  /** SCAN patterns of 0.11.1's token records and subscription id keys. */
+  legacyTokenPatterns(): { tokens: string; ids: string } {
+    return { tokens: `${escapeGlob(this.prefix)}token:*`, ids: `${escapeGlob(this.prefix)}subid:*` };
+  }
+
+  /** The token a key of legacyToken names, or null for another key. */
+  tokenOfLegacyKey(key: string): { project: string; type: string; token: string } | null {
+    const match = /^token:\{p\d+\}:([^:]+):([^:]+):(.+)$/s.exec(key.slice(this.prefix.length));
+    return key.startsWith(this.prefix) && match?.[1] !== undefined && match[2] !== undefined && match[3] !== undefined ? { project: match[1], type: match[2], token: match[3] } : null;
   }
 
   workers(): string {
@@ -321,6 +341,10 @@ export class Topology {
 
   dispatchWorkers(): string {
     return `${this.prefix}workers:dispatch`;
+  }
+
+  private tokenPartitionOfId(id: string): number {
+    return Number.parseInt(id.slice(0, 8), 16) % this.partitions;
   }
 
   private userKey(kind: string, project: string, externalId: string): string {

@@ -52,10 +52,8 @@
   ARGV[10], ARGV[11], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
 
   The idempotency window of partition N (docs/architecture.md, "The idempotency window"): per UTC
-  day d of an event's `at`, a linear hash table of hashes `window..d..':'..i`, each mapping the
-  16-byte fingerprint (SHA-1 of project, external_id and key) to the ms of the day, so a few dozen
-  entries share a key and stay listpack-encoded; `window..d` holds the table's level L, split
-  pointer s and count n. Keys written by 0.11.1 (idem:{pN}:proj:key) are still looked up while
+  day d of an event's `at`, a linear hash table (include/lhash.lua) at `window..d`, mapping the
+  16-byte fingerprint (SHA-1 of project, external_id and key) to the ms of the day. Keys written by 0.11.1 (idem:{pN}:proj:key) are still looked up while
   `window..'legacy'` holds a time past the event's (engine/state/layout.ts).
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
@@ -66,6 +64,7 @@
 ]]
 -- #include streams
 -- #include user
+-- #include lhash
 
 local OK, NOT_OWNER, GAP = 0, 1, 2
 local FIRST_ENTRY = 10
@@ -283,55 +282,11 @@ local function change(record)
 end
 
 local DAY_MS = 86400000
--- Mean entries per table bucket once every bucket is split: unsplit buckets hold about twice as
--- many, still far below the 128 entries past which Redis leaves the compact listpack encoding.
-local BUCKET_LOAD = 32
--- A bucket outlives its day by the window, and by an hour more for clocks apart.
+-- A day's table outlives its day by the window, and by an hour more for clocks apart.
 local KEEP_MS = windowMs + 3600000
 local windowPrefix = keyPrefixes.window
-local tables = {}
-
-local function windowTable(day)
-  local t = tables[day]
-  if not t then
-    local meta = redis.call('HMGET', windowPrefix .. day, 'L', 's', 'n')
-    t = { L = tonumber(meta[1]) or 0, s = tonumber(meta[2]) or 0, n = tonumber(meta[3]) or 0 }
-    tables[day] = t
-  end
-  return t
-end
-
--- The first 4 bytes of a fingerprint as a number: the table's hash.
-local function hash32(fp)
-  return (struct.unpack('>I4', fp))
-end
-
-local function bucketKey(day, t, h)
-  local i = h % 2 ^ t.L
-  if i < t.s then i = h % 2 ^ (t.L + 1) end
-  return string.format('%s%d:%d', windowPrefix, day, i)
-end
-
--- Splits bucket s of a day's table into s and s + 2^L: linear hashing grows a bucket at a time.
-local function splitBucket(day, t)
-  local from = string.format('%s%d:%d', windowPrefix, day, t.s)
-  local to = string.format('%s%d:%d', windowPrefix, day, t.s + 2 ^ t.L)
-  local all = redis.call('HGETALL', from)
-  local moved, gone = {}, {}
-  for i = 1, #all, 2 do
-    if hash32(all[i]) % 2 ^ (t.L + 1) ~= t.s then
-      moved[#moved + 1], moved[#moved + 2] = all[i], all[i + 1]
-      gone[#gone + 1] = all[i]
-    end
-  end
-  if #gone > 0 then
-    redis.call('HSET', to, unpack(moved))
-    redis.call('PEXPIREAT', to, (day + 1) * DAY_MS + KEEP_MS)
-    redis.call('HDEL', from, unpack(gone))
-  end
-  t.s = t.s + 1
-  if t.s == 2 ^ t.L then t.L, t.s = t.L + 1, 0 end
-end
+local function dayTable(day) return lhashTable(windowPrefix .. string.format('%d', day)) end
+local function dayExpiry(day) return (day + 1) * DAY_MS + KEEP_MS end
 
 local legacyUntil
 local function isLegacyCopy(e)
@@ -341,25 +296,16 @@ end
 
 -- True when the window holds the event's fingerprint from within windowMs of its time; else adds it.
 local function seenBefore(e)
-  local hex = redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key)
-  local h, at = tonumber(string.sub(hex, 1, 8), 16), e.at
-  local fp = struct.pack('>I4I4I4I4', h, tonumber(string.sub(hex, 9, 16), 16), tonumber(string.sub(hex, 17, 24), 16), tonumber(string.sub(hex, 25, 32), 16))
+  local fp = lhashFingerprint(redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key))
+  local at = e.at
   -- A day after the event's own too: a copy taken by a gateway whose clock runs behind.
   for day = math.floor((at - windowMs) / DAY_MS), math.floor(at / DAY_MS) + 1 do
-    local t = windowTable(day)
-    if t.n > 0 then
-      local ms = redis.call('HGET', bucketKey(day, t, h), fp)
-      if ms and math.abs(at - (day * DAY_MS + tonumber(ms))) <= windowMs then return true end
-    end
+    local ms = lhashGet(dayTable(day), fp)
+    if ms and math.abs(at - (day * DAY_MS + tonumber(ms))) <= windowMs then return true end
   end
   if isLegacyCopy(e) then return true end
   local day = math.floor(at / DAY_MS)
-  local t = windowTable(day)
-  local key = bucketKey(day, t, h)
-  redis.call('HSET', key, fp, int(at - day * DAY_MS))
-  if t.n == 0 then redis.call('PEXPIREAT', key, (day + 1) * DAY_MS + KEEP_MS) end
-  t.n, t.dirty = t.n + 1, true
-  if t.n > BUCKET_LOAD * (2 ^ t.L + t.s) then splitBucket(day, t) end
+  lhashSet(dayTable(day), fp, int(at - day * DAY_MS), dayExpiry(day))
   return false
 end
 
@@ -441,12 +387,7 @@ for _, touch in ipairs(touched) do
     ',"state":', userState(users[touch[1]]), '}',
   }))
 end
-for day, t in pairs(tables) do
-  if t.dirty then
-    redis.call('HSET', windowPrefix .. day, 'L', t.L, 's', t.s, 'n', t.n)
-    redis.call('PEXPIREAT', windowPrefix .. day, (day + 1) * DAY_MS + KEEP_MS)
-  end
-end
+lhashSave(function(t) return dayExpiry(tonumber(string.sub(t.key, #windowPrefix + 1))) end)
 for w in pairs(writerMoved) do
   redis.call('SET', writerKey(w), int(writerSeq[w]), 'PX', idemTtl)
 end

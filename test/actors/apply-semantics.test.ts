@@ -144,7 +144,7 @@ t.test('registering a known token under another user moves it; the newest regist
   await h.append(subscribe('move-c', T0 + 15, token));
   await h.settled();
   t.same(await holders(users), ['move-a'], 'an older registration does not take it');
-  t.same(await h.redis.hgetall(h.topology.token(project, 'EMAIL', token)), { owner: 'move-a', registered_at: String(T0 + 20) });
+  t.same(await h.tokenEntry(project, { type: 'EMAIL', token }), { owner: 'move-a', registered_at: String(T0 + 20) });
 });
 
 t.test('several users registering one token at once: only the newest keeps it', async (t) => {
@@ -164,7 +164,7 @@ t.test('two users registering one token in the same millisecond: exactly one kee
   const a = (await h.state(project, 'tie-a')).subs[`EMAIL:${token}`];
   const b = (await h.state(project, 'tie-b')).subs[`EMAIL:${token}`];
   t.equal([a, b].filter(Boolean).length, 1);
-  const owner = await h.redis.hget(h.topology.token(project, 'EMAIL', token), 'owner');
+  const owner = (await h.tokenEntry(project, { type: 'EMAIL', token }))?.owner;
   t.equal(owner, a ? 'tie-a' : 'tie-b', 'the token record names the holder');
 });
 
