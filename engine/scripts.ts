@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './scripts/apply-batch.ts';
-import { writeConsent } from './scripts/consent.ts';
+import { upgradeUser, writeConsent } from './scripts/consent.ts';
 import type { AnyContract, Command } from './scripts/contract.ts';
 import { appendJobs, checkSend, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './scripts/dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './scripts/header.ts';
@@ -10,7 +10,7 @@ import { heartbeat, releaseLease, renewLease, setIfAbsent } from './scripts/leas
 import { markRound, settleBatch, settleTapped } from './scripts/settle-batch.ts';
 import { createGroup, oldestUnread, queueEvents } from './scripts/streams.ts';
 import { takeToken } from './scripts/take-token.ts';
-import { appendDetach, claimToken, clearDetach, indexSubscription } from './scripts/token-claims.ts';
+import { appendDetach, claimToken, clearDetach, tokenOwner } from './scripts/token-claims.ts';
 
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
@@ -32,10 +32,11 @@ export const scripts = {
   oldestUnread,
   markRound,
   writeConsent,
+  upgradeUser,
   claimToken,
   clearDetach,
   appendDetach,
-  indexSubscription,
+  tokenOwner,
   takeToken,
   appendJobs,
   loadRecipient,

@@ -27,10 +27,6 @@ export class Topology {
     return fnv1a(`${project}\0${externalId}`) % this.partitions;
   }
 
-  /** Partition that holds the ownership record of a subscription token. */
-  tokenPartitionOf(project: string, type: SubscriptionType, token: string): number {
-    return fnv1a(`${project}\0${type}\0${token}`) % this.partitions;
-  }
 
   tag(partition: number): string {
     return `{p${partition}}`;
@@ -74,20 +70,26 @@ export class Topology {
     return `${this.prefix}recorder:round:${token}`;
   }
 
+  /** A user's record (engine/lua/include/user.lua, engine/state/user-record.ts): one string key per user. */
   user(project: string, externalId: string): string {
-    return this.userKey('user', project, externalId);
+    return this.userKey('usr', project, externalId);
   }
 
-  tags(project: string, externalId: string): string {
-    return this.userKey('tags', project, externalId);
+  /** The four hashes of a user as 0.11.1 kept them, which the layout upgrade folds into the record (engine/state/layout.ts). */
+  legacyUser(project: string, externalId: string): { user: string; tags: string; subs: string; consent: string } {
+    const of = (kind: string): string => this.userKey(kind, project, externalId);
+    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent') };
   }
 
-  subs(project: string, externalId: string): string {
-    return this.userKey('subs', project, externalId);
+  /** SCAN patterns of the keys of partition N by which a user of 0.11.1 exists: their user hash, or their consent alone. */
+  legacyUserPatterns(partition: number): string[] {
+    return ['user', 'consent'].map((kind) => `${escapeGlob(this.keyPrefix(partition, kind))}*`);
   }
 
-  consent(project: string, externalId: string): string {
-    return this.userKey('consent', project, externalId);
+  /** The user a key of legacyUser names, or null for another key. */
+  userOfLegacyKey(key: string): { project: string; externalId: string } | null {
+    const match = /^(?:user|consent):\{p\d+\}:([^:]+):(.+)$/s.exec(key.slice(this.prefix.length));
+    return key.startsWith(this.prefix) && match?.[1] !== undefined && match[2] !== undefined ? { project: match[1], externalId: match[2] } : null;
   }
 
   /** An event idempotency marker as 0.11.1 wrote it, one key per event; applyBatch still reads them (engine/state/layout.ts). */
@@ -116,16 +118,15 @@ export class Topology {
    * the writer id for a writer's sequence; `window` is the prefix of the idempotency window's
    * tables (`<day>` and `<day>:<bucket>`) and of legacyIdempotencyUntil. Only this class lays keys out.
    */
-  applyKeyPrefixes(partition: number): Record<'user' | 'tags' | 'subs' | 'consent' | 'idem' | 'window' | 'writer', string> {
+  applyKeyPrefixes(partition: number): Record<'user' | 'idem' | 'window' | 'writer', string> {
     const of = (kind: string): string => this.keyPrefix(partition, kind);
-    return { user: of('user'), tags: of('tags'), subs: of('subs'), consent: of('consent'), idem: of('idem'), window: of('idw'), writer: of('writer') };
+    return { user: of('usr'), idem: of('idem'), window: of('idw'), writer: of('writer') };
   }
 
-  /** The keys of one user a dispatch job reads, and their partition, hashed once for all of them. */
-  userKeys(project: string, externalId: string): { partition: number; subs: string; tags: string; consent: string } {
+  /** The record of one user a dispatch job reads, and its partition, hashed once for both. */
+  userKeys(project: string, externalId: string): { partition: number; user: string } {
     const partition = this.partitionOf(project, externalId);
-    const of = (kind: string): string => this.keyIn(partition, kind, project, externalId);
-    return { partition, subs: of('subs'), tags: of('tags'), consent: of('consent') };
+    return { partition, user: this.keyIn(partition, 'usr', project, externalId) };
   }
 
   /** A user's sends of one channel in the frequency-cap window (engine/lua/takeCapSlot-1.lua). */
@@ -133,16 +134,40 @@ export class Topology {
     return `${this.userKey('fcap', project, externalId)}:${channel}`;
   }
 
-  token(project: string, type: SubscriptionType, token: string): string {
-    return `${this.prefix}token:${this.tag(this.tokenPartitionOf(project, type, token))}:${project}:${type}:${token}`;
+  /**
+   * The token index of the partition of subscription id `id` (32 hex digits; its first 4 bytes
+   * pick the partition): a linear hash table (engine/lua/include/lhash.lua), `tok:{pT}` and its
+   * buckets `tok:{pT}:<i>` (engine/state/token-index.ts).
+   */
+  tokenIndex(id: string): string {
+    return `${this.prefix}tok:${this.tag(this.tokenPartitionOfId(id))}`;
   }
 
-  /**
-   * The index of subscription id `id` (engine/state/subscription-ids.ts): `TYPE:token`. Found by
-   * the id alone, so it has no partition tag; one key per id keeps a project off one slot.
-   */
-  subscriptionId(project: string, id: string): string {
+  /** The detaches owed on the token of subscription id `id`, by external_id (engine/lua/claimToken-2.lua). */
+  tokenDetaches(id: string): string {
+    return `${this.prefix}tokd:${this.tag(this.tokenPartitionOfId(id))}:${id}`;
+  }
+
+  /** A token's ownership record as 0.11.1 kept it, one hash per token (engine/state/token-index.ts adopts them). */
+  legacyToken(project: string, type: SubscriptionType, token: string): string {
+    const partition = fnv1a(`${project}\0${type}\0${token}`) % this.partitions;
+    return `${this.prefix}token:${this.tag(partition)}:${project}:${type}:${token}`;
+  }
+
+  /** 0.11.1's index of subscription id `id` (UUID text) to `TYPE:token`, one key per id. */
+  legacySubscriptionId(project: string, id: string): string {
     return `${this.prefix}subid:${project}:${id}`;
+  }
+
+  /** SCAN patterns of 0.11.1's token records and subscription id keys. */
+  legacyTokenPatterns(): { tokens: string; ids: string } {
+    return { tokens: `${escapeGlob(this.prefix)}token:*`, ids: `${escapeGlob(this.prefix)}subid:*` };
+  }
+
+  /** The token a key of legacyToken names, or null for another key. */
+  tokenOfLegacyKey(key: string): { project: string; type: string; token: string } | null {
+    const match = /^token:\{p\d+\}:([^:]+):([^:]+):(.+)$/s.exec(key.slice(this.prefix.length));
+    return key.startsWith(this.prefix) && match?.[1] !== undefined && match[2] !== undefined && match[3] !== undefined ? { project: match[1], type: match[2], token: match[3] } : null;
   }
 
   workers(): string {
@@ -318,6 +343,10 @@ export class Topology {
     return `${this.prefix}workers:dispatch`;
   }
 
+  private tokenPartitionOfId(id: string): number {
+    return Number.parseInt(id.slice(0, 8), 16) % this.partitions;
+  }
+
   private userKey(kind: string, project: string, externalId: string): string {
     return this.keyIn(this.partitionOf(project, externalId), kind, project, externalId);
   }
@@ -340,4 +369,9 @@ function fnv1a(text: string): number {
     hash = Math.imul(hash, 0x01000193);
   }
   return hash >>> 0;
+}
+
+/** Text matched literally by a SCAN pattern. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

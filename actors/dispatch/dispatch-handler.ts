@@ -85,7 +85,7 @@ interface JobResult {
  * Runs the dispatch jobs of one partition (`dispatch:{pN}`). For each user, their live
  * subscriptions of the notification's channel, their language, the cancel mark and their consent
  * are loaded in one call shared by the jobs read together (actors/dispatch/recipient-batch.ts; a
- * retry's alone, engine/lua/loadRecipient-4.lua). A send whose provider slot is free when that
+ * retry's alone, engine/lua/loadRecipient-2.lua). A send whose provider slot is free when that
  * reply comes back goes out on that check; one that waited for its slot reads cancel and consent
  * again first (engine/lua/checkSend-2.lua). Each subscription gets its localized message through
  * its provider's client, and one outcome per attempt is recorded with the job's acknowledgement
@@ -220,7 +220,7 @@ export class DispatchHandler {
 
   /** The cancel mark and the consent of `sub`'s type, read again for a send that waited for its slot. */
   private async check(keys: UserKeys, sub: StoredSubscription): Promise<SendCheck> {
-    const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, consent: keys.consent }, args: { type: sub.type } });
+    const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, user: keys.user }, args: { type: sub.type } });
     return { canceled, consent: consent === null ? {} : { [sub.type]: consent } };
   }
 
@@ -330,7 +330,7 @@ function liveSubscriptions(stored: readonly string[]): StoredSubscription[] {
 /** The keys of the job's user; the cancel mark is read in the user's partition, one slot with their consent. */
 function userKeys(topology: Topology, notifications: Pick<Notifications, 'cancelMark'>, job: DispatchJob): UserKeys {
   const user = topology.userKeys(job.project, job.external_id);
-  return { partition: user.partition, subs: user.subs, tags: user.tags, consent: user.consent, canceled: notifications.cancelMark(user.partition, job.n) };
+  return { partition: user.partition, user: user.user, canceled: notifications.cancelMark(user.partition, job.n) };
 }
 
 function parseSubscription(json: string): StoredSubscription | null {

@@ -4,7 +4,7 @@ import type { Topology } from '../../engine/topology.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
 import type { OwedDetach } from '../../engine/scripts/token-claims.ts';
-import { SubscriptionIds } from '../../engine/state/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/token-index.ts';
 import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
 
 /** One registration the apply script left in outbox:{pN} (field d, JSON). */
@@ -20,17 +20,18 @@ const READ_COUNT = 256;
 
 /**
  * Settles the subscription registrations an apply left in a partition's outbox. A token's owner
- * lives in another Cluster slot, so it is claimed here, after the apply, and the subscription's id
- * is indexed; every step can be replayed after a crash (docs/architecture.md, "Partitions").
+ * lives in another Cluster slot, so it is claimed here, after the apply, in the token index (which
+ * also finds it by the subscription's id); every step can be replayed after a crash
+ * (docs/architecture.md, "Partitions").
  */
 export class OutboxSettler {
-  private readonly ids: SubscriptionIds;
+  private readonly tokens: TokenIndex;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly topology: Topology,
   ) {
-    this.ids = new SubscriptionIds(redis, topology);
+    this.tokens = new TokenIndex(redis, topology);
   }
 
   /** Settles every registration in the partition's outbox. */
@@ -47,13 +48,7 @@ export class OutboxSettler {
 
   private async settleOne(reg: Registration | undefined): Promise<void> {
     if (!reg) return;
-    const tokenKey = this.topology.token(reg.project, reg.type, reg.token);
-    const token = { token: tokenKey };
-    const { owed } = await scripts.claimToken(this.redis, {
-      keys: token,
-      args: { externalId: reg.external_id, registeredAt: reg.registered_at },
-    });
-    await this.ids.record(reg.project, reg);
+    const owed = await this.tokens.claim(reg.project, reg, reg.external_id, reg.registered_at);
     await Promise.all(
       owed.map((detach) =>
         scripts
@@ -61,7 +56,7 @@ export class OutboxSettler {
             keys: { ingest: this.topology.ingest(this.topology.partitionOf(reg.project, detach.externalId)) },
             args: { entry: JSON.stringify(detachEntry(reg, detach)) },
           })
-          .then(() => scripts.clearDetach(this.redis, { keys: token, args: { ...detach } })),
+          .then(() => this.tokens.cleared(reg.project, reg, detach)),
       ),
     );
   }

@@ -4,7 +4,7 @@ import type { RedisClient } from '../../engine/redis.ts';
 import { APPLY_GROUP, type Topology } from '../../engine/topology.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
-import { upgradeLayout } from '../../engine/state/layout.ts';
+import { upgradeLayout, upgradeUsers } from '../../engine/state/layout.ts';
 import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
 import { ReceiptKinds, SubscriptionTypes } from '../../schemas/sdk.ts';
 import { ApplyLimits } from './limits.ts';
@@ -42,6 +42,7 @@ export class PartitionActor implements PartitionHandler {
       this.upgraded = null;
       throw err;
     }));
+    await upgradeUsers(redis, topology, partition);
     await this.opts.settler.settle(partition);
   }
 

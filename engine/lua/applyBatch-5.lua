@@ -52,10 +52,8 @@
   ARGV[10], ARGV[11], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
 
   The idempotency window of partition N (docs/architecture.md, "The idempotency window"): per UTC
-  day d of an event's `at`, a linear hash table of hashes `window..d..':'..i`, each mapping the
-  16-byte fingerprint (SHA-1 of project, external_id and key) to the ms of the day, so a few dozen
-  entries share a key and stay listpack-encoded; `window..d` holds the table's level L, split
-  pointer s and count n. Keys written by 0.11.1 (idem:{pN}:proj:key) are still looked up while
+  day d of an event's `at`, a linear hash table (include/lhash.lua) at `window..d`, mapping the
+  16-byte fingerprint (SHA-1 of project, external_id and key) to the ms of the day. Keys written by 0.11.1 (idem:{pN}:proj:key) are still looked up while
   `window..'legacy'` holds a time past the event's (engine/state/layout.ts).
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
@@ -65,6 +63,8 @@
   reply was lost left entries that no batch holds, and the caller claims them).
 ]]
 -- #include streams
+-- #include user
+-- #include lhash
 
 local OK, NOT_OWNER, GAP = 0, 1, 2
 local FIRST_ENTRY = 10
@@ -169,110 +169,110 @@ local function valid(e)
   return false
 end
 
-local function userKey(kind, e)
-  return keyPrefixes[kind] .. e.project .. ':' .. e.external_id
+-- The batch's users, loaded once and saved once after its entries: key -> record.
+local users, dirty = {}, {}
+local function userKey(e)
+  return keyPrefixes.user .. e.project .. ':' .. e.external_id
 end
 
-local function decodeSub(json)
-  local ok, sub = pcall(cjson.decode, json)
-  if ok and type(sub) == 'table' then return sub end
-  return nil
+local function userOf(e)
+  local key = userKey(e)
+  local user = users[key]
+  if not user then
+    user = loadUser(key)
+    users[key] = user
+  end
+  return user, key
 end
 
-local function registeredAt(sub)
-  return (sub and tonumber(sub.registered_at)) or 0
-end
-
--- Users created or changed by this batch, in first-touch order: { project, external_id }.
+-- Users created or changed by this batch, in first-touch order: { key, project, external_id }.
 local touched, touchedSeen = {}, {}
-local function markTouched(e)
-  local id = e.project .. ':' .. e.external_id
-  if touchedSeen[id] then return end
-  touchedSeen[id] = true
-  touched[#touched + 1] = { e.project, e.external_id }
+local function markTouched(e, key)
+  dirty[key] = true
+  if touchedSeen[key] then return end
+  touchedSeen[key] = true
+  touched[#touched + 1] = { key, e.project, e.external_id }
 end
 
 local function touchUser(e, changed)
-  local key = userKey('user', e)
-  local times = redis.call('HMGET', key, 'created_at', 'updated_at')
-  if not times[1] then
-    redis.call('HSET', key, 'created_at', int(e.at), 'updated_at', int(e.at))
-    markTouched(e)
+  local user, key = userOf(e)
+  if not user.c then
+    user.c, user.u = e.at, e.at
+    markTouched(e, key)
   elseif changed then
-    if (tonumber(times[2]) or 0) < e.at then redis.call('HSET', key, 'updated_at', int(e.at)) end
-    markTouched(e)
+    if (user.u or 0) < e.at then user.u = e.at end
+    markTouched(e, key)
   end
+  return user
 end
 
 -- Deletes first, then existing keys, then new keys in key order until the limit is reached.
-local function mergeTags(e)
-  local key = userKey('tags', e)
-  local sets = {}
+local function mergeTags(e, user)
+  local tags, sets = user.t, {}
   for k, v in pairs(e.tags) do
     if isStr(k) and isStr(v) then
-      if v == '' then redis.call('HDEL', key, k) else sets[#sets + 1] = k end
+      if v == '' then tags[k] = nil else sets[#sets + 1] = k end
     end
   end
   table.sort(sets)
-  local count = redis.call('HLEN', key)
+  local count = 0
+  for _ in pairs(tags) do count = count + 1 end
   for _, k in ipairs(sets) do
-    if redis.call('HEXISTS', key, k) == 1 then
-      redis.call('HSET', key, k, e.tags[k])
+    if tags[k] then
+      tags[k] = e.tags[k]
     elseif count < maxTags then
-      redis.call('HSET', key, k, e.tags[k])
+      tags[k] = e.tags[k]
       count = count + 1
     end
   end
 end
 
-local function dropOldestSubs(key, keep)
-  local all = redis.call('HGETALL', key)
+local function dropOldestSubs(subs, keep)
   local others = {}
-  for i = 1, #all, 2 do
-    if all[i] ~= keep then others[#others + 1] = { all[i], registeredAt(decodeSub(all[i + 1])) } end
+  for field, sub in pairs(subs) do
+    if field ~= keep then others[#others + 1] = { field, sub[4] } end
   end
   table.sort(others, function(a, b)
     if a[2] ~= b[2] then return a[2] < b[2] end
     return a[1] < b[1]
   end)
-  for i = 1, #all / 2 - maxSubs do redis.call('HDEL', key, others[i][1]) end
+  for i = 1, #others + 1 - maxSubs do subs[others[i][1]] = nil end
 end
 
-local function subscribe(e)
-  local key = userKey('subs', e)
+local function subscribe(e, user)
   local field = e.type .. ':' .. e.token
-  local old = redis.call('HGET', key, field)
-  local sub = (old and decodeSub(old)) or { created_at = e.at }
-  sub.type, sub.token, sub.state = e.type, e.token, 'live'
-  sub.updated_at, sub.registered_at = e.at, e.at
-  for _, f in ipairs(DEVICE_FIELDS) do
-    if e[f] ~= nil then sub[f] = e[f] end
+  local old = user.s[field]
+  local sub = { 0, (old and old[2]) or e.at, e.at, e.at }
+  for i, f in ipairs(DEVICE_FIELDS) do
+    local v = e[f]
+    if v == nil and old then v = old[4 + i] end
+    sub[4 + i] = v or false
   end
-  redis.call('HSET', key, field, cjson.encode(sub))
-  if redis.call('HLEN', key) > maxSubs then dropOldestSubs(key, field) end
+  user.s[field] = sub
+  local count = 0
+  for _ in pairs(user.s) do count = count + 1 end
+  if count > maxSubs then dropOldestSubs(user.s, field) end
   redis.call('XADD', outboxKey, '*', 'd', cjson.encode({
     project = e.project, external_id = e.external_id, type = e.type, token = e.token, registered_at = e.at,
   }))
 end
 
 local function detach(e)
-  local key = userKey('subs', e)
+  local user, key = userOf(e)
   local field = e.type .. ':' .. e.token
-  local old = redis.call('HGET', key, field)
-  if old and registeredAt(decodeSub(old)) <= e.registered_at then
-    redis.call('HDEL', key, field)
+  local old = user.s[field]
+  if old and old[4] <= e.registered_at then
+    user.s[field] = nil
     touchUser(e, true)
+    dirty[key] = true
   end
 end
 
 local function retire(e)
-  local key = userKey('subs', e)
-  local field = e.type .. ':' .. e.token
-  local old = redis.call('HGET', key, field)
-  local sub = old and decodeSub(old)
-  if sub and sub.state ~= 'retired' and registeredAt(sub) <= e.sent_at then
-    sub.state, sub.updated_at = 'retired', e.at
-    redis.call('HSET', key, field, cjson.encode(sub))
+  local user = userOf(e)
+  local sub = user.s[e.type .. ':' .. e.token]
+  if sub and sub[1] ~= 1 and sub[4] <= e.sent_at then
+    sub[1], sub[3] = 1, e.at
     touchUser(e, true)
   end
 end
@@ -282,55 +282,11 @@ local function change(record)
 end
 
 local DAY_MS = 86400000
--- Mean entries per table bucket once every bucket is split: unsplit buckets hold about twice as
--- many, still far below the 128 entries past which Redis leaves the compact listpack encoding.
-local BUCKET_LOAD = 32
--- A bucket outlives its day by the window, and by an hour more for clocks apart.
+-- A day's table outlives its day by the window, and by an hour more for clocks apart.
 local KEEP_MS = windowMs + 3600000
 local windowPrefix = keyPrefixes.window
-local tables = {}
-
-local function windowTable(day)
-  local t = tables[day]
-  if not t then
-    local meta = redis.call('HMGET', windowPrefix .. day, 'L', 's', 'n')
-    t = { L = tonumber(meta[1]) or 0, s = tonumber(meta[2]) or 0, n = tonumber(meta[3]) or 0 }
-    tables[day] = t
-  end
-  return t
-end
-
--- The first 4 bytes of a fingerprint as a number: the table's hash.
-local function hash32(fp)
-  return (struct.unpack('>I4', fp))
-end
-
-local function bucketKey(day, t, h)
-  local i = h % 2 ^ t.L
-  if i < t.s then i = h % 2 ^ (t.L + 1) end
-  return string.format('%s%d:%d', windowPrefix, day, i)
-end
-
--- Splits bucket s of a day's table into s and s + 2^L: linear hashing grows a bucket at a time.
-local function splitBucket(day, t)
-  local from = string.format('%s%d:%d', windowPrefix, day, t.s)
-  local to = string.format('%s%d:%d', windowPrefix, day, t.s + 2 ^ t.L)
-  local all = redis.call('HGETALL', from)
-  local moved, gone = {}, {}
-  for i = 1, #all, 2 do
-    if hash32(all[i]) % 2 ^ (t.L + 1) ~= t.s then
-      moved[#moved + 1], moved[#moved + 2] = all[i], all[i + 1]
-      gone[#gone + 1] = all[i]
-    end
-  end
-  if #gone > 0 then
-    redis.call('HSET', to, unpack(moved))
-    redis.call('PEXPIREAT', to, (day + 1) * DAY_MS + KEEP_MS)
-    redis.call('HDEL', from, unpack(gone))
-  end
-  t.s = t.s + 1
-  if t.s == 2 ^ t.L then t.L, t.s = t.L + 1, 0 end
-end
+local function dayTable(day) return lhashTable(windowPrefix .. string.format('%d', day)) end
+local function dayExpiry(day) return (day + 1) * DAY_MS + KEEP_MS end
 
 local legacyUntil
 local function isLegacyCopy(e)
@@ -340,25 +296,16 @@ end
 
 -- True when the window holds the event's fingerprint from within windowMs of its time; else adds it.
 local function seenBefore(e)
-  local hex = redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key)
-  local h, at = tonumber(string.sub(hex, 1, 8), 16), e.at
-  local fp = struct.pack('>I4I4I4I4', h, tonumber(string.sub(hex, 9, 16), 16), tonumber(string.sub(hex, 17, 24), 16), tonumber(string.sub(hex, 25, 32), 16))
+  local fp = lhashFingerprint(redis.sha1hex(e.project .. '\0' .. e.external_id .. '\0' .. e.idempotency_key))
+  local at = e.at
   -- A day after the event's own too: a copy taken by a gateway whose clock runs behind.
   for day = math.floor((at - windowMs) / DAY_MS), math.floor(at / DAY_MS) + 1 do
-    local t = windowTable(day)
-    if t.n > 0 then
-      local ms = redis.call('HGET', bucketKey(day, t, h), fp)
-      if ms and math.abs(at - (day * DAY_MS + tonumber(ms))) <= windowMs then return true end
-    end
+    local ms = lhashGet(dayTable(day), fp)
+    if ms and math.abs(at - (day * DAY_MS + tonumber(ms))) <= windowMs then return true end
   end
   if isLegacyCopy(e) then return true end
   local day = math.floor(at / DAY_MS)
-  local t = windowTable(day)
-  local key = bucketKey(day, t, h)
-  redis.call('HSET', key, fp, int(at - day * DAY_MS))
-  if t.n == 0 then redis.call('PEXPIREAT', key, (day + 1) * DAY_MS + KEEP_MS) end
-  t.n, t.dirty = t.n + 1, true
-  if t.n > BUCKET_LOAD * (2 ^ t.L + t.s) then splitBucket(day, t) end
+  lhashSet(dayTable(day), fp, int(at - day * DAY_MS), dayExpiry(day))
   return false
 end
 
@@ -408,9 +355,9 @@ for _, i in ipairs(fresh) do
     elseif op == 'retire' then
       retire(e)
     else
-      touchUser(e, op ~= 'event' and op ~= 'receipt')
-      if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e) end
-      if op == 'subscribe' then subscribe(e) end
+      local user = touchUser(e, op ~= 'event' and op ~= 'receipt')
+      if (op == 'identify' or op == 'tags') and e.tags then mergeTags(e, user) end
+      if op == 'subscribe' then subscribe(e, user) end
       if op == 'event' then event(e, ARGV[i], ARGV[i + 1]) end
       if op == 'receipt' then receipt(e, ARGV[i]) end
     end
@@ -418,27 +365,29 @@ for _, i in ipairs(fresh) do
   end
 end
 
--- HGETALL replies as JSON arrays (cjson would print an empty one as an object).
-local function flatHash(key)
-  local all = redis.call('HGETALL', key)
-  if #all == 0 then return '[]' end
-  return cjson.encode(all)
+-- The user change's four parts as flat field, value JSON arrays (cjson prints an empty table as an object).
+local function flat(list)
+  if #list == 0 then return '[]' end
+  return cjson.encode(list)
 end
 
-for _, user in ipairs(touched) do
-  local e = { project = user[1], external_id = user[2] }
+local function userState(user)
+  local base, tags, subs, consent = {}, {}, {}, {}
+  if user.c then base = { 'created_at', int(user.c), 'updated_at', int(user.u or user.c) } end
+  for k, v in pairs(user.t) do tags[#tags + 1], tags[#tags + 2] = k, v end
+  for field, sub in pairs(user.s) do subs[#subs + 1], subs[#subs + 2] = field, subscriptionJson(field, sub) end
+  for t, c in pairs(user.o) do consent[#consent + 1], consent[#consent + 2] = t, consentJson(c) end
+  return table.concat({ '{"user":', flat(base), ',"tags":', flat(tags), ',"subs":', flat(subs), ',"consent":', flat(consent), '}' })
+end
+
+for key in pairs(dirty) do saveUser(key, users[key]) end
+for _, touch in ipairs(touched) do
   redis.call('XADD', changesKey, '*', 'd', table.concat({
-    '{"kind":"user","project":', cjson.encode(e.project), ',"external_id":', cjson.encode(e.external_id),
-    ',"state":{"user":', flatHash(userKey('user', e)), ',"tags":', flatHash(userKey('tags', e)),
-    ',"subs":', flatHash(userKey('subs', e)), ',"consent":', flatHash(userKey('consent', e)), '}}',
+    '{"kind":"user","project":', cjson.encode(touch[2]), ',"external_id":', cjson.encode(touch[3]),
+    ',"state":', userState(users[touch[1]]), '}',
   }))
 end
-for day, t in pairs(tables) do
-  if t.dirty then
-    redis.call('HSET', windowPrefix .. day, 'L', t.L, 's', t.s, 'n', t.n)
-    redis.call('PEXPIREAT', windowPrefix .. day, (day + 1) * DAY_MS + KEEP_MS)
-  end
-end
+lhashSave(function(t) return dayExpiry(tonumber(string.sub(t.key, #windowPrefix + 1))) end)
 for w in pairs(writerMoved) do
   redis.call('SET', writerKey(w), int(writerSeq[w]), 'PX', idemTtl)
 end

@@ -6,10 +6,13 @@
   and the user's consent for the subscription's type. Both keys are in the partition's slot.
 
   KEYS[1] canceled  ncancel:{pN}:<notification>
-  KEYS[2] consent   consent:{pN}:<project>:<external_id>
+  KEYS[2] user      usr:{pN}:<project>:<external_id> (engine/lua/include/user.lua)
   ARGV[1] type      the subscription type about to be sent
 
   Returns {canceled, consent}: 1 when the notification is canceled, else 0; the stored consent
   JSON of the type (nil when none).
 ]]
-return { redis.call('EXISTS', KEYS[1]), redis.call('HGET', KEYS[2], ARGV[1]) }
+-- #include user
+
+local consent = loadUser(KEYS[2]).o[ARGV[1]]
+return { redis.call('EXISTS', KEYS[1]), (consent and consentJson(consent)) or false }

@@ -1,16 +1,22 @@
 #!lua flags=allow-oom
 --[[
-  Writes one user's consent for a subscription type and appends a `user` change for the recorder,
-  atomically (engine/state/consent.ts). It runs at maxmemory: an opt-out is never lost to
-  overload (docs/api.md#opt-out-and-opt-in), and it is small.
+  Writes one user's consent for a subscription type into their record and appends a `user` change
+  for the recorder, atomically (engine/state/consent.ts). It runs at maxmemory: an opt-out is never
+  lost to overload (docs/api.md#opt-out-and-opt-in), and it is small. A user not created yet gets a
+  record holding only their consent.
 
-  KEYS[1] consent  consent:{pN}:proj:ext
-  KEYS[2] changes  changes:{pN}
-  ARGV[1] type     the subscription type (the hash field)
-  ARGV[2] stored   JSON {opted_out, at}
-  ARGV[3] change   JSON UserChange
+  KEYS[1] user      usr:{pN}:proj:ext (engine/lua/include/user.lua)
+  KEYS[2] changes   changes:{pN}
+  ARGV[1] type      the subscription type
+  ARGV[2] optedOut  '1' opted out, '0' opted in
+  ARGV[3] at        when, ms
+  ARGV[4] change    JSON UserChange
 
   Returns the change's stream ID.
 ]]
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return redis.call('XADD', KEYS[2], '*', 'd', ARGV[3])
+-- #include user
+
+local user = loadUser(KEYS[1])
+user.o[ARGV[1]] = { ARGV[2] == '1', tonumber(ARGV[3]) }
+saveUser(KEYS[1], user)
+return redis.call('XADD', KEYS[2], '*', 'd', ARGV[4])

@@ -4,6 +4,7 @@ import { countAudience } from '../clickhouse/filters/stream.ts';
 import type { SegmentStore } from '../segments/store.ts';
 import type { RedisClient } from '../redis.ts';
 import type { Topology } from '../topology.ts';
+import { readHashes } from '../state/read-user.ts';
 import { errorItem } from '../ajv-errors.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
@@ -20,11 +21,11 @@ export interface UsersReach {
   invalid: string[];
 }
 
-/** Reads each user's subscriptions (one auto-pipelined round of HGETALL) and splits the ids by reach. */
+/** Reads each user's subscriptions (one auto-pipelined round of GET) and splits the ids by reach. */
 export async function reachOfUsers(redis: RedisClient, topology: Topology, project: string, channel: Channel, externalIds: readonly string[]): Promise<UsersReach> {
   const ids = [...new Set(externalIds)];
   const types = new Set<string>(channelTypes[channel]);
-  const subs = await Promise.all(ids.map((id) => redis.hgetall(topology.subs(project, id))));
+  const subs = await Promise.all(ids.map(async (id) => (await readHashes(redis, topology, project, id)).subs));
   const invalid: string[] = [];
   ids.forEach((id, i) => {
     const live = Object.values(subs[i] ?? {}).some((json) => {

@@ -1,7 +1,8 @@
 import { errorItem } from '../ajv-errors.ts';
 import type { RedisClient } from '../redis.ts';
-import { parseSubscription } from '../state/read-user.ts';
-import { fieldOf, SubscriptionIds, type SubscriptionRef } from '../state/subscription-ids.ts';
+import { parseSubscription, readHashes } from '../state/read-user.ts';
+import { fieldOf, type SubscriptionRef } from '../state/subscription-ids.ts';
+import { TokenIndex } from '../state/token-index.ts';
 import type { Topology } from '../topology.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { channelOf, type Channel } from '../../schemas/outcomes.ts';
@@ -18,17 +19,17 @@ export interface SubscriptionsReach {
 }
 
 /**
- * Resolves subscription ids to their subscriptions through the id index, then as reachOfRefs.
+ * Resolves subscription ids to their subscriptions through the token index, then as reachOfRefs.
  */
 export async function reachOfIds(redis: RedisClient, topology: Topology, project: string, channel: Channel | undefined, ids: readonly string[], path: string): Promise<SubscriptionsReach> {
   const unique = [...new Set(ids)];
-  const refs = await new SubscriptionIds(redis, topology).resolve(project, unique);
+  const refs = await new TokenIndex(redis, topology).resolve(project, unique);
   return reachOfRefs(redis, topology, project, channel, unique.map((name, i) => ({ name, ref: refs[i] ?? null })), path);
 }
 
 /**
  * The current owners of subscriptions named by type and token (`name` is what the answer lists
- * when one is not found): the token's ownership record, then the owner's subs hash (each one
+ * when one is not found): the token index, then the owner's record (each one
  * auto-pipelined round). A subscription counts when its owner holds it live now. Without
  * `channel`, the subscriptions' types give it; several channels are a CallerError naming `path`.
  */
@@ -40,7 +41,8 @@ export async function reachOfRefs(
   named: readonly { name: string; ref: SubscriptionRef | null }[],
   path: string,
 ): Promise<SubscriptionsReach> {
-  const owners = await Promise.all(named.map(({ ref }) => (ref === null ? null : redis.hget(topology.token(project, ref.type, ref.token), 'owner'))));
+  const tokens = new TokenIndex(redis, topology);
+  const owners = await Promise.all(named.map(({ ref }) => (ref === null ? null : tokens.owner(project, ref))));
   const held = await liveOf(redis, topology, project, owners);
   const live = named.map(({ ref }, i) => {
     const owner = owners[i] ?? null;
@@ -67,7 +69,7 @@ export async function reachOfRefs(
 /** The fields of each owner's live subscriptions, read once per owner. */
 async function liveOf(redis: RedisClient, topology: Topology, project: string, owners: readonly (string | null)[]): Promise<Map<string, Set<string>>> {
   const distinct = [...new Set(owners.filter((o): o is string => o !== null))];
-  const hashes = await Promise.all(distinct.map((owner) => redis.hgetall(topology.subs(project, owner))));
+  const hashes = await Promise.all(distinct.map(async (owner) => (await readHashes(redis, topology, project, owner)).subs));
   return new Map(
     distinct.map((owner, i) => {
       const live = Object.entries(hashes[i] ?? {}).filter(([, json]) => parseSubscription(json)?.state === 'live');

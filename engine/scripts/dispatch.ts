@@ -80,13 +80,13 @@ function recipientOf(name: string, raw: unknown): Recipient {
 }
 
 /**
- * engine/lua/loadRecipient-4.lua: a dispatch job's user: subscriptions of the channel, language and
+ * engine/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel, language and
  * timezone tags, every tag when asked, and the cancel mark and consent a send is checked against.
  */
 export const loadRecipient = defineScript({
   name: 'loadRecipient',
   oom: 'read',
-  keys: ['subs', 'tags', 'canceled', 'consent'],
+  keys: ['user', 'canceled'],
   args: ['types', 'limited', 'allTags'],
   variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
   reply: { fields: recipientFields, parse: (raw) => recipientOf('loadRecipient', raw) },
@@ -94,10 +94,8 @@ export const loadRecipient = defineScript({
 
 /** The keys of one user of loadRecipients, all in the partition's slot. */
 export interface RecipientKeys {
-  subs: string;
-  tags: string;
+  user: string;
   canceled: string;
-  consent: string;
 }
 
 /** engine/lua/loadRecipients-n.lua: loadRecipient for the users of jobs of one partition and notification, in one call. */
@@ -107,10 +105,10 @@ export const loadRecipients = defineScript({
   keys: [],
   keyList: {
     name: 'users',
-    item: ['subs', 'tags', 'canceled', 'consent'],
+    item: ['user', 'canceled'],
     spread: (call: { users: readonly RecipientKeys[] }) => {
       const keys: string[] = [];
-      for (const u of call.users) keys.push(u.subs, u.tags, u.canceled, u.consent);
+      for (const u of call.users) keys.push(u.user, u.canceled);
       return keys;
     },
   },
@@ -129,7 +127,7 @@ const sendCheckFields = ['canceled', 'consent'] as const;
 export const checkSend = defineScript({
   name: 'checkSend',
   oom: 'read',
-  keys: ['canceled', 'consent'],
+  keys: ['canceled', 'user'],
   args: ['type'],
   reply: {
     fields: sendCheckFields,

@@ -1,4 +1,4 @@
-import { defineScript, flag, int, str } from './contract.ts';
+import { defineScript, flag, str } from './contract.ts';
 
 /** A detach owed on a token: drop it from this user if registered at or before `registeredAt`. */
 export interface OwedDetach {
@@ -16,12 +16,17 @@ function owedDetaches(raw: unknown): OwedDetach[] {
   return owed;
 }
 
-/** engine/lua/claimToken-1.lua: records a registration of a token (newest wins); returns the detaches owed. */
+/** engine/lua/claimToken-2.lua: records a registration of a token (newest wins); returns the detaches owed. */
 export const claimToken = defineScript({
   name: 'claimToken',
   oom: 'allow', // settles an apply already made (the outbox)
-  keys: ['token'],
-  args: ['externalId', 'registeredAt'],
+  keys: ['index', 'owed'],
+  args: ['id', 'externalId', 'registeredAt'],
+  variadic: {
+    name: 'owed',
+    item: ['externalId', 'registeredAt'],
+    spread: (call: { owed: readonly OwedDetach[] }) => call.owed.flatMap((d) => [d.externalId, d.registeredAt]),
+  },
   reply: { parse: (raw) => ({ owed: owedDetaches(raw) }) },
 });
 
@@ -29,9 +34,18 @@ export const claimToken = defineScript({
 export const clearDetach = defineScript({
   name: 'clearDetach',
   oom: 'allow', // settles an apply already made (the outbox)
-  keys: ['token'],
+  keys: ['owed'],
   args: ['externalId', 'registeredAt'],
   reply: { parse: (raw) => ({ cleared: flag('clearDetach', raw) }) },
+});
+
+/** engine/lua/tokenOwner-1.lua: the token index's entry of a subscription id, `<registered_at>:<owner>`. */
+export const tokenOwner = defineScript({
+  name: 'tokenOwner',
+  oom: 'read',
+  keys: ['index'],
+  args: ['id'],
+  reply: { parse: (raw) => ({ entry: raw === null ? null : str('tokenOwner', raw) }) },
 });
 
 /** engine/lua/appendDetach-1.lua: appends an owed detach to the losing user's ingest stream. */
@@ -41,13 +55,4 @@ export const appendDetach = defineScript({
   keys: ['ingest'],
   args: ['entry'],
   reply: { parse: (raw) => ({ id: str('appendDetach', raw) }) },
-});
-
-/** engine/lua/indexSubscription-1.lua: records the subscription a subscription id names. */
-export const indexSubscription = defineScript({
-  name: 'indexSubscription',
-  oom: 'allow', // settles an apply already made (the outbox)
-  keys: ['index'],
-  args: ['field'],
-  reply: { parse: (raw) => ({ indexed: int('indexSubscription', raw) === 1 }) },
 });

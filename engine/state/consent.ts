@@ -22,8 +22,8 @@ export async function writeConsent(
   const stored: StoredConsent = { opted_out: optedOut, at };
   const change: UserChange = { kind: 'user', project, external_id: externalId, consent: { type, opted_out: optedOut, at } };
   await scripts.writeConsent(redis, {
-    keys: { consent: topology.consent(project, externalId), changes: topology.changes(topology.partitionOf(project, externalId)) },
-    args: { type, stored: JSON.stringify(stored), change: JSON.stringify(change) },
+    keys: { user: topology.user(project, externalId), changes: topology.changes(topology.partitionOf(project, externalId)) },
+    args: { type, optedOut: optedOut ? '1' : '0', at, change: JSON.stringify(change) },
   });
   return stored;
 }

@@ -5,8 +5,9 @@ import type { Topology } from '../topology.ts';
 import { parseConsent } from './consent.ts';
 import { subscriptionId } from './subscription-ids.ts';
 import { decodeTag } from './tag-codec.ts';
+import { decodeUserRecord } from './user-record.ts';
 
-/** The four hashes that hold one user's state, field to value. */
+/** One user's state as four maps, field to value, as 0.11.1's four hashes held it (the recorder's and the views' input). */
 export interface UserHashes {
   user: Record<string, string>;
   tags: Record<string, string>;
@@ -16,25 +17,25 @@ export interface UserHashes {
 
 /**
  * The applied state of one user as `GET /api/users/{external_id}` shows it (schemas/users.ts), or
- * null when the user hash does not exist. Reads the four hashes of the user (one partition, so one
- * Cluster slot); they are written by different callers, so the view is not a single snapshot.
+ * null when the user is not created (their record holds at most their consent).
  */
 export async function readUser(redis: RedisClient, topology: Topology, project: string, externalId: string): Promise<UserView | null> {
   return userView(project, externalId, await readHashes(redis, topology, project, externalId));
 }
 
-/** The four hashes of one user, read at once (one partition, so one Cluster slot). */
-export async function readHashes(redis: RedisClient, topology: Topology, project: string, externalId: string): Promise<UserHashes> {
-  const [user, tags, subs, consent] = await Promise.all([
-    redis.hgetall(topology.user(project, externalId)),
-    redis.hgetall(topology.tags(project, externalId)),
-    redis.hgetall(topology.subs(project, externalId)),
-    redis.hgetall(topology.consent(project, externalId)),
-  ]);
+/**
+ * One user's record, in the shape of the four hashes that held it before (engine/state/user-record.ts);
+ * those hashes themselves for a user of 0.11.1 the layout upgrade has not reached yet.
+ */
+export async function readHashes(redis: Pick<RedisClient, 'getBuffer' | 'hgetall'>, topology: Topology, project: string, externalId: string): Promise<UserHashes> {
+  const packed = await redis.getBuffer(topology.user(project, externalId));
+  if (packed !== null) return decodeUserRecord(packed);
+  const legacy = topology.legacyUser(project, externalId);
+  const [user, tags, subs, consent] = await Promise.all([redis.hgetall(legacy.user), redis.hgetall(legacy.tags), redis.hgetall(legacy.subs), redis.hgetall(legacy.consent)]);
   return { user, tags, subs, consent };
 }
 
-/** A user's view from its hashes; null when the user hash is empty (no such user). */
+/** A user's view from its record; null when it has no created_at (no such user). */
 function userView(project: string, externalId: string, hashes: UserHashes): UserView | null {
   const { user, tags, subs, consent } = hashes;
   if (user['created_at'] === undefined) return null;

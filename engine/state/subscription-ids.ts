@@ -1,10 +1,7 @@
 import { hash } from 'node:crypto';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
-import type { RedisClient } from '../redis.ts';
-import { scripts } from '../scripts.ts';
-import type { Topology } from '../topology.ts';
 
-/** A subscription as its owner's subs hash names it. */
+/** A subscription as its owner's record names it. */
 export interface SubscriptionRef {
   type: SubscriptionType;
   token: string;
@@ -21,40 +18,19 @@ export function subscriptionId(project: string, type: SubscriptionType, token: s
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** The field of a subscription in its owner's subs hash. */
+/** The field of a subscription in its owner's record. */
 export function fieldOf(ref: SubscriptionRef): string {
   return `${ref.type}:${ref.token}`;
 }
 
-/**
- * The index from subscription id to subscription (key `subid`, docs/architecture.md#redis-keys):
- * this module alone reads and writes it. An entry is written when a registration's token claim is
- * settled, so a subscription registered before the index existed is found from its next
- * registration on.
- */
-export class SubscriptionIds {
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly topology: Topology,
-  ) {}
-
-  /** Records the id of a registered subscription; writing it again changes nothing. */
-  async record(project: string, ref: SubscriptionRef): Promise<void> {
-    await scripts.indexSubscription(this.redis, {
-      keys: { index: this.topology.subscriptionId(project, subscriptionId(project, ref.type, ref.token)) },
-      args: { field: fieldOf(ref) },
-    });
-  }
-
-  /** The subscription of each id, or null for an id the index does not hold (one auto-pipelined round). */
-  async resolve(project: string, ids: readonly string[]): Promise<(SubscriptionRef | null)[]> {
-    const fields = await Promise.all(ids.map((id) => this.redis.get(this.topology.subscriptionId(project, id))));
-    return fields.map((field) => (field === null ? null : parseField(field)));
-  }
-}
-
-function parseField(field: string): SubscriptionRef | null {
+/** The field of a subscription in its owner's record, or null when it names no known type. */
+export function parseField(field: string): SubscriptionRef | null {
   const colon = field.indexOf(':');
   const type = field.slice(0, colon);
   return colon > 0 && SubscriptionTypes.includes(type as SubscriptionType) ? { type: type as SubscriptionType, token: field.slice(colon + 1) } : null;
+}
+
+/** The 32 hex digits of a subscription id, or null when it is not one. */
+export function idDigits(id: string): string | null {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id) ? id.replaceAll('-', '') : null;
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createLogger } from '../../engine/log.ts';
 import { Metrics } from '../../engine/metrics.ts';
-import { scripts } from '../../engine/scripts.ts';
+import { TokenIndex } from '../../engine/state/token-index.ts';
 import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
 import { APPLY_GROUP } from '../../engine/topology.ts';
 import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
@@ -70,7 +70,7 @@ const batch: IngestEntry[] = [
 
 t.test('re-running a batch (redelivery) changes nothing', async (t) => {
   // Another user holds the token first, so the batch's registration must also move it.
-  await h.redis.hset(h.topology.token(project, 'SMS', '+15550001111'), 'owner', other, 'registered_at', String(at - 1000));
+  await new TokenIndex(h.redis, h.topology).claim(project, { type: 'SMS', token: '+15550001111' }, other, at - 1000);
   await h.append(...batch);
   const entries = await readGroup(P);
   t.equal(entries.length, batch.length);
@@ -90,7 +90,7 @@ t.test('a redelivered batch that also holds new entries applies only the new one
   await h.append({ op: 'tags', project, external_id: user, at: at + 10, tags: { n: 'n3' } });
   const fresh = await readGroup(P);
   t.same(await actor.apply(P, [...old, ...fresh]), { kind: 'applied' });
-  t.same(await h.redis.hgetall(h.topology.tags(project, user)), { n: 'n3', s: 'sx' });
+  t.same((await h.state(project, user)).tags, { n: 'n3', s: 'sx' });
   t.equal((await h.changes()).length, 3, 'no event recorded twice');
 });
 
@@ -117,7 +117,7 @@ t.test('a batch that skips entries after the last applied one is refused as a ga
   t.same(await actor.apply(P, [second]), { kind: 'gap', after: applied });
   t.same(await dump(), before, 'nothing written');
   t.same(await actor.apply(P, [first, second]), { kind: 'applied' });
-  t.equal(await h.redis.hget(h.topology.tags(project, user), 'n'), 'n6');
+  t.equal((await h.state(project, user)).tags['n'], 'n6');
 });
 
 t.test('a settlement cut short after the token claim still detaches the former holder', async (t) => {
@@ -130,7 +130,7 @@ t.test('a settlement cut short after the token claim still detaches the former h
   t.same(await actor.apply(holderPartition, await readGroup(holderPartition)), { kind: 'applied' });
 
   // The crashed settlement got as far as the claim: the token already names the new holder.
-  await scripts.claimToken(h.redis, { keys: { token: h.topology.token(project, 'SMS', token) }, args: { externalId: user, registeredAt: at + 50 } });
+  await new TokenIndex(h.redis, h.topology).claim(project, { type: 'SMS', token }, user, at + 50);
   await h.append({ op: 'subscribe', project, external_id: user, at: at + 50, type: 'SMS', token });
   t.same(await actor.apply(P, await readGroup(P)), { kind: 'applied' });
   t.equal(await h.redis.xlen(h.topology.outbox(P)), 0, 'outbox settled');

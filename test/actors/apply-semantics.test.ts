@@ -2,6 +2,8 @@ import t from 'tap';
 import { deployment } from '../helpers/engine.ts';
 import { Harness } from './harness.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
+import { writeConsent } from '../../engine/state/consent.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
 
 // One apply worker serves every subtest; each subtest uses its own users.
 const d = await deployment(t);
@@ -95,11 +97,10 @@ t.test('a subscription is stored with its fields; re-registration updates them',
 });
 
 t.test('registering a subscription never touches consent', async (t) => {
-  const consentKey = h.topology.consent(project, 'consent-1');
-  await h.redis.hset(consentKey, 'EMAIL', JSON.stringify({ opted_out: true, at: T0 }));
+  await writeConsent(h.redis, h.topology, project, 'consent-1', 'EMAIL', true, T0);
   await h.append(subscribe('consent-1', T0 + 1, 'c@example.com'));
   await h.settled();
-  t.same(await h.redis.hgetall(consentKey), { EMAIL: JSON.stringify({ opted_out: true, at: T0 }) });
+  t.same((await readHashes(h.redis, h.topology, project, 'consent-1')).consent, { EMAIL: JSON.stringify({ opted_out: true, at: T0 }) });
   t.ok((await h.state(project, 'consent-1')).subs['EMAIL:c@example.com']);
 });
 
@@ -143,7 +144,7 @@ t.test('registering a known token under another user moves it; the newest regist
   await h.append(subscribe('move-c', T0 + 15, token));
   await h.settled();
   t.same(await holders(users), ['move-a'], 'an older registration does not take it');
-  t.same(await h.redis.hgetall(h.topology.token(project, 'EMAIL', token)), { owner: 'move-a', registered_at: String(T0 + 20) });
+  t.same(await h.tokenEntry(project, { type: 'EMAIL', token }), { owner: 'move-a', registered_at: String(T0 + 20) });
 });
 
 t.test('several users registering one token at once: only the newest keeps it', async (t) => {
@@ -163,7 +164,7 @@ t.test('two users registering one token in the same millisecond: exactly one kee
   const a = (await h.state(project, 'tie-a')).subs[`EMAIL:${token}`];
   const b = (await h.state(project, 'tie-b')).subs[`EMAIL:${token}`];
   t.equal([a, b].filter(Boolean).length, 1);
-  const owner = await h.redis.hget(h.topology.token(project, 'EMAIL', token), 'owner');
+  const owner = (await h.tokenEntry(project, { type: 'EMAIL', token }))?.owner;
   t.equal(owner, a ? 'tie-a' : 'tie-b', 'the token record names the holder');
 });
 

@@ -1,20 +1,22 @@
 import t from 'tap';
-import { scripts } from '../../engine/scripts.ts';
+import type { SubscriptionRef } from '../../engine/state/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/token-index.ts';
 import { deployment } from '../helpers/engine.ts';
 import { Harness } from './harness.ts';
 
-// claimToken-1.lua and clearDetach-1.lua called directly, as the outbox settler calls them.
+// The token index (claimToken-2.lua, clearDetach-1.lua) called as the outbox settler calls it.
 const d = await deployment(t);
 const h = new Harness(d.env);
 t.teardown(() => h.close());
 /** The detaches a claim says are owed, as [user, registered_at] pairs in the record's order. */
-const claim = async (k: string, externalId: string, registeredAt: number) =>
-  (await scripts.claimToken(h.redis, { keys: { token: k }, args: { externalId, registeredAt } })).owed.map((o) => [o.externalId, o.registeredAt]);
+const tokens = new TokenIndex(h.redis, h.topology);
+const project = d.project.project_id;
+const claim = async (k: SubscriptionRef, externalId: string, registeredAt: number) =>
+  (await tokens.claim(project, k, externalId, registeredAt)).map((o) => [o.externalId, o.registeredAt]);
 /** The owed detaches a claim returns, as user -> registered_at. */
 const owed = (pairs: string[][]) => Object.fromEntries(pairs);
-const clear = async (k: string, externalId: string, registeredAt: string) =>
-  (await scripts.clearDetach(h.redis, { keys: { token: k }, args: { externalId, registeredAt } })).cleared;
-const key = (token: string) => h.topology.token(d.project.project_id, 'EMAIL', token);
+const clear = (k: SubscriptionRef, externalId: string, registeredAt: string): Promise<boolean> => tokens.cleared(project, k, { externalId, registeredAt });
+const key = (token: string): SubscriptionRef => ({ type: 'EMAIL', token });
 
 t.test('the newest registration wins and every displaced user is owed a detach until it is cleared', async (t) => {
   const k = key('a@example.com');
@@ -27,14 +29,14 @@ t.test('the newest registration wins and every displaced user is owed a detach u
   t.equal(await clear(k, 'u1', '200'), false, 'clearing twice is harmless');
   t.same(owed(await claim(k, 'u1', 150)), { u1: '300', u2: '300' }, 'an older registration loses to the owner');
   t.equal(await clear(k, 'u2', '200'), false, 'a raised value is not cleared by an old one');
-  t.same(await h.redis.hmget(k, 'owner', 'registered_at'), ['u3', '300']);
+  t.same(await h.tokenEntry(project, k), { owner: 'u3', registered_at: '300' });
 });
 
 t.test('equal registration times: the owner already recorded keeps the token', async (t) => {
   const k = key('tie@example.com');
   await claim(k, 'u1', 500);
   t.same(await claim(k, 'u2', 500), [['u2', '500']]);
-  t.equal(await h.redis.hget(k, 'owner'), 'u1');
+  t.equal((await h.tokenEntry(project, k))?.owner, 'u1');
 });
 
 t.test('a user that wins back a token is no longer owed a detach for it', async (t) => {

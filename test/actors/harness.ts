@@ -2,6 +2,9 @@ import { loadConfig } from '../../engine/config.ts';
 import { appendEntry } from '../../engine/ingest.ts';
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { Topology } from '../../engine/topology.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
+import { subscriptionId, type SubscriptionRef } from '../../engine/state/subscription-ids.ts';
+import { scripts } from '../../engine/scripts.ts';
 import { compareIds, groupBacklog } from '../helpers/streams.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
@@ -85,14 +88,19 @@ export class Harness {
   }
 
   async state(project: string, externalId: string): Promise<UserState> {
-    const [user, tags, rawSubs] = await Promise.all([
-      this.redis.hgetall(this.topology.user(project, externalId)),
-      this.redis.hgetall(this.topology.tags(project, externalId)),
-      this.redis.hgetall(this.topology.subs(project, externalId)),
-    ]);
+    const { user, tags, subs: rawSubs } = await readHashes(this.redis, this.topology, project, externalId);
     const subs: Record<string, StoredSubscription> = {};
     for (const [field, json] of Object.entries(rawSubs)) subs[field] = JSON.parse(json) as StoredSubscription;
     return { user, tags, subs };
+  }
+
+  /** A token's entry in the token index: its owner and their registration time (ms, as text). */
+  async tokenEntry(project: string, ref: SubscriptionRef): Promise<{ owner: string; registered_at: string } | null> {
+    const id = subscriptionId(project, ref.type, ref.token).replaceAll('-', '');
+    const { entry } = await scripts.tokenOwner(this.redis, { keys: { index: this.topology.tokenIndex(id) }, args: { id } });
+    if (entry === null) return null;
+    const colon = entry.indexOf(':');
+    return { owner: entry.slice(colon + 1), registered_at: entry.slice(0, colon) };
   }
 
   /** Every event and receipt change of every partition, in stream order per partition. */

@@ -2,6 +2,7 @@ import t from 'tap';
 import { Keystore } from '../../engine/keystore.ts';
 import { loadConfig } from '../../engine/config.ts';
 import { createRedis } from '../../engine/redis.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { Topology } from '../../engine/topology.ts';
 import { iosToken, stage, until } from '../helpers/broadcast.ts';
 import { call, eventually } from '../helpers/http.ts';
@@ -27,7 +28,7 @@ const accepted = [
   await sdk('/users', { external_id: 'none' }),
   ...(await Promise.all(Object.entries(users).map(([user, token]) => sdk(`/users/${user}/subscriptions`, { type: 'IOS_PUSH', token })))),
 ].map((a) => a.status);
-await eventually('users applied', async () => ((await redis.hlen(topology.subs(project, 'none'))) > 0 && (await redis.hexists(topology.tags(project, 'tokyo'), 'timezone')) ? true : undefined));
+await eventually('users applied', async () => (Object.keys((await readHashes(redis, topology, project, 'none')).subs).length > 0 && (await readHashes(redis, topology, project, 'tokyo')).tags['timezone'] !== undefined ? true : undefined));
 
 const pushesTo = async (token: string): Promise<number> => (await s.sims.apns.requests()).filter((r) => r.path.endsWith(`/${token}`)).length;
 

@@ -9,6 +9,7 @@ import type { StoredSubscription } from '../../schemas/state.ts';
 import { deployment } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { testRedis } from '../helpers/redis.ts';
+import { writeUserRecord } from '../helpers/user-record.ts';
 import { entriesOf } from './support.ts';
 
 const identityError = { code: 'identity_verification_failed', message: 'identity_hash is missing or does not match external_id.' };
@@ -112,13 +113,16 @@ t.test('GET /api/users/{external_id} shows the stored state; 404 unknown, 403 SD
     registered_at: t0,
     ...extra,
   });
-  await redis.hset(topology.user(project, 'ada'), { created_at: String(t0), updated_at: String(t0 + 9) });
-  await redis.hset(topology.tags(project, 'ada'), { level: 'n4', plan: 'spro', zip: 's01234' });
-  await redis.hset(topology.subs(project, 'ada'), {
-    [`IOS_PUSH:${'ab'.repeat(32)}9f3e`]: JSON.stringify(sub('IOS_PUSH', `${'ab'.repeat(32)}9f3e`, { device_model: 'iPhone15,2', device_os: '18.1', app_version: '2.4.0', registered_at: t0 + 1 })),
-    'EMAIL:ada@example.com': JSON.stringify(sub('EMAIL', 'ada@example.com', { state: 'retired' })),
+  await writeUserRecord(redis, topology.user(project, 'ada'), {
+    created_at: t0,
+    updated_at: t0 + 9,
+    tags: { level: 'n4', plan: 'spro', zip: 's01234' },
+    subs: [
+      sub('IOS_PUSH', `${'ab'.repeat(32)}9f3e`, { device_model: 'iPhone15,2', device_os: '18.1', app_version: '2.4.0', registered_at: t0 + 1 }),
+      sub('EMAIL', 'ada@example.com', { state: 'retired' }),
+    ],
+    consent: { SMS: { opted_out: true, at: t0 + 3 } },
   });
-  await redis.hset(topology.consent(project, 'ada'), 'SMS', JSON.stringify({ opted_out: true, at: t0 + 3 }));
 
   const user = await call(`${gw.url}/api/users/ada`, 'GET', rest);
   t.equal(user.status, 200);

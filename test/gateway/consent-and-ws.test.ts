@@ -1,5 +1,6 @@
 import t from 'tap';
 import WebSocket from 'ws';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { Topology } from '../../engine/topology.ts';
 import { deployment } from '../helpers/engine.ts';
 import { call } from '../helpers/http.ts';
@@ -14,17 +15,17 @@ t.test('opt-out and opt-in are stored before the 200, also for unknown users', a
   const project = await d.createProject();
   const redis = testRedis();
   t.teardown(() => redis.disconnect());
-  const consentKey = new Topology(d.prefix, 8).consent(project.project_id, 'never-seen');
+  const topology = new Topology(d.prefix, 8);
 
   const out = await call(`${gw.url}/api/sdk/opt-out`, 'POST', project.sdk_key, { external_id: 'never-seen', subscription_type: 'EMAIL' });
   t.equal(out.status, 200);
-  const stored = JSON.parse((await redis.hget(consentKey, 'EMAIL')) ?? 'null') as { opted_out: boolean; at: number };
+  const stored = JSON.parse((await readHashes(redis, topology, project.project_id, 'never-seen')).consent['EMAIL'] ?? 'null') as { opted_out: boolean; at: number };
   t.same(out.body, { external_id: 'never-seen', subscription_type: 'EMAIL', opted_out: true, at: new Date(stored.at).toISOString() });
   t.equal(stored.opted_out, true, 'the consent hash holds the opt-out right after the answer');
 
   const back = await call(`${gw.url}/api/sdk/opt-in`, 'POST', project.rest_key, { external_id: 'never-seen', subscription_type: 'EMAIL' });
   t.match(back, { status: 200, body: { opted_out: false } });
-  t.match(JSON.parse((await redis.hget(consentKey, 'EMAIL')) ?? 'null'), { opted_out: false });
+  t.match(JSON.parse((await readHashes(redis, topology, project.project_id, 'never-seen')).consent['EMAIL'] ?? 'null'), { opted_out: false });
 
   const bad = await call(`${gw.url}/api/sdk/opt-out`, 'POST', project.sdk_key, { external_id: 'x', subscription_type: 'FAX', extra: 1 });
   t.same([bad.status, bad.body], [

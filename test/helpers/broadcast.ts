@@ -2,6 +2,7 @@ import type { Test } from 'tap';
 import { loadConfig } from '../../engine/config.ts';
 import { ProviderStore } from '../../engine/provider-store.ts';
 import { createRedis } from '../../engine/redis.ts';
+import { readHashes, type UserHashes } from '../../engine/state/read-user.ts';
 import { Topology } from '../../engine/topology.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import { startSimulators, type Simulators } from '../../simulators/index.ts';
@@ -122,11 +123,9 @@ export async function register(s: Stage, count: number, from = 0): Promise<void>
   try {
     // One command per key, not one pipeline: on a Redis Cluster the users' keys span slots.
     await eventually(`users u${from}.. applied`, async () => {
-      const replies: Promise<number>[] = [];
-      for (let i = from; i < from + count; i++) {
-        replies.push(redis.hexists(topology.user(project, `u${i}`), 'created_at'), redis.hlen(topology.subs(project, `u${i}`)));
-      }
-      return (await Promise.all(replies)).every((n) => n > 0) ? true : undefined;
+      const replies: Promise<UserHashes>[] = [];
+      for (let i = from; i < from + count; i++) replies.push(readHashes(redis, topology, project, `u${i}`));
+      return (await Promise.all(replies)).every((u) => u.user['created_at'] !== undefined && Object.keys(u.subs).length > 0) ? true : undefined;
     }, 60_000);
   } finally {
     redis.disconnect();

@@ -4,6 +4,9 @@ import { Notifications, settlementOf, type NotificationRecord } from '../../engi
 import { createRedis, type RedisClient } from '../../engine/redis.ts';
 import { scripts } from '../../engine/scripts.ts';
 import { writeConsent } from '../../engine/state/consent.ts';
+import type { SubscriptionType } from '../../schemas/sdk.ts';
+import type { StoredSubscription } from '../../schemas/state.ts';
+import { writeUserRecord } from '../helpers/user-record.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
@@ -125,39 +128,37 @@ t.test('releaseDue moves only due members, each once', async (t) => {
   t.same(await redis.zrange(keys.waiting, 0, -1), ['c']);
 });
 
-/** A user with two push subscriptions (one retired), an SMS one and a language tag. */
-async function seedUser(redis: RedisClient, topology: Topology, user: string): Promise<Record<string, string>> {
-  const sub = (type: string, token: string, state: string, registeredAt: number) => JSON.stringify({ type, token, state, created_at: 1, updated_at: 1, registered_at: registeredAt });
-  const subs = {
-    'IOS_PUSH:aa': sub('IOS_PUSH', 'aa', 'live', 2),
-    'ANDROID_PUSH:bb': sub('ANDROID_PUSH', 'bb', 'live', 1),
-    'IOS_PUSH:cc': sub('IOS_PUSH', 'cc', 'retired', 3),
-    'SMS:+15550000001': sub('SMS', '+15550000001', 'live', 4),
-  };
-  await redis.hset(topology.subs('p', user), subs);
-  await redis.hset(topology.tags('p', user), 'language', 'spt-BR', 'plan', 'sgold');
-  return subs;
+const SEEDED_TAGS = { language: 'spt-BR', plan: 'sgold' };
+
+/** A user with two push subscriptions (one retired), an SMS one and a language tag, and more tags when given. */
+async function seedUser(redis: RedisClient, topology: Topology, user: string, tags: Record<string, string> = {}): Promise<Record<string, string>> {
+  const sub = (type: SubscriptionType, token: string, state: 'live' | 'retired', registeredAt: number): StoredSubscription => ({ type, token, state, created_at: 1, updated_at: 1, registered_at: registeredAt });
+  const subs = [sub('IOS_PUSH', 'aa', 'live', 2), sub('ANDROID_PUSH', 'bb', 'live', 1), sub('IOS_PUSH', 'cc', 'retired', 3), sub('SMS', '+15550000001', 'live', 4)];
+  await writeUserRecord(redis, topology.user('p', user), { created_at: 1, updated_at: 1, tags: { ...SEEDED_TAGS, ...tags }, subs });
+  return Object.fromEntries(subs.map((s) => [`${s.type}:${s.token}`, JSON.stringify(s)]));
 }
 
 function recipientKeys(notifications: Notifications, topology: Topology, user: string, notification = 'n1') {
   const keys = topology.userKeys('p', user);
-  return { subs: keys.subs, tags: keys.tags, canceled: notifications.cancelMark(keys.partition, notification), consent: keys.consent };
+  return { user: keys.user, canceled: notifications.cancelMark(keys.partition, notification) };
 }
 
 function sendKeys(notifications: Notifications, topology: Topology, user: string, notification: string) {
   const keys = topology.userKeys('p', user);
-  return { canceled: notifications.cancelMark(keys.partition, notification), consent: keys.consent };
+  return { canceled: notifications.cancelMark(keys.partition, notification), user: keys.user };
 }
 
-t.test('userKeys names the same keys as subs, tags and consent, with the user partition', async (t) => {
+/** A flat field, value list as sorted pairs. */
+function pairs(flat: readonly string[] | null): string[] {
+  const out: string[] = [];
+  for (let i = 0; flat !== null && i + 1 < flat.length; i += 2) out.push(`${flat[i]}=${flat[i + 1]}`);
+  return out.sort();
+}
+
+t.test('userKeys names the user record, with the user partition', async (t) => {
   const topology = new Topology('x:', 8);
   for (const user of ['u1', 'u2', 'ü3']) {
-    t.same(topology.userKeys('p', user), {
-      partition: topology.partitionOf('p', user),
-      subs: topology.subs('p', user),
-      tags: topology.tags('p', user),
-      consent: topology.consent('p', user),
-    });
+    t.same(topology.userKeys('p', user), { partition: topology.partitionOf('p', user), user: topology.user('p', user) });
   }
 });
 
@@ -175,10 +176,10 @@ t.test("loadRecipient answers the user's language and the subscriptions of the c
   const none = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH', limited: 1, allTags: 0 }, only: [] });
   t.same(none.subs, [], 'a retry listing nothing gets nothing');
   t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'nobody'), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] }), { language: null, subs: [], timezone: null, tags: null, canceled: false, consent: {} }, 'an unknown user');
-  await redis.hset(keys.tags, 'timezone', 'sAsia/Tokyo');
+  await seedUser(redis, topology, 'u1', { timezone: 'sAsia/Tokyo' });
   const all = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0, allTags: 1 }, only: [] });
   t.equal(all.timezone, 'sAsia/Tokyo', 'the timezone tag, as stored');
-  t.same(all.tags, await redis.hgetall(keys.tags).then((h) => Object.entries(h).flat()), 'every tag, for personal texts');
+  t.same(pairs(all.tags), pairs(Object.entries({ ...SEEDED_TAGS, timezone: 'sAsia/Tokyo' }).flat()), 'every tag, for personal texts');
 });
 
 t.test('loadRecipient answers the cancel mark and the consent of the channel types, as checkSend reads them', async (t) => {
@@ -198,14 +199,14 @@ t.test('loadRecipient answers the cancel mark and the consent of the channel typ
 t.test('loadRecipients answers, in one call, what loadRecipient answers for each user', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const users = ['u1', 'u2', 'nobody', 'u3'];
-  for (const user of ['u1', 'u2', 'u3']) await seedUser(redis, topology, user);
+  for (const user of ['u1', 'u2']) await seedUser(redis, topology, user);
+  await seedUser(redis, topology, 'u3', { timezone: 'sAsia/Tokyo' });
   await writeConsent(redis, topology, 'p', 'u2', 'IOS_PUSH', true, 1234);
-  await redis.hset(topology.tags('p', 'u3'), 'timezone', 'sAsia/Tokyo');
   for (const allTags of [0, 1]) {
     const args = { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', allTags };
     const each = await Promise.all(users.map((u) => scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, u), args: { ...args, limited: 0 }, only: [] })));
     const all = await scripts.loadRecipients(redis, { keys: {}, args, users: users.map((u) => recipientKeys(notifications, topology, u)) });
-    const sorted = (list: typeof each) => list.map((r) => ({ ...r, subs: [...r.subs].sort() }));
+    const sorted = (list: typeof each) => list.map((r) => ({ ...r, subs: [...r.subs].sort(), tags: r.tags === null ? null : pairs(r.tags) }));
     t.same(sorted(all), sorted(each), `the same answers, in the order of the users (allTags ${allTags})`);
   }
   t.match(await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: [recipientKeys(notifications, topology, 'u2')] }), [{ consent: {} }], "only the channel's consent");

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../engine/config.ts';
 import { createLogger } from '../../engine/log.ts';
@@ -60,14 +61,15 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   await ensureGroup(redis, topology.ingest(0), 'apply');
   t.equal(((await raw.xinfo('GROUPS', topology.ingest(0))) as unknown[]).length, 1, 'a consumer group is created (once)');
   t.same(await scripts.markRound(redis, { keys: { marks: topology.recorderMarks(0) }, args: { kind: 'changes', token: 'r1' } }), { marked: true }, 'a recorder round is marked');
-  const index = topology.subscriptionId('proj', 'id1');
-  t.same(await scripts.indexSubscription(redis, { keys: { index }, args: { field: 'IOS_PUSH:t1' } }), { indexed: true }, 'a settled subscription is indexed');
-  t.equal(await raw.get(index), 'IOS_PUSH:t1');
+  const id = '0123456789abcdef0123456789abcdef';
+  const token = { keys: { index: topology.tokenIndex(id), owed: topology.tokenDetaches(id) }, args: { id, externalId: 'u1', registeredAt: 1 }, owed: [] };
+  t.same(await scripts.claimToken(redis, token), { owed: [] }, 'a registration is claimed in the token index');
+  t.same(await scripts.tokenOwner(redis, { keys: { index: token.keys.index }, args: { id } }), { entry: '1:u1' });
   t.same(await scripts.queueEvents(redis, { keys: { queue: topology.webhookQueue('w1') }, args: {}, events: [{ body: '{}', key: 'n1' }] }), { appended: 1 }, 'a webhook event is queued');
   await ensureGroup(redis, topology.outcomes(0), 'webhooks');
   t.same(await scripts.settleTapped(redis, { keys: { stream: topology.outcomes(0) }, args: { group: 'webhooks', lastId: '0-1' }, ids: ['0-1'] }), { pending: 0, trimmedTo: '0-0' }, 'the webhooks tap settles');
   const stored = await writeConsent(redis, topology, 'proj', 'u1', 'EMAIL', true, 1234);
-  t.same(JSON.parse((await raw.hget(topology.consent('proj', 'u1'), 'EMAIL')) ?? 'null'), stored, 'an opt-out is written');
+  t.same(JSON.parse((await readHashes(raw, topology, 'proj', 'u1')).consent['EMAIL'] ?? 'null'), stored, 'an opt-out is written');
   t.equal(await raw.xlen(topology.changes(topology.partitionOf('proj', 'u1'))), 1, 'with its change for the recorder');
 
   const jobs = scripts.appendJobs(redis, {

@@ -1,4 +1,6 @@
 import t from 'tap';
+import { writeUserRecord } from '../helpers/user-record.ts';
+import { readHashes } from '../../engine/state/read-user.ts';
 import { walkAudience } from '../../actors/fanout/audience.ts';
 import { applyRole } from '../../actors/partition/role.ts';
 import { insertRows } from '../../engine/clickhouse/insert.ts';
@@ -30,12 +32,12 @@ t.before(async () => {
   if ((await sdk('/users/mail/subscriptions', { type: 'EMAIL', token: 'mail@example.com' })).status !== 202) throw new Error('subscribe mail');
   const p = gw.project.project_id;
   await eventually('both subscriptions applied', async () => {
-    const [ios, mail] = await Promise.all([gw.redis.hlen(gw.topology.subs(p, 'ios')), gw.redis.hlen(gw.topology.subs(p, 'mail'))]);
-    return ios > 0 && mail > 0 ? true : undefined;
+    const [ios, mail] = await Promise.all([readHashes(gw.redis, gw.topology, p, 'ios'), readHashes(gw.redis, gw.topology, p, 'mail')]);
+    return Object.keys(ios.subs).length > 0 && Object.keys(mail.subs).length > 0 ? true : undefined;
   });
   // A subscription retired by a provider: no SDK call retires one, so it is written as apply stores it.
-  const retired = { type: 'IOS_PUSH', token: 'cd'.repeat(32), state: 'retired', created_at: base, updated_at: base, registered_at: base };
-  await gw.redis.hset(gw.topology.subs(p, 'retired'), `IOS_PUSH:${retired.token}`, JSON.stringify(retired));
+  const retired = { type: 'IOS_PUSH', token: 'cd'.repeat(32), state: 'retired', created_at: base, updated_at: base, registered_at: base } as const;
+  await writeUserRecord(gw.redis, gw.topology.user(p, 'retired'), { created_at: base, updated_at: base, subs: [retired] });
 
   // The users mirror, as the recorder would fill it: a, b, d gold; c, e silver; b has no subscription.
   await insertRows(gw.clickhouse, 'users', [

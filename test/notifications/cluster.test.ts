@@ -1,10 +1,11 @@
 import t from 'tap';
+import { writeUserRecord } from '../helpers/user-record.ts';
 import type { NotificationCreated } from '../../schemas/notifications.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { subscriptionId, SubscriptionIds } from '../../engine/state/subscription-ids.ts';
+import { subscriptionId } from '../../engine/state/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/token-index.ts';
 
 t.test('on a Redis Cluster a notification is written record first, then its log entry, and cancels; subscription ids resolve', async (t) => {
   const cluster = await PrivateCluster.start();
@@ -32,13 +33,11 @@ t.test('on a Redis Cluster a notification is written record first, then its log 
   t.equal(await gw.redis.zscore(gw.topology.scheduled(), sid), null);
   t.match((await call(`${url}/${id}`, 'GET', key)).body, { id, status: 'queued', recipients: 0 });
 
-  // By subscription id: the index, the token's record and the holder's subs hash are in three slots.
+  // By subscription id: the token index and the holder's record are in two slots.
   const project = gw.project.project_id;
   const sub = { type: 'IOS_PUSH' as const, token: 'ab'.repeat(32) };
-  await new SubscriptionIds(gw.redis, gw.topology).record(project, sub);
-  await scripts.claimToken(gw.redis, { keys: { token: gw.topology.token(project, sub.type, sub.token) }, args: { externalId: 'u3', registeredAt: 1 } });
-  const stored = { ...sub, state: 'live', created_at: 1, updated_at: 1, registered_at: 1 };
-  await gw.redis.hset(gw.topology.subs(project, 'u3'), `${sub.type}:${sub.token}`, JSON.stringify(stored));
+  await new TokenIndex(gw.redis, gw.topology).claim(project, sub, 'u3', 1);
+  await writeUserRecord(gw.redis, gw.topology.user(project, 'u3'), { created_at: 1, updated_at: 1, subs: [{ ...sub, state: 'live', created_at: 1, updated_at: 1, registered_at: 1 }] });
   const byId = await call(url, 'POST', key, { include_subscription_ids: [subscriptionId(project, sub.type, sub.token), 'unknown'], contents });
   t.match([byId.status, byId.body], [201, { recipients: 1, errors: { invalid_player_ids: ['unknown'] } }], 'by subscription id');
 });

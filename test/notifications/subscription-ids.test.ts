@@ -3,6 +3,7 @@ import t from 'tap';
 import { loadConfig } from '../../engine/config.ts';
 import { createRedis } from '../../engine/redis.ts';
 import { subscriptionId } from '../../engine/state/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/token-index.ts';
 import { Topology } from '../../engine/topology.ts';
 import { androidToken } from '../../simulators/tokens.ts';
 import { deliveriesOf, iosToken, stage, until } from '../helpers/broadcast.ts';
@@ -36,7 +37,7 @@ const redis = createRedis(loadConfig(s.d.env));
 const topology = new Topology(s.d.env['KEY_PREFIX'] ?? '', Number(s.d.env['PARTITIONS']));
 try {
   await eventually('every subscription indexed', async () => {
-    const found = await Promise.all(subscriptions.map(([, type, token]) => redis.get(topology.subscriptionId(project, idOf(type, token)))));
+    const found = await new TokenIndex(redis, topology).resolve(project, subscriptions.map(([, type, token]) => idOf(type, token)));
     return found.every((f) => f !== null) ? true : undefined;
   });
 } finally {

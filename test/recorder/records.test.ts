@@ -1,4 +1,5 @@
 import t from 'tap';
+import { writeUserRecord } from '../helpers/user-record.ts';
 import { applyRole } from '../../actors/partition/role.ts';
 import { recorderRole } from '../../actors/recorder/role.ts';
 import { rows } from '../clickhouse/embedded.ts';
@@ -85,7 +86,7 @@ t.test("a user's row holds the state its change carries, without reading the use
   t.same(state['tags']?.slice().sort(), ['plan', 's2', 'ssilver', 'tier'], 'the change holds the tags hash as stored');
   t.same(state['consent'], [], 'an empty hash is an empty list');
   // Redis moves on before the recorder runs: the row must still be the state of the change.
-  await gw.redis.hset(gw.topology.tags(project, 'bob'), 'plan', 'later');
+  await writeUserRecord(gw.redis, gw.topology.user(project, 'bob'), { created_at: 1, updated_at: 1, tags: { plan: 'later' } });
   await gw.run(recorderRole);
   const row = await eventually('bob in the users mirror', async () => {
     const [found] = await rows<Record<string, unknown>>(gw.clickhouse, 'SELECT tags FROM users FINAL WHERE project = {p:String}', { p: project });

@@ -84,7 +84,7 @@ t.test('entries a fenced former owner read are applied in order before the ones 
     [1, 3, 5],
     'events applied once each, in stream order',
   );
-  t.equal(await h.redis.hget(h.topology.tags(project, user), 'n'), 'n6', 'the last write wins');
+  t.equal((await h.state(project, user)).tags['n'], 'n6', 'the last write wins');
   t.same(await h.redis.xpending(stream, APPLY_GROUP), [0, null, null, null], 'nothing left pending');
   await c.stop();
 });

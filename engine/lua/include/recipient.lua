@@ -1,4 +1,4 @@
--- A dispatch job's user as loadRecipient-4.lua and loadRecipients-n.lua answer it (engine/scripts.ts
+-- A dispatch job's user as loadRecipient-2.lua and loadRecipients-n.lua answer it (engine/scripts.ts
 -- inlines this file where a script says `-- #include recipient`). `types` holds the channel's
 -- subscription types as a list and as a set (`types.set`); `only` is a set of subscription fields
 -- (nil for every subscription of the types).
@@ -12,23 +12,24 @@ local function channelTypes(spaced)
   return types
 end
 
--- {language, subs, timezone, tags, canceled, consent}: see loadRecipient-4.lua.
-local function recipient(subsKey, tagsKey, canceledKey, consentKey, types, only, allTags)
+-- {language, subs, timezone, tags, canceled, consent}: see loadRecipient-2.lua.
+local function recipient(userKey, canceledKey, types, only, allTags)
+  local user = loadUser(userKey)
   local subs = {}
-  local hash = redis.call('HGETALL', subsKey)
-  for i = 1, #hash, 2 do
-    local field = hash[i]
-    if types.set[string.match(field, '^[^:]*')] and (only == nil or only[field]) then subs[#subs + 1] = hash[i + 1] end
+  for field, sub in pairs(user.s) do
+    if types.set[string.match(field, '^[^:]*')] and (only == nil or only[field]) then subs[#subs + 1] = subscriptionJson(field, sub) end
   end
   local tags = false
-  if allTags then tags = redis.call('HGETALL', tagsKey) end
+  if allTags then
+    tags = {}
+    for k, v in pairs(user.t) do tags[#tags + 1], tags[#tags + 2] = k, v end
+  end
   local consent = {}
-  local stored = redis.call('HMGET', consentKey, unpack(types))
-  for i, t in ipairs(types) do
-    if stored[i] then
+  for _, t in ipairs(types) do
+    if user.o[t] then
       consent[#consent + 1] = t
-      consent[#consent + 1] = stored[i]
+      consent[#consent + 1] = consentJson(user.o[t])
     end
   end
-  return { redis.call('HGET', tagsKey, 'language'), subs, redis.call('HGET', tagsKey, 'timezone'), tags, redis.call('EXISTS', canceledKey), consent }
+  return { user.t.language or false, subs, user.t.timezone or false, tags, redis.call('EXISTS', canceledKey), consent }
 end

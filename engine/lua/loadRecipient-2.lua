@@ -6,12 +6,10 @@
   the user's partition, the user's consent), for the sends that take their provider slot at once
   when the reply comes back. A subscription's field is `<type>:<token>`, so those of other
   channels (and, for a retry, those not to retry; for a notification by subscription id, those it
-  does not target) are left out here by name, without decoding them.
+  does not target) are left out here by name.
 
-  KEYS[1] subs      subs:{pN}:<project>:<external_id>
-  KEYS[2] tags      tags:{pN}:<project>:<external_id>
-  KEYS[3] canceled  ncancel:{pN}:<notification>
-  KEYS[4] consent   consent:{pN}:<project>:<external_id>
+  KEYS[1] user      usr:{pN}:<project>:<external_id> (engine/lua/include/user.lua)
+  KEYS[2] canceled  ncancel:{pN}:<notification>
   ARGV[1] types    the channel's subscription types, space-separated
   ARGV[2] limited  '1' for a retry or by subscription id: only the subscriptions listed after it; '0' for all
   ARGV[3] allTags  '1' for a notification with personal texts: every tag is returned too
@@ -23,6 +21,7 @@
   notification is canceled (else 0), and the stored consent of the channel's types as a flat
   type, JSON list.
 ]]
+-- #include user
 -- #include recipient
 
 local only = nil
@@ -30,4 +29,4 @@ if ARGV[2] == '1' then
   only = {}
   for i = 4, #ARGV do only[ARGV[i]] = true end
 end
-return recipient(KEYS[1], KEYS[2], KEYS[3], KEYS[4], channelTypes(ARGV[1]), only, ARGV[3] == '1')
+return recipient(KEYS[1], KEYS[2], channelTypes(ARGV[1]), only, ARGV[3] == '1')
