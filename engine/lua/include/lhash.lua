@@ -1,5 +1,5 @@
 -- Linear hash tables of 16-byte fingerprints, for sets that must cost a few dozen bytes an entry
--- (docs/architecture.md, "Compact tables"): the idempotency window (applyBatch-5.lua) and the
+-- (docs/architecture.md, "The idempotency window" and "The token index"): the window (applyBatch-5.lua) and the
 -- token index (claimToken-2.lua). A table is a hash at its key M holding its level L, split
 -- pointer s and count n, and buckets M:<i>, hashes of fingerprint to value, each small enough to
 -- stay listpack-encoded. Inlined where a script says `-- #include lhash`.
