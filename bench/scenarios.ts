@@ -96,4 +96,9 @@ export const scenarios: Scenario[] = [
     about: 'ten minutes of mixed load with a broadcast every minute: memory, stream lengths and spill journal growth',
     runs: [{ title: 'soak', script: 'soak.ts', args: [], report: 'soak', takesOut: false }],
   },
+  {
+    name: 'memory',
+    about: 'Redis memory per user, extra tag, extra subscription, idempotent event, queued webhook event and recipient in flight, once applied and recorded, against 0.11.1 in the same run',
+    runs: [{ title: 'Redis memory per unit of state', script: 'memory.ts', args: [], report: 'memory', takesOut: false }],
+  },
 ];
