@@ -10,8 +10,8 @@
  * BENCH_WAIT_REPLICAS (default 0). Deletes its keys at the end.
  */
 import { Cluster } from 'ioredis';
-import { loadConfig } from '../engine/config.ts';
-import { Topology } from '../engine/topology.ts';
+import { loadConfig } from '../engine/infra/process/config.ts';
+import { Topology } from '../engine/infra/redis/topology.ts';
 import { OrderedAppends } from '../gateway/ingest/ordered-appends.ts';
 import type { IngestEntry } from '../schemas/ingest.ts';
 import { positive } from './settings.ts';

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../engine/redis.ts';
+import type { RedisClient } from '../engine/infra/redis/client.ts';
 
 /** Redis's counters per command so far (INFO commandstats): calls and µs spent in it. */
 export type CommandStats = Map<string, { calls: number; usec: number }>;

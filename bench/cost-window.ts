@@ -4,7 +4,7 @@
  * counters (/metrics). Read with `costSample` at each end and `costsBetween` the two.
  */
 import { performance } from 'node:perf_hooks';
-import type { RedisClient } from '../engine/redis.ts';
+import type { RedisClient } from '../engine/infra/redis/client.ts';
 import { commandCosts, commandStats, type CommandCosts, type CommandStats } from './commandstats.ts';
 import { engineThreadsBetween, hostBusyCpu, processesCpu, redisCpu, threadCpu, type ThreadCpu } from './cpu.ts';
 import { metrics, type Engine } from './deployment.ts';

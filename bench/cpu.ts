@@ -1,5 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
-import type { RedisClient } from '../engine/redis.ts';
+import type { RedisClient } from '../engine/infra/redis/client.ts';
 
 /** Where the 2 cores went during a measured run, in cores (CPU seconds over wall seconds). */
 export interface CpuShare {

@@ -10,7 +10,7 @@
  * 1 000 000 users, 20 000 notifications), merges them (a settled table, as after background
  * merges), waits for the projections of migrations 0006 and 0009 to be materialized, checks that the stats
  * read through it equal a count of the table's rows, then times each query through the same
- * functions the routes call (engine/clickhouse/deliveries.ts): WARMUP runs, then RUNS measured
+ * functions the routes call (engine/infra/clickhouse/deliveries.ts): WARMUP runs, then RUNS measured
  * runs, one at a time. The fill goes in slices of 2M rows and says how far it got after each.
  * Each query's p95 (with its p50) goes into the report's `summary` rows (bench/summary.ts).
  *
@@ -25,9 +25,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openClickHouse, type ClickHouse } from '../engine/clickhouse/client.ts';
-import { deliveryStats, listDeliveries } from '../engine/clickhouse/deliveries.ts';
-import { migrate } from '../engine/clickhouse/migrations.ts';
+import { openClickHouse, type ClickHouse } from '../engine/infra/clickhouse/client.ts';
+import { deliveryStats, listDeliveries } from '../engine/infra/clickhouse/deliveries.ts';
+import { migrate } from '../engine/infra/clickhouse/migrations.ts';
 import type { DeliveryFilter, DeliveryPosition } from '../schemas/queries.ts';
 import { count, DAY, fill, settle } from './deliveries-table.ts';
 import { writeReport } from './report.ts';
@@ -200,13 +200,13 @@ async function main(): Promise<void> {
       table: { rows: settings.rows, big_project_rows: bigRows, active_parts: parts, fill_ms: fillMs === null ? null : Math.round(fillMs), mutations_wait_ms: Math.round(settleMs) },
       results,
       notes: [
-        'Measures: one query at a time through engine/clickhouse/deliveries.ts (the functions the routes call) on the embedded engine in this process, including reading the JSON rows and the receipts lookup of each page (receipts is empty here).',
+        'Measures: one query at a time through engine/infra/clickhouse/deliveries.ts (the functions the routes call) on the embedded engine in this process, including reading the JSON rows and the receipts lookup of each page (receipts is empty here).',
         'Baseline: SELECT count() of the big project in the same run: the cheapest read of the project, for comparing runs on other machines.',
         'Table: merged with OPTIMIZE FINAL after the fill, as a settled table is after background merges; a table still merging fresh parts reads more parts.',
         'Stats: whole hours are counted from the projection counts_by_hour (migration 0006), the partial first and last hours from the table (the `edges` queries); timing starts once no mutation (the projection being materialized) is running.',
         `Machine: ${cpus().length} cores shared with whatever else runs (load average in machine); compare ratios to the baseline across machines rather than absolute times.`,
         'Lookups of one user or one notification use another value on every run, so the query condition cache cannot answer them from an earlier run; the other queries repeat, as a dashboard refreshing does.',
-        'Pages below a cursor or `until` are read from the day below it first (engine/clickhouse/deliveries.ts); lookups of one user read the projection by_user (migration 0009), materialized before timing starts.',
+        'Pages below a cursor or `until` are read from the day below it first (engine/infra/clickhouse/deliveries.ts); lookups of one user read the projection by_user (migration 0009), materialized before timing starts.',
       ],
     };
     const failed = results.filter((r) => r.goal_met === false).map((r) => r.query);

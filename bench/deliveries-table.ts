@@ -4,7 +4,7 @@
  * bench/deliveries-fill.sql, merged, then settled (the projections materialized).
  */
 import { readFileSync } from 'node:fs';
-import type { ClickHouse } from '../engine/clickhouse/client.ts';
+import type { ClickHouse } from '../engine/infra/clickhouse/client.ts';
 
 export const DAY = 86_400_000;
 /** How far the records' `at` spreads after the fill's `start`. */

@@ -11,8 +11,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
-import { RECORDER_GROUP } from '../engine/topology.ts';
-import { APPLY_GROUP, type Topology } from '../engine/topology.ts';
+import { RECORDER_GROUP } from '../engine/infra/redis/topology.ts';
+import { APPLY_GROUP, type Topology } from '../engine/infra/redis/topology.ts';
 import { startChild, type Child } from './child.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

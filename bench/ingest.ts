@@ -10,10 +10,10 @@
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { cleanupPrefix } from './redis.ts';
-import { loadConfig } from '../engine/config.ts';
-import { Keystore } from '../engine/keystore.ts';
-import { createRedis, type RedisClient } from '../engine/redis.ts';
-import { Topology } from '../engine/topology.ts';
+import { loadConfig } from '../engine/infra/process/config.ts';
+import { Keystore } from '../engine/state/keys/keystore.ts';
+import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
+import { Topology } from '../engine/infra/redis/topology.ts';
 import { Children, startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { Topology } from '../engine/topology.ts';
+import { Topology } from '../engine/infra/redis/topology.ts';
 import { cleanupPrefix } from './redis.ts';
 import type { Child } from './child.ts';
 import { call, metrics, sleep, startEngine, startSimulators, waitApplied, waitFor, type Engine, type Project } from './deployment.ts';

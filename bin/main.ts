@@ -3,7 +3,7 @@
  * Each role's modules load only when `start` runs it, so the other commands (and help) do not pay
  * for the HTTP server, Redis, ClickHouse and provider clients they never use.
  */
-import { runCli } from '../engine/cli/main.ts';
+import { runCli } from './cli/main.ts';
 
 process.exit(await runCli(process.argv.slice(2), {
     gateway: async (ctx) => (await import('../gateway/role.ts')).gatewayRole(ctx),
@@ -13,5 +13,5 @@ process.exit(await runCli(process.argv.slice(2), {
     recorder: async (ctx) => (await import('../actors/recorder/role.ts')).recorderRole(ctx),
     scheduler: async (ctx) => (await import('../actors/scheduler/role.ts')).schedulerRole(ctx),
     webhooks: async (ctx) => (await import('../actors/webhooks/role.ts')).webhooksRole(ctx),
-    sql: async (ctx) => (await import('../engine/sql/role.ts')).sqlRole(ctx),
+    sql: async (ctx) => (await import('../gateway/sql/role.ts')).sqlRole(ctx),
   }));

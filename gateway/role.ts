@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { Keystore } from '../engine/keystore.ts';
-import { createRedis, type RedisClient } from '../engine/redis.ts';
-import type { RoleFactory } from '../engine/roles.ts';
-import { Topology } from '../engine/topology.ts';
-import { workerRunsHere } from '../engine/worker-id.ts';
+import { Keystore } from '../engine/state/keys/keystore.ts';
+import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
+import type { RoleFactory } from '../engine/infra/runner/roles.ts';
+import { Topology } from '../engine/infra/redis/topology.ts';
+import { workerRunsHere } from '../engine/infra/process/worker-id.ts';
 import { RedisPressure } from './ingest/pressure.ts';
 import { SpillJournal } from './ingest/spill-journal.ts';
 import { IngestWriter } from './ingest/writer.ts';

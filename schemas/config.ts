@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 
 /**
- * Process configuration, read once from the environment at start (see engine/config.ts).
+ * Process configuration, read once from the environment at start (see engine/infra/process/config.ts).
  * Every option is documented here with its default. Durations are milliseconds.
  */
 export const ConfigSchema = Type.Object(

@@ -5,7 +5,7 @@ import { ExternalId, Properties, ReceiptKindSchema, SubscriptionTypeSchema } fro
  * One entry of an ingest stream (`ingest:{pN}`, field `d`, JSON). The gateway writes them; the
  * partition actor (actors/partition) applies them in stream order. `at` is the accept time (ms).
  *
- * Tag values are pre-encoded by engine/state/tag-codec.ts so a number keeps its exact text:
+ * Tag values are pre-encoded by engine/state/users/tag-codec.ts so a number keeps its exact text:
  * `"s<text>"` for a string, `"n<number>"` for a number, `""` deletes the tag.
  */
 const base = {

@@ -14,7 +14,7 @@ const Tokens = Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { minI
 const AnyObject = Type.Record(Type.String(), Type.Unknown());
 const Button = Type.Object({ id: Type.String(), text: Type.Optional(Type.String()), icon: Type.Optional(Type.String()), url: Type.Optional(Type.String()) });
 
-/** Fields the engine acts on: translated into its own body (engine/notifications/onesignal.ts). */
+/** Fields the engine acts on: translated into its own body (engine/state/notifications/onesignal.ts). */
 export const OneSignalTranslated = {
   app_id: Type.String({ minLength: 1, maxLength: 128 }),
   include_aliases: Type.Object({ external_id: Type.Array(ExternalId, { minItems: 1, maxItems: 20_000 }) }, { additionalProperties: false }),
@@ -44,7 +44,7 @@ export const OneSignalOptions = {
 
 /**
  * OneSignal's lists of tokens, each of one subscription type: they target those subscriptions, as
- * include_subscription_ids does (engine/notifications/subscriptions.ts).
+ * include_subscription_ids does (engine/state/notifications/subscriptions.ts).
  */
 export const OneSignalTokens: Record<string, SubscriptionType> = {
   include_email_tokens: 'EMAIL',
@@ -149,7 +149,7 @@ export const OneSignalSpellings = {
 
 /**
  * The POST /api/notifications body as documented: the engine's fields with OneSignal's spellings,
- * and every OneSignal field it takes. engine/notifications/body.ts checks it in two steps.
+ * and every OneSignal field it takes. engine/state/notifications/body.ts checks it in two steps.
  */
 export const NotificationRequest = Type.Object(
   {

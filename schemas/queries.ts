@@ -13,7 +13,7 @@ const Nullable = <T extends Type.TSchema>(schema: T) => Type.Union([schema, Type
 /** Default and largest page size (docs/api.md#paging-with-cursors). */
 export const PageLimits = { default: 100, maximum: 1000 } as const;
 
-/** `instant`: a date-time that names one instant (engine/validator.ts). */
+/** `instant`: a date-time that names one instant (engine/infra/validation/validator.ts). */
 const DateTimeParam = (description: string) => Type.String({ format: 'instant', description });
 export const Since = DateTimeParam('ISO 8601 date-time with a time zone; rows at or after it');
 export const Until = DateTimeParam('ISO 8601 date-time with a time zone; rows before it');

@@ -16,7 +16,7 @@ export const SegmentBody = Type.Object({ name: SegmentName, filters: Filters }, 
 
 /**
  * The envelope the gateway validates; `filters` is checked entry by entry by the filter checker
- * (engine/clickhouse/filters/check.ts), whose errors name the entry.
+ * (engine/infra/clickhouse/filters/check.ts), whose errors name the entry.
  */
 export const SegmentEnvelope = Type.Object({ name: SegmentName, filters: Type.Unknown() }, { additionalProperties: false });
 

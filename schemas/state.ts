@@ -2,7 +2,7 @@ import Type, { type Static } from 'typebox';
 import { SubscriptionTypeSchema } from './sdk.ts';
 
 /**
- * Values stored in the live user state in Redis (key layout: engine/topology.ts). Times are ms
+ * Values stored in the live user state in Redis (key layout: engine/infra/redis/topology.ts). Times are ms
  * since the epoch. Written by the partition actor's Lua (subscriptions) and the consent writer.
  */
 export const StoredSubscription = Type.Object({

@@ -4,10 +4,10 @@
  * creates a new one).
  */
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../engine/config.ts';
-import { Keystore, type CreatedProject } from '../engine/keystore.ts';
-import { createRedis } from '../engine/redis.ts';
-import { Topology } from '../engine/topology.ts';
+import { loadConfig } from '../engine/infra/process/config.ts';
+import { Keystore, type CreatedProject } from '../engine/state/keys/keystore.ts';
+import { createRedis } from '../engine/infra/redis/client.ts';
+import { Topology } from '../engine/infra/redis/topology.ts';
 
 async function live(file: string): Promise<boolean> {
   let saved: CreatedProject;

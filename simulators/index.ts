@@ -6,13 +6,12 @@ import { fcmSimulator } from './fcm.ts';
 import { sendGridSimulator } from './sendgrid.ts';
 import { startSimServer, type Protocol, type SimServer, type SimServerOptions } from './server.ts';
 import { makeCert } from './tls.ts';
-import type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
-import type { ScriptRule, SimName, SimRequest, Simulators } from './types.ts';
+import type { CallbackRecord, DeliveryRule, ScriptRule, SimName, SimRequest, Simulators } from './types.ts';
 import { twilioSimulator } from './twilio.ts';
 import { webPushSimulator } from './webpush.ts';
 
 export type { ScriptRule, Sim, SimName, SimRequest, Simulators, WebPushSubscription } from './types.ts';
-export type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
+export type { CallbackRecord, DeliveryRule } from './types.ts';
 export { twilioSignature } from './twilio-callbacks.ts';
 export { APNS_RAISED_STREAMS };
 

@@ -11,7 +11,7 @@
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkCredentials } from '../engine/provider-store.ts';
+import { checkCredentials } from '../engine/state/keys/provider-store.ts';
 import { startSimulators, type SimName, type Simulators, type StartOptions } from './index.ts';
 
 const names: SimName[] = ['apns', 'fcm', 'webpush', 'twilio', 'sendgrid'];

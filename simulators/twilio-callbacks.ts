@@ -1,28 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { isObject, type Answer } from './server.ts';
-
-/** How a message sent to a number ends, as the StatusCallback reports it. */
-export interface DeliveryRule {
-  match: { token?: string };
-  /** Final MessageStatus (default for unscripted messages: delivered). */
-  status: 'delivered' | 'undelivered' | 'failed' | 'sent' | 'read';
-  /** ErrorCode of the callback, e.g. 30003 unreachable, 30005 unknown handset, 30007 filtered. */
-  error_code?: number;
-  /** Wait before the final callback (default 10 ms after `sent`). */
-  delayMs?: number;
-  times?: number;
-}
-
-/** One StatusCallback the simulator posted. */
-export interface CallbackRecord {
-  at: number;
-  url: string;
-  params: Record<string, string>;
-  /** X-Twilio-Signature sent with it. */
-  signature: string;
-  /** What the callback URL answered; 0 when the post failed. */
-  status: number;
-}
+import type { CallbackRecord, DeliveryRule } from './types.ts';
 
 const FINAL = new Set(['delivered', 'undelivered', 'failed', 'sent', 'read']);
 const STEP_MS = 10;

@@ -1,4 +1,3 @@
-import type { CallbackRecord, DeliveryRule } from './twilio-callbacks.ts';
 import type { ApnsCredentials, FcmCredentials, SendGridCredentials, TwilioCredentials, WebPushCredentials } from '../schemas/providers.ts';
 
 /** One request a simulator received, as `GET /__sim/requests` lists it. */
@@ -95,3 +94,26 @@ export interface Simulators {
 }
 
 export type SimName = 'apns' | 'fcm' | 'webpush' | 'twilio' | 'sendgrid';
+
+/** How a message sent to a number ends, as the StatusCallback reports it. */
+export interface DeliveryRule {
+  match: { token?: string };
+  /** Final MessageStatus (default for unscripted messages: delivered). */
+  status: 'delivered' | 'undelivered' | 'failed' | 'sent' | 'read';
+  /** ErrorCode of the callback, e.g. 30003 unreachable, 30005 unknown handset, 30007 filtered. */
+  error_code?: number;
+  /** Wait before the final callback (default 10 ms after `sent`). */
+  delayMs?: number;
+  times?: number;
+}
+
+/** One StatusCallback the simulator posted. */
+export interface CallbackRecord {
+  at: number;
+  url: string;
+  params: Record<string, string>;
+  /** X-Twilio-Signature sent with it. */
+  signature: string;
+  /** What the callback URL answered; 0 when the post failed. */
+  status: number;
+}

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../../engine/redis.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ProviderNames } from '../../schemas/providers.ts';
 import { closeProviderClients, createProviderClients, type ClientOptions, type ProjectCredentials, type ProviderClients } from './providers/index.ts';
 

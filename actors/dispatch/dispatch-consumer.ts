@@ -1,9 +1,9 @@
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { ConsumerLoop } from '../../engine/runner/consumer-loop.ts';
-import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
-import type { StreamEntry } from '../../engine/runner/types.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { ConsumerLoop } from '../../engine/infra/runner/consumer-loop.ts';
+import type { PartitionWork } from '../../engine/infra/runner/partition-runner.ts';
+import type { StreamEntry } from '../../engine/infra/runner/types.ts';
 
 export interface DispatchConsumerOptions {
   redis: RedisClient;
@@ -29,7 +29,7 @@ export interface DispatchConsumerOptions {
  * Runs the jobs of one owned partition's dispatch stream with a sliding window: new jobs are read
  * as soon as a quarter of the window is free, so a slow send holds one slot, not a whole batch.
  * Jobs left pending (a crashed owner, a failed run, a lost read) are claimed when the consumer
- * recovers: on start, and after every failure (engine/runner/consumer-loop.ts).
+ * recovers: on start, and after every failure (engine/infra/runner/consumer-loop.ts).
  */
 export class DispatchConsumer implements PartitionWork {
   private readonly loop: ConsumerLoop;

@@ -1,14 +1,14 @@
 import { hash } from 'node:crypto';
-import { isTimeZone, nextLocalTime } from '../../engine/local-time.ts';
-import type { Logger } from '../../engine/log.ts';
-import { settlementOf, type Notifications } from '../../engine/notifications/lifecycle.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { Recipient, RecipientKeys } from '../../engine/scripts/dispatch.ts';
-import { parseConsent } from '../../engine/state/consent.ts';
-import { decodeTag } from '../../engine/state/tag-codec.ts';
-import type { Topology } from '../../engine/topology.ts';
+import { isTimeZone, nextLocalTime } from '../../engine/infra/process/local-time.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import { settlementOf, type Notifications } from '../../engine/state/notifications/lifecycle.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Recipient, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
+import { parseConsent } from '../../engine/state/users/consent.ts';
+import { decodeTag } from '../../engine/state/users/tag-codec.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
@@ -85,9 +85,9 @@ interface JobResult {
  * Runs the dispatch jobs of one partition (`dispatch:{pN}`). For each user, their live
  * subscriptions of the notification's channel, their language, the cancel mark and their consent
  * are loaded in one call shared by the jobs read together (actors/dispatch/recipient-batch.ts; a
- * retry's alone, engine/lua/loadRecipient-2.lua). A send whose provider slot is free when that
+ * retry's alone, engine/infra/scripts/lua/loadRecipient-2.lua). A send whose provider slot is free when that
  * reply comes back goes out on that check; one that waited for its slot reads cancel and consent
- * again first (engine/lua/checkSend-2.lua). Each subscription gets its localized message through
+ * again first (engine/infra/scripts/lua/checkSend-2.lua). Each subscription gets its localized message through
  * its provider's client, and one outcome per attempt is recorded with the job's acknowledgement
  * (actors/dispatch/record-batch.ts: one call for the jobs that end in the same turn). Jobs run
  * concurrently (actors/dispatch/dispatch-consumer.ts); each provider client bounds its own

@@ -1,6 +1,6 @@
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { Recipient, RecipientKeys } from '../../engine/scripts/dispatch.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Recipient, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
 import { TickBatch } from './tick-batch.ts';
 
 /** Most users in one call: a script holds Redis while it runs, about seven reads a user. */
@@ -15,7 +15,7 @@ export interface RecipientQuery {
 }
 
 /**
- * Loads the users of dispatch jobs (engine/lua/loadRecipients-n.lua) with one call for those of
+ * Loads the users of dispatch jobs (engine/infra/scripts/lua/loadRecipients-n.lua) with one call for those of
  * the same partition and notification whose loads start in the same turn of the event loop: the
  * jobs read together. Only reads: a failed call fails each job, which stays pending.
  */

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isUnavailable } from '../../engine/failure.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { JobRecord } from '../../engine/scripts/dispatch.ts';
-import { DISPATCH_GROUP } from '../../engine/topology.ts';
+import { isUnavailable } from '../../engine/infra/process/failure.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { JobRecord } from '../../engine/infra/scripts/dispatch.ts';
+import { DISPATCH_GROUP } from '../../engine/infra/redis/topology.ts';
 import { TickBatch } from './tick-batch.ts';
 
 /** Most jobs in one call: a script holds Redis while it runs, about six commands a job. */
@@ -22,7 +22,7 @@ export interface RecordKeys {
 }
 
 /**
- * Records finished dispatch jobs (engine/lua/recordAttempts-5.lua) with one call for those of the
+ * Records finished dispatch jobs (engine/infra/scripts/lua/recordAttempts-5.lua) with one call for those of the
  * same partition and notification that finish in the same turn of the event loop. Each job is
  * still acknowledged in the same atomic call that records it, so batching changes no promise: a
  * failed call leaves every job in it pending, to be claimed again.

@@ -1,6 +1,6 @@
 import type { NotificationOptions, NotificationSpec } from '../../schemas/notifications.ts';
-import { fillPersonal } from '../../engine/notifications/personal.ts';
-import { decodeTag } from '../../engine/state/tag-codec.ts';
+import { fillPersonal } from '../../engine/state/notifications/personal.ts';
+import { decodeTag } from '../../engine/state/users/tag-codec.ts';
 import type { PushMessage } from './providers/index.ts';
 
 /**

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { Notifications } from '../../engine/notifications/lifecycle.ts';
-import { outboundPolicy } from '../../engine/outbound/guard.ts';
-import { createRedis } from '../../engine/redis.ts';
-import type { RoleFactory } from '../../engine/roles.ts';
-import { runPartitionRole, type PartitionWork } from '../../engine/runner/partition-runner.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
+import { Notifications } from '../../engine/state/notifications/lifecycle.ts';
+import { outboundPolicy } from '../../engine/infra/outbound/guard.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
+import { runPartitionRole, type PartitionWork } from '../../engine/infra/runner/partition-runner.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { DISPATCH_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { ProjectClients } from './clients.ts';
 import { DispatchConsumer } from './dispatch-consumer.ts';
 import { DispatchHandler } from './dispatch-handler.ts';

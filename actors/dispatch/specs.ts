@@ -1,4 +1,4 @@
-import type { Notifications } from '../../engine/notifications/lifecycle.ts';
+import type { Notifications } from '../../engine/state/notifications/lifecycle.ts';
 import type { NotificationSpec } from '../../schemas/notifications.ts';
 
 /** Most notifications whose spec a dispatch process keeps. */

@@ -1,6 +1,6 @@
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { APNS_TOKEN_LIMITS, type SharedToken, type TokenStore } from './providers/apns-token.ts';
 
 /**

@@ -1,9 +1,9 @@
-import type { ClickHouse } from '../../engine/clickhouse/client.ts';
-import { compileFilters } from '../../engine/clickhouse/filters/compile.ts';
-import { matchingOf, streamAudience } from '../../engine/clickhouse/filters/stream.ts';
-import { redriveAudience } from '../../engine/clickhouse/redrive.ts';
-import { allFiltersOf, compileAudience, union } from '../../engine/notifications/audience.ts';
-import type { SegmentStore } from '../../engine/segments/store.ts';
+import type { ClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { compileFilters } from '../../engine/infra/clickhouse/filters/compile.ts';
+import { matchingOf, streamAudience } from '../../engine/infra/clickhouse/filters/stream.ts';
+import { redriveAudience } from '../../engine/infra/clickhouse/redrive.ts';
+import { allFiltersOf, compileAudience, union } from '../../engine/state/notifications/audience.ts';
+import type { SegmentStore } from '../../engine/state/segments/store.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
 import type { NotificationSpec } from '../../schemas/notifications.ts';
 import { ALL_SEGMENT } from '../../schemas/segments.ts';
@@ -25,7 +25,7 @@ export interface AudienceSources {
  * Walks a notification's audience in external_id order from after `cursor`, a chunk at a time,
  * awaiting `onChunk` before reading on, so a broadcast to millions never holds its audience. A
  * segment or filter audience is its users with a live subscription of the channel, as the accept
- * counted it (engine/notifications/audience.ts), so the jobs appended are its recipients.
+ * counted it (engine/state/notifications/audience.ts), so the jobs appended are its recipients.
  */
 export async function walkAudience(spec: NotificationSpec, cursor: string, sources: AudienceSources, onChunk: (ids: string[]) => Promise<void>): Promise<void> {
   if (spec.external_ids !== null) {

@@ -1,10 +1,10 @@
-import type { Logger } from '../../engine/log.ts';
-import { Notifications } from '../../engine/notifications/lifecycle.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import { BLOCK_MS, ConsumerLoop } from '../../engine/runner/consumer-loop.ts';
-import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
-import { FANOUT_GROUP, type Topology } from '../../engine/topology.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import { Notifications } from '../../engine/state/notifications/lifecycle.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import { BLOCK_MS, ConsumerLoop } from '../../engine/infra/runner/consumer-loop.ts';
+import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
+import { FANOUT_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
 import type { NotificationSpec } from '../../schemas/notifications.ts';
 import { walkAudience, type AudienceSources } from './audience.ts';
 

@@ -1,7 +1,7 @@
-import { createRedis } from '../../engine/redis.ts';
-import type { RoleFactory } from '../../engine/roles.ts';
-import { SegmentStore } from '../../engine/segments/store.ts';
-import { Topology } from '../../engine/topology.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
+import { SegmentStore } from '../../engine/state/segments/store.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { FanoutWorker } from './fanout-worker.ts';
 
 /**

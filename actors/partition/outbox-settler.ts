@@ -1,11 +1,11 @@
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
-import type { OwedDetach } from '../../engine/scripts/token-claims.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
-import { fieldOf, toEntries, type StreamEntry } from '../../engine/runner/types.ts';
+import type { OwedDetach } from '../../engine/infra/scripts/token-claims.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
+import { fieldOf, toEntries, type StreamEntry } from '../../engine/infra/runner/types.ts';
 
 /** One registration the apply script left in outbox:{pN} (field d, JSON). */
 interface Registration {

@@ -1,11 +1,11 @@
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { APPLY_GROUP, type Topology } from '../../engine/topology.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
-import { upgradeLayout, upgradeUsers } from '../../engine/state/layout.ts';
-import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/runner/types.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { APPLY_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
+import { upgradeLayout, upgradeUsers } from '../../engine/state/users/layout.ts';
+import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/infra/runner/types.ts';
 import { ReceiptKinds, SubscriptionTypes } from '../../schemas/sdk.ts';
 import { ApplyLimits } from './limits.ts';
 import type { OutboxSettler } from './outbox-settler.ts';
@@ -26,7 +26,7 @@ export interface PartitionActorOptions {
 
 /**
  * The partition actor: applies a batch of a partition's ingest entries to the
- * user state with one call of engine/lua/applyBatch-5.lua (fenced by the lease, deduplicated by
+ * user state with one call of engine/infra/scripts/lua/applyBatch-5.lua (fenced by the lease, deduplicated by
  * stream ID, acknowledged and trimmed in the same call), then settles the subscription
  * registrations the batch left in the partition's outbox.
  */

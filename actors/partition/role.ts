@@ -1,9 +1,9 @@
-import { createRedis } from '../../engine/redis.ts';
-import type { RoleFactory } from '../../engine/roles.ts';
-import { GroupReader } from '../../engine/runner/group-reader.ts';
-import { PartitionConsumer } from '../../engine/runner/partition-consumer.ts';
-import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
-import { APPLY_GROUP, Topology } from '../../engine/topology.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
+import { GroupReader } from '../../engine/infra/runner/group-reader.ts';
+import { PartitionConsumer } from '../../engine/infra/runner/partition-consumer.ts';
+import { runPartitionRole } from '../../engine/infra/runner/partition-runner.ts';
+import { APPLY_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { OutboxSettler } from './outbox-settler.ts';
 import { PartitionActor } from './partition-actor.ts';
 

@@ -1,11 +1,11 @@
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import type { LeaseView, PartitionWork } from '../../engine/runner/partition-runner.ts';
-import { ConsumerLoop } from '../../engine/runner/consumer-loop.ts';
-import type { RawStreamEntry } from '../../engine/runner/types.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import type { LeaseView, PartitionWork } from '../../engine/infra/runner/partition-runner.ts';
+import { ConsumerLoop } from '../../engine/infra/runner/consumer-loop.ts';
+import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
-import { RECORDER_GROUP } from '../../engine/topology.ts';
+import { RECORDER_GROUP } from '../../engine/infra/redis/topology.ts';
 import { RecorderLimits } from './limits.ts';
 import type { RecordRounds } from './rounds.ts';
 import type { StreamKind } from './sink.ts';

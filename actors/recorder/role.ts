@@ -1,7 +1,7 @@
-import { createRedis } from '../../engine/redis.ts';
-import type { RoleFactory } from '../../engine/roles.ts';
-import { runPartitionRole } from '../../engine/runner/partition-runner.ts';
-import { Topology } from '../../engine/topology.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
+import { runPartitionRole } from '../../engine/infra/runner/partition-runner.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { EntryBudget } from './entry-budget.ts';
 import { RecorderLimits } from './limits.ts';
 import { RecorderConsumer } from './recorder-consumer.ts';

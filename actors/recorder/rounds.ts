@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../../engine/log.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import type { LeaseView } from '../../engine/runner/partition-runner.ts';
-import { toRawEntries, type RawStreamEntry } from '../../engine/runner/types.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { Topology } from '../../engine/topology.ts';
-import { RECORDER_GROUP } from '../../engine/topology.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import type { LeaseView } from '../../engine/infra/runner/partition-runner.ts';
+import { toRawEntries, type RawStreamEntry } from '../../engine/infra/runner/types.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
+import { RECORDER_GROUP } from '../../engine/infra/redis/topology.ts';
 import { RecorderLimits } from './limits.ts';
 import type { RecorderSink, StreamKind } from './sink.ts';
 

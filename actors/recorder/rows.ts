@@ -1,11 +1,11 @@
 import { Change, type EventChange, type ReceiptChange } from '../../schemas/changes.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { Static } from 'typebox';
-import { parseConsent } from '../../engine/state/consent.ts';
-import { parseSubscription, type UserHashes } from '../../engine/state/read-user.ts';
-import { decodeTag } from '../../engine/state/tag-codec.ts';
-import { compileFirst } from '../../engine/validator.ts';
-import { fieldOf, type RawStreamEntry, type StreamEntry } from '../../engine/runner/types.ts';
+import { parseConsent } from '../../engine/state/users/consent.ts';
+import { parseSubscription, type UserHashes } from '../../engine/state/users/read-user.ts';
+import { decodeTag } from '../../engine/state/users/tag-codec.ts';
+import { compileFirst } from '../../engine/infra/validation/validator.ts';
+import { fieldOf, type RawStreamEntry, type StreamEntry } from '../../engine/infra/runner/types.ts';
 
 // Compiled once per process (docs/architecture.md#validators-compiled-once).
 const isChange = compileFirst<Change>(Change);
@@ -120,7 +120,7 @@ export function versionOf(streamId: string): string {
 
 /**
  * A `users` mirror row (migration 0005) of a user's state, from its four hashes as stored
- * (engine/state/read-user.ts): every tag as text in `tags`, number tags also in `tag_numbers`
+ * (engine/state/users/read-user.ts): every tag as text in `tags`, number tags also in `tag_numbers`
  * (filters compare those as numbers), the types of the live subscriptions, and the types opted
  * out of. Null when the user hash is empty (no such user). Built from the hashes directly, not
  * through the API's user view: this runs for most SDK writes.

@@ -1,12 +1,12 @@
-import type { ClickHouse } from '../../engine/clickhouse/client.ts';
-import { insertJsonLines } from '../../engine/clickhouse/insert.ts';
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { decodeEntry, type RawStreamEntry } from '../../engine/runner/types.ts';
-import { readHashes, type UserHashes } from '../../engine/state/read-user.ts';
+import type { ClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { insertJsonLines } from '../../engine/infra/clickhouse/insert.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { decodeEntry, type RawStreamEntry } from '../../engine/infra/runner/types.ts';
+import { readHashes, type UserHashes } from '../../engine/state/users/read-user.ts';
 import type { UserChange } from '../../schemas/changes.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { inSlices } from './slices.ts';
 import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
 

@@ -1,7 +1,7 @@
-import { createRedis } from '../../engine/redis.ts';
-import type { RoleFactory } from '../../engine/roles.ts';
-import { Notifications } from '../../engine/notifications/lifecycle.ts';
-import { Topology } from '../../engine/topology.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
+import { Notifications } from '../../engine/state/notifications/lifecycle.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 
 /** How often due notifications are looked for, ms: send_after holds to about this. */
 const TICK_MS = 200;
@@ -11,7 +11,7 @@ const BATCH = 100;
 /**
  * The `scheduler` role: releases notifications whose send_after has come from the scheduled set
  * onto the notifications log, where fan-out takes them. Any number may run: each release is one
- * atomic script call (engine/notifications/lifecycle.ts, release), so a notification is released once.
+ * atomic script call (engine/state/notifications/lifecycle.ts, release), so a notification is released once.
  */
 export const schedulerRole: RoleFactory = async ({ config, log }) => {
   const redis = createRedis(config);

@@ -1,6 +1,6 @@
 import type { WebhookAttemptRow } from '../../schemas/webhooks.ts';
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
 
 /** Most attempt records held while ClickHouse does not take them; past it the oldest go. */
 const MAX_HELD = 50_000;

@@ -1,5 +1,5 @@
 import type { WebhookEventType } from '../../schemas/webhooks.ts';
-import type { Endpoint, WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import type { Endpoint, WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 
 /**
  * A process's copy of the active endpoints by project, reloaded whenever the registry's version

@@ -1,7 +1,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
-import type { OutboundPolicy } from '../../engine/outbound/guard.ts';
-import { guardedLookup } from '../../engine/outbound/guard.ts';
-import { retryAfterMs } from '../../engine/outbound/retry-after.ts';
+import type { OutboundPolicy } from '../../engine/infra/outbound/guard.ts';
+import { guardedLookup } from '../../engine/infra/outbound/guard.ts';
+import { retryAfterMs } from '../../engine/infra/outbound/retry-after.ts';
 
 /** What one POST to a receiver came to. */
 export type PostResult =

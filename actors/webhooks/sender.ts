@@ -1,12 +1,12 @@
 import { Webhook } from 'standardwebhooks';
 import type { WebhookAttemptRow, WebhookEventType } from '../../schemas/webhooks.ts';
-import type { Logger } from '../../engine/log.ts';
-import { refusedUrl, type OutboundPolicy } from '../../engine/outbound/guard.ts';
-import { Pause } from '../../engine/runner/pause.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import { refusedUrl, type OutboundPolicy } from '../../engine/infra/outbound/guard.ts';
+import { Pause } from '../../engine/infra/runner/pause.ts';
 import type { AttemptLog } from './attempt-log.ts';
 import { backoffMs, type Backoff } from './backoff.ts';
 import type { PostResult, WebhookHttp } from './http.ts';
-import type { Endpoint, QueuedEvent, WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import type { Endpoint, QueuedEvent, WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 
 /** How long an idle sender waits before it looks at its queue again, ms. */
 const IDLE_MS = 50;

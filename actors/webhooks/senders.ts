@@ -1,7 +1,7 @@
-import type { Logger } from '../../engine/log.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { EndpointSender, type SenderOptions } from './sender.ts';
 
 /**

@@ -1,17 +1,17 @@
 import { Change } from '../../schemas/changes.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { ConsumerLoop, BLOCK_MS } from '../../engine/runner/consumer-loop.ts';
-import type { PartitionWork } from '../../engine/runner/partition-runner.ts';
-import { fieldOf, type StreamEntry } from '../../engine/runner/types.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { WEBHOOKS_GROUP } from '../../engine/topology.ts';
-import { compileFirst } from '../../engine/validator.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { ConsumerLoop, BLOCK_MS } from '../../engine/infra/runner/consumer-loop.ts';
+import type { PartitionWork } from '../../engine/infra/runner/partition-runner.ts';
+import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { WEBHOOKS_GROUP } from '../../engine/infra/redis/topology.ts';
+import { compileFirst } from '../../engine/infra/validation/validator.ts';
 import type { EndpointCopy } from './endpoints.ts';
 import { changeEvents, outcomeEvents, type ProjectEvent } from './events.ts';
-import type { EventItem, WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import type { EventItem, WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 
 /** Most entries of one stream read at once. */
 const READ_COUNT = 500;

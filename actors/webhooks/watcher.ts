@@ -1,12 +1,12 @@
 import type { WebhookEventType } from '../../schemas/webhooks.ts';
-import type { Logger } from '../../engine/log.ts';
-import type { Notifications, NotificationRecord } from '../../engine/notifications/lifecycle.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { WEBHOOKS_GROUP, type Topology } from '../../engine/topology.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Notifications, NotificationRecord } from '../../engine/state/notifications/lifecycle.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { WEBHOOKS_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
 import type { EndpointCopy } from './endpoints.ts';
 import { endEvent } from './events.ts';
-import type { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import type { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 
 const END_TYPES: readonly WebhookEventType[] = ['notification.completed', 'notification.canceled'];
 /** How often notifications are looked at, ms. */

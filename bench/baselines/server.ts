@@ -17,7 +17,7 @@ import { Queue } from 'bullmq';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
 import { Accepted, BatchAccepted, BatchRequest, EventBody, IdentifyBody, SubscriptionBody, TagsBody, type SdkOp } from '../../schemas/sdk.ts';
-import { isTimeZone } from '../../engine/local-time.ts';
+import { isTimeZone } from '../../engine/infra/process/local-time.ts';
 import { logLine, readEnv } from './env.ts';
 import { QUEUE, readUser, type WriteJob } from './state.ts';
 

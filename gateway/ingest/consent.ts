@@ -1,4 +1,4 @@
-import { writeConsent } from '../../engine/state/consent.ts';
+import { writeConsent } from '../../engine/state/users/consent.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import type { ConsentBody } from '../../schemas/sdk.ts';
 import type { Handle, Setup } from '../server/route.ts';

@@ -1,4 +1,4 @@
-import { outboundPolicy, refusedUrl } from '../../engine/outbound/guard.ts';
+import { outboundPolicy, refusedUrl } from '../../engine/infra/outbound/guard.ts';
 import type { Config } from '../../schemas/config.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 

@@ -1,4 +1,4 @@
-import { encodeTags } from '../../engine/state/tag-codec.ts';
+import { encodeTags } from '../../engine/state/users/tag-codec.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { EventBody, IdentifyBody, ReceiptBody, SdkOp, SubscriptionBody, TagsBody } from '../../schemas/sdk.ts';
 

@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
 import type { IngestEntry } from '../../schemas/ingest.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 
 /** Most tries of one append: as many redirections as ioredis follows by default. */
 const ATTEMPTS = 16;

@@ -1,10 +1,10 @@
 import { Cluster } from 'ioredis';
 import type { Config } from '../../schemas/config.ts';
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { APPLY_GROUP, RECORDER_GROUP, type Topology } from '../../engine/topology.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { APPLY_GROUP, RECORDER_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
 
 /** How often a gateway reads Redis's memory and the workers' backlog: one reading serves every request. */
 const READ_EVERY_MS = 1000;

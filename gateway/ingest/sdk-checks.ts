@@ -1,6 +1,6 @@
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { errorItem as item, ErrorList, violations } from '../../engine/ajv-errors.ts';
-import { compileTwoWay, type TwoWayValidator } from '../../engine/validator.ts';
+import { errorItem as item, ErrorList, violations } from '../../engine/infra/validation/ajv-errors.ts';
+import { compileTwoWay, type TwoWayValidator } from '../../engine/infra/validation/validator.ts';
 import {
   BatchBody,
   BatchLimits,

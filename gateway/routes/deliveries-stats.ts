@@ -1,4 +1,4 @@
-import { deliveryStats } from '../../engine/clickhouse/deliveries.ts';
+import { deliveryStats } from '../../engine/infra/clickhouse/deliveries.ts';
 import { DeliveryStats, DeliveryStatsQuery } from '../../schemas/queries.ts';
 import { httpRoute } from '../server/route.ts';
 import { deliveryFilter } from './deliveries.ts';

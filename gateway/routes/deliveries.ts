@@ -1,5 +1,5 @@
-import { listDeliveries } from '../../engine/clickhouse/deliveries.ts';
-import { deliveryCursor, readDeliveryCursor } from '../../engine/clickhouse/cursor.ts';
+import { listDeliveries } from '../../engine/infra/clickhouse/deliveries.ts';
+import { deliveryCursor, readDeliveryCursor } from '../../engine/infra/validation/cursor.ts';
 import { DeliveriesPage, DeliveriesQuery, PageLimits, type DeliveryFilter, type DeliveryStatsQuery } from '../../schemas/queries.ts';
 import { timeRange } from '../server/query-string.ts';
 import { httpRoute } from '../server/route.ts';

@@ -1,5 +1,5 @@
-import { eventCursor, readEventCursor } from '../../engine/clickhouse/cursor.ts';
-import { listEvents } from '../../engine/clickhouse/events.ts';
+import { eventCursor, readEventCursor } from '../../engine/infra/validation/cursor.ts';
+import { listEvents } from '../../engine/infra/clickhouse/events.ts';
 import { EventsPage, EventsQuery, PageLimits } from '../../schemas/queries.ts';
 import { timeRange } from '../server/query-string.ts';
 import { httpRoute } from '../server/route.ts';

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../../engine/redis.ts';
-import { APPLY_GROUP, type Topology } from '../../engine/topology.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import { APPLY_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
 
 /** Whether Redis answers PING within `ms` (/readyz). */
 export async function pingWithin(redis: RedisClient, ms: number): Promise<boolean> {

@@ -1,7 +1,7 @@
-import { checkNotificationBody } from '../../engine/notifications/body.ts';
-import { createNotification } from '../../engine/notifications/create.ts';
-import { withTemplate } from '../../engine/notifications/template.ts';
-import { TemplateStore } from '../../engine/templates/store.ts';
+import { checkNotificationBody } from '../../engine/state/notifications/body.ts';
+import { createNotification } from '../../engine/state/notifications/create.ts';
+import { withTemplate } from '../../engine/state/notifications/template.ts';
+import { TemplateStore } from '../../engine/state/templates/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { NotificationCreated, NotificationLimits } from '../../schemas/notifications.ts';
 import { NotificationRequest } from '../../schemas/onesignal.ts';

@@ -1,7 +1,7 @@
-import { readView } from '../../engine/notifications/view.ts';
+import { readView } from '../../engine/state/notifications/view.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { NotificationQuery, NotificationView } from '../../schemas/notifications.ts';
-import { isUnavailable } from '../../engine/failure.ts';
+import { isUnavailable } from '../../engine/infra/process/failure.ts';
 import { httpRoute } from '../server/route.ts';
 import { NotificationParams } from './params.ts';
 

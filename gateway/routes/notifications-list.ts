@@ -1,6 +1,6 @@
-import { listNotifications } from '../../engine/notifications/list.ts';
+import { listNotifications } from '../../engine/state/notifications/list.ts';
 import { NotificationPageLimits, NotificationsPage, NotificationsQuery } from '../../schemas/notifications.ts';
-import { isUnavailable } from '../../engine/failure.ts';
+import { isUnavailable } from '../../engine/infra/process/failure.ts';
 import { httpRoute } from '../server/route.ts';
 
 export const notificationsList = httpRoute({

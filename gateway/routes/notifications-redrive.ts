@@ -1,4 +1,4 @@
-import { redriveNotification } from '../../engine/notifications/redrive.ts';
+import { redriveNotification } from '../../engine/state/notifications/redrive.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { NotificationCreated } from '../../schemas/notifications.ts';
 import { RedriveBody } from '../../schemas/redrive.ts';

@@ -1,4 +1,4 @@
-import type { ClickHouse } from '../../engine/clickhouse/client.ts';
+import type { ClickHouse } from '../../engine/infra/clickhouse/client.ts';
 import type { GatewayDeps } from '../server/deps.ts';
 import type { Exchange } from '../server/exchange.ts';
 

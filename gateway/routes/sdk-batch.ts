@@ -1,7 +1,7 @@
 import type { Config } from '../../schemas/config.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { BatchAccepted, BatchRequest, type SdkOp } from '../../schemas/sdk.ts';
-import { ErrorList } from '../../engine/ajv-errors.ts';
+import { ErrorList } from '../../engine/infra/validation/ajv-errors.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { accept } from '../ingest/accept.ts';
 import { refusedEndpoint } from '../ingest/endpoints.ts';

@@ -1,6 +1,6 @@
-import { capped, violations } from '../../engine/ajv-errors.ts';
-import { checkFilters } from '../../engine/clickhouse/filters/check.ts';
-import { compileTwoWay } from '../../engine/validator.ts';
+import { capped, violations } from '../../engine/infra/validation/ajv-errors.ts';
+import { checkFilters } from '../../engine/infra/clickhouse/filters/check.ts';
+import { compileTwoWay } from '../../engine/infra/validation/validator.ts';
 import type { FilterEntry } from '../../schemas/filters.ts';
 import { SegmentEnvelope } from '../../schemas/segments.ts';
 import type { Checked } from '../server/checked.ts';

@@ -1,6 +1,6 @@
-import { countAudience } from '../../engine/clickhouse/filters/stream.ts';
-import { resolveSegment } from '../../engine/segments/audience.ts';
-import { SegmentStore } from '../../engine/segments/store.ts';
+import { countAudience } from '../../engine/infra/clickhouse/filters/stream.ts';
+import { resolveSegment } from '../../engine/state/segments/audience.ts';
+import { SegmentStore } from '../../engine/state/segments/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { SegmentCount } from '../../schemas/segments.ts';
 import { httpRoute } from '../server/route.ts';

@@ -1,5 +1,5 @@
-import { errorItem } from '../../engine/ajv-errors.ts';
-import { SegmentStore } from '../../engine/segments/store.ts';
+import { errorItem } from '../../engine/infra/validation/ajv-errors.ts';
+import { SegmentStore } from '../../engine/state/segments/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { ALL_SEGMENT, Segment } from '../../schemas/segments.ts';
 import { httpRoute } from '../server/route.ts';

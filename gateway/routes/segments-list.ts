@@ -1,4 +1,4 @@
-import { SegmentStore } from '../../engine/segments/store.ts';
+import { SegmentStore } from '../../engine/state/segments/store.ts';
 import { SegmentList } from '../../schemas/segments.ts';
 import { httpRoute } from '../server/route.ts';
 

@@ -1,4 +1,4 @@
-import { TemplateStore } from '../../engine/templates/store.ts';
+import { TemplateStore } from '../../engine/state/templates/store.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { Template, TemplateParams } from '../../schemas/templates.ts';
 import { httpRoute } from '../server/route.ts';

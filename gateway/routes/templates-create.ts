@@ -1,5 +1,5 @@
-import { personalErrors } from '../../engine/notifications/body.ts';
-import { TemplateStore } from '../../engine/templates/store.ts';
+import { personalErrors } from '../../engine/state/notifications/body.ts';
+import { TemplateStore } from '../../engine/state/templates/store.ts';
 import { Template, TemplateBody } from '../../schemas/templates.ts';
 import { schemaCheck, type Checked } from '../server/checked.ts';
 import { httpRoute } from '../server/route.ts';

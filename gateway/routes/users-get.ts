@@ -1,4 +1,4 @@
-import { readUser } from '../../engine/state/read-user.ts';
+import { readUser } from '../../engine/state/users/read-user.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { UserView } from '../../schemas/users.ts';
 import { httpRoute } from '../server/route.ts';

@@ -1,6 +1,6 @@
-import { readWebhookAttemptCursor, webhookAttemptCursor } from '../../engine/clickhouse/cursor.ts';
-import { listWebhookAttempts } from '../../engine/clickhouse/webhook-attempts.ts';
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { readWebhookAttemptCursor, webhookAttemptCursor } from '../../engine/infra/validation/cursor.ts';
+import { listWebhookAttempts } from '../../engine/infra/clickhouse/webhook-attempts.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { PageLimits } from '../../schemas/queries.ts';
 import { WebhookAttemptPage, WebhookAttemptsQuery, WebhookParams } from '../../schemas/webhooks.ts';

@@ -1,4 +1,4 @@
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { WebhookParams, WebhookWithHealth } from '../../schemas/webhooks.ts';
 import { httpRoute } from '../server/route.ts';

@@ -1,5 +1,5 @@
-import { outboundPolicy, refusedUrl } from '../../engine/outbound/guard.ts';
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { outboundPolicy, refusedUrl } from '../../engine/infra/outbound/guard.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import { CallerError } from '../../schemas/errors.ts';
 import { Webhook, WebhookBody } from '../../schemas/webhooks.ts';
 import { httpRoute } from '../server/route.ts';

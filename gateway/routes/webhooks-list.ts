@@ -1,4 +1,4 @@
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import { WebhookList } from '../../schemas/webhooks.ts';
 import { httpRoute } from '../server/route.ts';
 

@@ -1,5 +1,5 @@
 import Type, { type TSchema } from 'typebox';
-import { compile } from '../../engine/validator.ts';
+import { compile } from '../../engine/infra/validation/validator.ts';
 import { ErrorCodes, type ErrorCode } from '../../schemas/errors.ts';
 import { JSON_TYPE, type AnswerCheck } from './exchange.ts';
 import type { Failures } from './failure.ts';

@@ -1,4 +1,4 @@
-import { hashKey, type FrequencyCaps, type Keystore, type KeyType, type RateLimit } from '../../engine/keystore.ts';
+import { hashKey, type FrequencyCaps, type Keystore, type KeyType, type RateLimit } from '../../engine/state/keys/keystore.ts';
 
 /** Who a request comes from: a live key of a project, with what identity verification needs. */
 export interface Caller {

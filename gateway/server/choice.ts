@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { ConfigError } from '../../engine/config.ts';
+import { ConfigError } from '../../engine/infra/process/config.ts';
 
 /** The HTTP server implementations (docs/configuration.md, HTTP_SERVER). */
 export type ServerName = 'uws' | 'node';

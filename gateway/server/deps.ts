@@ -1,10 +1,10 @@
 import type { Config } from '../../schemas/config.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
-import type { ClickHouseStore } from '../../engine/clickhouse/store.ts';
-import type { Logger } from '../../engine/log.ts';
-import type { Metrics } from '../../engine/metrics.ts';
-import type { RedisClient } from '../../engine/redis.ts';
-import type { Topology } from '../../engine/topology.ts';
+import type { ClickHouseStore } from '../../engine/infra/clickhouse/store.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import type { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import type { CallerCache } from './auth.ts';
 import type { ServerName } from './choice.ts';
 import type { Failures } from './failure.ts';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../../engine/log.ts';
-import { classify } from '../../engine/failure.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import { classify } from '../../engine/infra/process/failure.ts';
 import { ErrorCodes, type ErrorCode, type ErrorItem } from '../../schemas/errors.ts';
 
 /**
- * The one catch boundary of the gateway: whatever a handler throws is classified once (engine/failure.ts) as
+ * The one catch boundary of the gateway: whatever a handler throws is classified once (engine/infra/process/failure.ts) as
  * the caller's error (4xx), unavailability (503 with Retry-After: a dependency unreachable or too
  * slow, and nothing else) or a bug (500 `internal`, its error_id on the log line with the stack).
  * What counts as unavailable is listed in docs/architecture.md, "Errors by kind".

@@ -1,7 +1,7 @@
 import type { TObject } from 'typebox';
 import type { ErrorItem } from '../../schemas/errors.ts';
-import { errorItem, formatMessages, mapErrors } from '../../engine/ajv-errors.ts';
-import { compile } from '../../engine/validator.ts';
+import { errorItem, formatMessages, mapErrors } from '../../engine/infra/validation/ajv-errors.ts';
+import { compile } from '../../engine/infra/validation/validator.ts';
 import type { Checked } from './checked.ts';
 
 /**

@@ -1,8 +1,8 @@
-import { scripts, type ScriptCommands } from '../../engine/scripts.ts';
-import type { Topology } from '../../engine/topology.ts';
+import { scripts, type ScriptCommands } from '../../engine/infra/scripts/registry.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import type { Caller } from './auth.ts';
-import { classify } from '../../engine/failure.ts';
+import { classify } from '../../engine/infra/process/failure.ts';
 import type { Failures } from './failure.ts';
 
 /** What the limiter needs of Redis (a test may hand it a stand-in): the bucket script and whether the connection is up. */
@@ -11,7 +11,7 @@ export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
 }
 
 /**
- * The per-key rate limit: one token bucket per key in Redis (engine/lua/takeToken-1.lua), shared
+ * The per-key rate limit: one token bucket per key in Redis (engine/infra/scripts/lua/takeToken-1.lua), shared
  * by every gateway. It fails open: while Redis cannot count, calls pass, since a 503 would refuse
  * the buffered writes the spill journal exists to take.
  */

@@ -1,6 +1,6 @@
 import type { TObject } from 'typebox';
-import { errorItem, mapErrors } from '../../engine/ajv-errors.ts';
-import { compile } from '../../engine/validator.ts';
+import { errorItem, mapErrors } from '../../engine/infra/validation/ajv-errors.ts';
+import { compile } from '../../engine/infra/validation/validator.ts';
 import type { ErrorItem } from '../../schemas/errors.ts';
 import { schemaCheck, type Checked } from './checked.ts';
 import { queryChecker } from './query-string.ts';

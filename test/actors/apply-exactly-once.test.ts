@@ -1,9 +1,9 @@
 import t from 'tap';
-import { createLogger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
-import { toEntries, type StreamEntry } from '../../engine/runner/types.ts';
-import { APPLY_GROUP } from '../../engine/topology.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
+import { Metrics } from '../../engine/infra/process/metrics.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
+import { toEntries, type StreamEntry } from '../../engine/infra/runner/types.ts';
+import { APPLY_GROUP } from '../../engine/infra/redis/topology.ts';
 import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
 import { PartitionActor } from '../../actors/partition/partition-actor.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';

@@ -2,8 +2,8 @@ import t from 'tap';
 import { deployment } from '../helpers/engine.ts';
 import { Harness } from './harness.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
-import { writeConsent } from '../../engine/state/consent.ts';
-import { readHashes } from '../../engine/state/read-user.ts';
+import { writeConsent } from '../../engine/state/users/consent.ts';
+import { readHashes } from '../../engine/state/users/read-user.ts';
 
 // One apply worker serves every subtest; each subtest uses its own users.
 const d = await deployment(t);

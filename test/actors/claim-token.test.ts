@@ -1,6 +1,6 @@
 import t from 'tap';
-import type { SubscriptionRef } from '../../engine/state/subscription-ids.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
+import type { SubscriptionRef } from '../../engine/state/users/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
 import { deployment } from '../helpers/engine.ts';
 import { Harness } from './harness.ts';
 

@@ -1,10 +1,10 @@
-import { loadConfig } from '../../engine/config.ts';
-import { appendEntry } from '../../engine/ingest.ts';
-import { createRedis, type RedisClient } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
-import { readHashes } from '../../engine/state/read-user.ts';
-import { subscriptionId, type SubscriptionRef } from '../../engine/state/subscription-ids.ts';
-import { scripts } from '../../engine/scripts.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { appendEntry } from '../../engine/infra/redis/append.ts';
+import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
+import { readHashes } from '../../engine/state/users/read-user.ts';
+import { subscriptionId, type SubscriptionRef } from '../../engine/state/users/subscription-ids.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
 import { compareIds, groupBacklog } from '../helpers/streams.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';

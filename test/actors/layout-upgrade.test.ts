@@ -1,16 +1,16 @@
 import t, { type Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { writeConsent } from '../../engine/state/consent.ts';
-import { upgradeLayout, upgradeUsers } from '../../engine/state/layout.ts';
-import { readHashes } from '../../engine/state/read-user.ts';
-import { subscriptionId, type SubscriptionRef } from '../../engine/state/subscription-ids.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { writeConsent } from '../../engine/state/users/consent.ts';
+import { upgradeLayout, upgradeUsers } from '../../engine/state/users/layout.ts';
+import { readHashes } from '../../engine/state/users/read-user.ts';
+import { subscriptionId, type SubscriptionRef } from '../../engine/state/users/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { deployment } from '../helpers/engine.ts';
 import { writeUserRecord } from '../helpers/user-record.ts';
 
-// engine/state/layout.ts: which installs read 0.11.1's idempotency markers, and for how long.
+// engine/state/users/layout.ts: which installs read 0.11.1's idempotency markers, and for how long.
 const NOW = Date.UTC(2026, 10, 1);
 const DAY = 24 * 60 * 60 * 1000;
 

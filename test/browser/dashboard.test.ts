@@ -1,9 +1,9 @@
 /// <reference lib="dom" />
 import t, { type Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { finish, openPage, type BrowserPage } from '../helpers/browser.ts';
 import { iosToken, register, stage, until } from '../helpers/broadcast.ts';
 import { allDeliveries, FILE, notify, rowIds, rowsAfter, signedIn } from '../helpers/dashboard.ts';

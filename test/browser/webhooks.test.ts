@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import t from 'tap';
-import { insertWebhookAttempts } from '../../engine/clickhouse/webhook-attempts.ts';
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { insertWebhookAttempts } from '../../engine/infra/clickhouse/webhook-attempts.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import type { WebhookAttemptRow } from '../../schemas/webhooks.ts';
 import { finish, openPage, type BrowserPage } from '../helpers/browser.ts';

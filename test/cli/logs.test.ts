@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createLogger } from '../../engine/log.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
 import { deployment } from '../helpers/engine.ts';
 
 /** Resolves once `check` holds, polling every 50 ms; rejects after `ms`. */

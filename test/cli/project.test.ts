@@ -1,8 +1,8 @@
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { runEngine, testEnv } from '../helpers/engine.ts';
 import { cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 

@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { ProviderStore } from '../../engine/provider-store.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { ProviderStore } from '../../engine/state/keys/provider-store.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { deployment, runEngine } from '../helpers/engine.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'creds-'));

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import type { Command, OptionSpec, ParsedValue } from '../../engine/cli/command.ts';
-import { commandTable } from '../../engine/cli/commands.ts';
-import { parseCommandLine } from '../../engine/cli/parse.ts';
-import { UsageError, synopsis } from '../../engine/cli/usage.ts';
-import { RoleNames, type RoleFactory, type RoleName } from '../../engine/roles.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import type { Command, OptionSpec, ParsedValue } from '../../bin/cli/command.ts';
+import { commandTable } from '../../bin/cli/commands.ts';
+import { parseCommandLine } from '../../bin/cli/parse.ts';
+import { UsageError, synopsis } from '../../bin/cli/usage.ts';
+import { RoleNames, type RoleFactory, type RoleName } from '../../engine/infra/runner/roles.ts';
 import { runEngine, testEnv } from '../helpers/engine.ts';
 import { testPrefix } from '../helpers/redis.ts';
 

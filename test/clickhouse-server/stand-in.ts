@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startHostServer } from '../../engine/clickhouse/host/server.ts';
+import { startHostServer } from '../../engine/infra/clickhouse/host/server.ts';
 
 export interface ClickHouseStandIn {
   /** Base URL, e.g. http://127.0.0.1:41234; append `/<database>` to pick a database. */
@@ -12,7 +12,7 @@ export interface ClickHouseStandIn {
 
 /**
  * A ClickHouse server for the server-mode suites: the engine's own ClickHouse host
- * (engine/clickhouse/host/server.ts) over a fresh data directory, on a TCP port of 127.0.0.1,
+ * (engine/infra/clickhouse/host/server.ts) over a fresh data directory, on a TCP port of 127.0.0.1,
  * in this process and without a password.
  */
 export async function startClickHouseStandIn(): Promise<ClickHouseStandIn> {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { openClickHouse, type ClickHouse } from '../../engine/clickhouse/client.ts';
+import { openClickHouse, type ClickHouse } from '../../engine/infra/clickhouse/client.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
 
 /**

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { checkFilters } from '../../engine/clickhouse/filters/check.ts';
-import { compileFilters, type CompiledFilters } from '../../engine/clickhouse/filters/compile.ts';
-import { countAudience, streamAudience } from '../../engine/clickhouse/filters/stream.ts';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { migrate } from '../../engine/clickhouse/migrations.ts';
+import { checkFilters } from '../../engine/infra/clickhouse/filters/check.ts';
+import { compileFilters, type CompiledFilters } from '../../engine/infra/clickhouse/filters/compile.ts';
+import { countAudience, streamAudience } from '../../engine/infra/clickhouse/filters/stream.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { migrate } from '../../engine/infra/clickhouse/migrations.ts';
 import { testClickHouse, rows } from './embedded.ts';
 
 const ch = await testClickHouse(t);

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { hostEndpoint, openClickHouse } from '../../engine/clickhouse/client.ts';
-import { EngineLockedError } from '../../engine/clickhouse/lock-holder.ts';
-import { ClickHouseStore } from '../../engine/clickhouse/store.ts';
-import { createLogger } from '../../engine/log.ts';
+import { hostEndpoint, openClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { EngineLockedError } from '../../engine/infra/clickhouse/lock-holder.ts';
+import { ClickHouseStore } from '../../engine/infra/clickhouse/store.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
 import { TEST_CLICKHOUSE_URL } from '../clickhouse-server/database.ts';
 import { eventually } from '../helpers/http.ts';
 
@@ -50,7 +50,7 @@ t.test('a store whose ClickHouse process was killed starts it again on the next 
 t.test('the ClickHouse process ends with the engine that started it, even SIGKILLed', embeddedOnly, async (t) => {
   const dir = dataDir(t);
   const script = [
-    "import { hostEndpoint, openClickHouse } from './engine/clickhouse/client.ts';",
+    "import { hostEndpoint, openClickHouse } from './engine/infra/clickhouse/client.ts';",
     `const ch = await openClickHouse({ DATA_DIR: ${JSON.stringify(dir)}, CLICKHOUSE_SANDBOX: 'auto' });`,
     'console.log(hostEndpoint(ch).pid);',
     'setInterval(() => {}, 1000);',

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { openClickHouse } from '../../engine/clickhouse/client.ts';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { loadMigrations } from '../../engine/clickhouse/migrations.ts';
-import { loadConfig } from '../../engine/config.ts';
+import { openClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { loadMigrations } from '../../engine/infra/clickhouse/migrations.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
 import { TEST_CLICKHOUSE_URL, testDatabase } from '../clickhouse-server/database.ts';
 import { runEngine, testEnv } from '../helpers/engine.ts';
 

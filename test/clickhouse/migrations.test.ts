@@ -1,5 +1,5 @@
 import t from 'tap';
-import { loadMigrations, migrate } from '../../engine/clickhouse/migrations.ts';
+import { loadMigrations, migrate } from '../../engine/infra/clickhouse/migrations.ts';
 import { dropAllTables, testClickHouse, rows } from './embedded.ts';
 
 const ch = await testClickHouse(t);

@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv';
 import t from 'tap';
-import { insertJsonLines, insertRows } from '../../engine/clickhouse/insert.ts';
-import { migrate } from '../../engine/clickhouse/migrations.ts';
+import { insertJsonLines, insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { migrate } from '../../engine/infra/clickhouse/migrations.ts';
 import { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { testClickHouse, rows } from './embedded.ts';
 

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { startEngine, testEnv } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';

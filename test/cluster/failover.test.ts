@@ -10,7 +10,7 @@ import { PrivateCluster } from '../../bench/redis-cluster.ts';
 const USERS = 30;
 
 // Consumers whose partitions move while a read waits on the failed node must end, or the partition
-// stays with them unread (engine/runner/consumer-loop.ts).
+// stays with them unread (engine/infra/runner/consumer-loop.ts).
 t.test('failovers to replicas under load: every 202 applied once, the gateway back on Redis', async (t) => {
   const cluster = await PrivateCluster.start({ durable: true, replicas: true });
   t.teardown(() => cluster.stop());

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Topology } from '../../engine/topology.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { assertBackOnRedis, assertExactlyOnce, clusterNodes, keySlot, reshard, SdkLoad } from '../helpers/cluster-fault.ts';
 import { deployment } from '../helpers/engine.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
 import { RecordBatch, type RecordKeys } from '../../actors/dispatch/record-batch.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { Notifications, settlementOf } from '../../engine/notifications/lifecycle.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Notifications, settlementOf } from '../../engine/state/notifications/lifecycle.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { DISPATCH_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 import { TcpSwitch } from '../helpers/tcp-switch.ts';
 

@@ -2,9 +2,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { RedisTokenStore } from '../../actors/dispatch/token-store.ts';
 import { ApnsTokenCache } from '../../actors/dispatch/providers/apns-token.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
 /** Two dispatch processes (two token caches) sign one APNs provider token between them. */

@@ -1,7 +1,7 @@
 import { setPriority } from 'node:os';
 import t from 'tap';
 import { WINDOW } from '../../actors/dispatch/role.ts';
-import { DISPATCH_GROUP } from '../../engine/topology.ts';
+import { DISPATCH_GROUP } from '../../engine/infra/redis/topology.ts';
 import { ALL_ROLES, register, stage, stageWithoutEngine, until, type Stage } from '../helpers/broadcast.ts';
 import { audiences, body, broadcast, checkRecords, excessSends, openState, post, received } from '../helpers/broadcast-audit.ts';
 import { call, eventually } from '../helpers/http.ts';

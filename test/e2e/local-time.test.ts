@@ -1,9 +1,9 @@
 import t from 'tap';
-import { Keystore } from '../../engine/keystore.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { readHashes } from '../../engine/state/read-user.ts';
-import { Topology } from '../../engine/topology.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { readHashes } from '../../engine/state/users/read-user.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { iosToken, stage, until } from '../helpers/broadcast.ts';
 import { call, eventually } from '../helpers/http.ts';
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { Change } from '../../schemas/changes.ts';
-import { Topology } from '../../engine/topology.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { deployment } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { testRedis } from '../helpers/redis.ts';

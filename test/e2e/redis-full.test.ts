@@ -2,7 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { Topology } from '../../engine/topology.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { deployment } from '../helpers/engine.ts';
 import { eventually } from '../helpers/http.ts';
 import {

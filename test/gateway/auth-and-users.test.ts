@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { subscriptionId } from '../../engine/state/subscription-ids.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { subscriptionId } from '../../engine/state/users/subscription-ids.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import { deployment } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';

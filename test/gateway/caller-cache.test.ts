@@ -1,8 +1,8 @@
 import t from 'tap';
-import { Keystore } from '../../engine/keystore.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { CallerCache } from '../../gateway/server/auth.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
 import { testPrefix } from '../helpers/redis.ts';

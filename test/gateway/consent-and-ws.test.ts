@@ -1,7 +1,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { readHashes } from '../../engine/state/read-user.ts';
-import { Topology } from '../../engine/topology.ts';
+import { readHashes } from '../../engine/state/users/read-user.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { deployment } from '../helpers/engine.ts';
 import { call } from '../helpers/http.ts';
 import { testRedis } from '../helpers/redis.ts';

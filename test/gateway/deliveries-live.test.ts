@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { recorderRole } from '../../actors/recorder/role.ts';
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
+import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';

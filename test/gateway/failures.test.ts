@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import t from 'tap';
 import WebSocket from 'ws';
 import type { GatewayDeps } from '../../gateway/server/deps.ts';
-import { classify } from '../../engine/failure.ts';
+import { classify } from '../../engine/infra/process/failure.ts';
 import { socketRoute } from '../../gateway/server/route.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { sdkSocket } from '../../gateway/routes/sdk-ws.ts';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ConfigError } from '../../engine/config.ts';
+import { ConfigError } from '../../engine/infra/process/config.ts';
 import { chooseServer, uwsProblem } from '../../gateway/server/choice.ts';
 import { deployment, runEngine } from '../helpers/engine.ts';
 

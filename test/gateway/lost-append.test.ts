@@ -1,6 +1,6 @@
 import t from 'tap';
 import { applyRole } from '../../actors/partition/role.ts';
-import { fieldOf, toEntries } from '../../engine/runner/types.ts';
+import { fieldOf, toEntries } from '../../engine/infra/runner/types.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { REDIS_URL } from '../helpers/redis.ts';

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import type { IngestEntry } from '../../schemas/ingest.ts';
-import { Topology } from '../../engine/topology.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { testRedis } from '../helpers/redis.ts';
 
 /** Tests of the gateway: reading what it wrote, and talking raw HTTP where fetch cannot. */

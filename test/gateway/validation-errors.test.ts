@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MAX_ERROR_ITEMS } from '../../engine/ajv-errors.ts';
+import { MAX_ERROR_ITEMS } from '../../engine/infra/validation/ajv-errors.ts';
 import { IdentifyBody } from '../../schemas/sdk.ts';
 import { checkBatch, checkOp } from '../../gateway/ingest/sdk-checks.ts';
 import { schemaCheck } from '../../gateway/server/checked.ts';

@@ -1,8 +1,8 @@
 import type { Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Notifications } from '../../engine/notifications/lifecycle.ts';
-import { createRedis, type RedisClient } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Notifications } from '../../engine/state/notifications/lifecycle.ts';
+import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import type { SimRequest, Simulators } from '../../simulators/index.ts';
 import { deliveriesOf, until, type Delivery, type Stage } from './broadcast.ts';
 import { call, eventually } from './http.ts';

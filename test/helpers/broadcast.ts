@@ -1,9 +1,9 @@
 import type { Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { ProviderStore } from '../../engine/provider-store.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { readHashes, type UserHashes } from '../../engine/state/read-user.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { ProviderStore } from '../../engine/state/keys/provider-store.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { readHashes, type UserHashes } from '../../engine/state/users/read-user.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import { startSimulators, type Simulators } from '../../simulators/index.ts';
 import { androidToken, iosToken } from '../../simulators/tokens.ts';

@@ -1,10 +1,10 @@
 import type { Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
-import { createLogger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
+import { Metrics } from '../../engine/infra/process/metrics.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { routes } from '../../gateway/routes/table.ts';
 import { serve } from '../../gateway/server/app.ts';
 import { CallerCache } from '../../gateway/server/auth.ts';

@@ -1,4 +1,4 @@
-import type { LeaseView } from '../../engine/runner/partition-runner.ts';
+import type { LeaseView } from '../../engine/infra/runner/partition-runner.ts';
 
 /** A lease that stays held for as long as a test runs. */
 export const heldLease: LeaseView = { remainingMs: () => 60_000 };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Topology } from '../../engine/topology.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 
 /**
  * Load and bookkeeping of the overload tests (test/e2e/redis-full.test.ts,

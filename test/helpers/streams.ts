@@ -1,4 +1,4 @@
-import type { RedisClient } from '../../engine/redis.ts';
+import type { RedisClient } from '../../engine/infra/redis/client.ts';
 
 /**
  * What a consumer group of a stream has not settled: its pending entries, and the entries no

@@ -2,7 +2,7 @@ import { Packr } from 'msgpackr';
 import type { Redis } from 'ioredis';
 import type { StoredConsent, StoredSubscription } from '../../schemas/state.ts';
 
-/** A user's state to store, in the record's parts (engine/lua/include/user.lua). */
+/** A user's state to store, in the record's parts (engine/infra/scripts/lua/include/user.lua). */
 export interface UserRecordParts {
   created_at?: number;
   updated_at?: number;

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { contracts, scriptFiles } from '../../engine/scripts.ts';
-import { ApplyCode } from '../../engine/scripts/apply-batch.ts';
-import type { AnyContract } from '../../engine/scripts/contract.ts';
-import { headerProblems, parseHeader, scriptProblems } from '../../engine/scripts/header.ts';
+import { contracts, scriptFiles } from '../../engine/infra/scripts/registry.ts';
+import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
+import type { AnyContract } from '../../engine/infra/scripts/contract.ts';
+import { headerProblems, parseHeader, scriptProblems } from '../../engine/infra/scripts/header.ts';
 
 const files = scriptFiles();
 const source = (file: string): string => files.get(file) ?? '';

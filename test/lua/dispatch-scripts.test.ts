@@ -1,13 +1,13 @@
 import t, { type Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Notifications, settlementOf, type NotificationRecord } from '../../engine/notifications/lifecycle.ts';
-import { createRedis, type RedisClient } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { writeConsent } from '../../engine/state/consent.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Notifications, settlementOf, type NotificationRecord } from '../../engine/state/notifications/lifecycle.ts';
+import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { writeConsent } from '../../engine/state/users/consent.ts';
 import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import { writeUserRecord } from '../helpers/user-record.ts';
-import { DISPATCH_GROUP, Topology } from '../../engine/topology.ts';
+import { DISPATCH_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 

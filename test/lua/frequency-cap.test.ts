@@ -1,8 +1,8 @@
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
 /** takeCapSlot against the real Redis: the cap holds under racing notifications (docs/api.md#frequency-caps). */

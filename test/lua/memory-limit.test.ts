@@ -1,14 +1,14 @@
 import t, { type Test } from 'tap';
-import { readHashes } from '../../engine/state/read-user.ts';
+import { readHashes } from '../../engine/state/users/read-user.ts';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../engine/config.ts';
-import { createLogger } from '../../engine/log.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { ensureGroup } from '../../engine/runner/consumer-loop.ts';
-import { PartitionRunner } from '../../engine/runner/partition-runner.ts';
-import { scripts } from '../../engine/scripts.ts';
-import { writeConsent } from '../../engine/state/consent.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { ensureGroup } from '../../engine/infra/runner/consumer-loop.ts';
+import { PartitionRunner } from '../../engine/infra/runner/partition-runner.ts';
+import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { writeConsent } from '../../engine/state/users/consent.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { eventually } from '../helpers/http.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
 

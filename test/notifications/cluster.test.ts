@@ -4,8 +4,8 @@ import type { NotificationCreated } from '../../schemas/notifications.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';
-import { subscriptionId } from '../../engine/state/subscription-ids.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
+import { subscriptionId } from '../../engine/state/users/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
 
 t.test('on a Redis Cluster a notification is written record first, then its log entry, and cancels; subscription ids resolve', async (t) => {
   const cluster = await PrivateCluster.start();

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { isTimeZone, minuteOfDay, nextLocalTime } from '../../engine/local-time.ts';
+import { isTimeZone, minuteOfDay, nextLocalTime } from '../../engine/infra/process/local-time.ts';
 
 /** Zones, times of day and the next local time (docs/api.md#local-time), on fixed instants. */
 

@@ -1,10 +1,10 @@
 import * as OneSignal from '@onesignal/node-onesignal';
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { subscriptionId } from '../../engine/state/subscription-ids.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { subscriptionId } from '../../engine/state/users/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { androidToken } from '../../simulators/tokens.ts';
 import { deliveriesOf, iosToken, stage, until } from '../helpers/broadcast.ts';
 import { call, eventually, type Answer } from '../helpers/http.ts';

@@ -1,12 +1,12 @@
 import t from 'tap';
 import { OutboxSettler } from '../../actors/partition/outbox-settler.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { createNotification } from '../../engine/notifications/create.ts';
-import { readView } from '../../engine/notifications/view.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { subscriptionId } from '../../engine/state/subscription-ids.ts';
-import { TokenIndex } from '../../engine/state/token-index.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createNotification } from '../../engine/state/notifications/create.ts';
+import { readView } from '../../engine/state/notifications/view.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { subscriptionId } from '../../engine/state/users/subscription-ids.ts';
+import { TokenIndex } from '../../engine/state/users/token-index.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 import { writeUserRecord } from '../helpers/user-record.ts';
 

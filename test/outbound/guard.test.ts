@@ -1,6 +1,6 @@
 import t from 'tap';
-import { guardedLookup, outboundPolicy, refusedAddress, refusedUrl, type OutboundPolicy } from '../../engine/outbound/guard.ts';
-import { loadConfig } from '../../engine/config.ts';
+import { guardedLookup, outboundPolicy, refusedAddress, refusedUrl, type OutboundPolicy } from '../../engine/infra/outbound/guard.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
 
 /** The outbound guard's rules (docs/api.md#outbound-urls), address by address and URL by URL. */
 

@@ -1,12 +1,12 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import t from 'tap';
-import { guardedLookup, refusedAddress, refusedUrl, type OutboundPolicy } from '../../engine/outbound/guard.ts';
-import { IPV4_RANGES, IPV6_RANGES } from '../../engine/outbound/special-ranges.ts';
+import { guardedLookup, refusedAddress, refusedUrl, type OutboundPolicy } from '../../engine/infra/outbound/guard.ts';
+import { IPV4_RANGES, IPV6_RANGES } from '../../engine/infra/outbound/special-ranges.ts';
 
 /**
  * Every special-purpose range the guard refuses (docs/api.md#outbound-urls), written out here
- * independently of engine/outbound/special-ranges.ts: its first and last address (and a telling
+ * independently of engine/infra/outbound/special-ranges.ts: its first and last address (and a telling
  * one) are refused, by address and in a URL for both uses, and the public addresses just outside
  * it are allowed.
  */
@@ -181,7 +181,7 @@ async function lookupWith(answers: LookupAddress[]): Promise<ReturnType<typeof g
   const fake = (_host: string, _options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void): void => {
     setImmediate(() => callback(null, answers));
   };
-  const mocked = await t.mockImport<typeof import('../../engine/outbound/guard.ts')>('../../engine/outbound/guard.ts', { 'node:dns': { lookup: fake } });
+  const mocked = await t.mockImport<typeof import('../../engine/infra/outbound/guard.ts')>('../../engine/outbound/guard.ts', { 'node:dns': { lookup: fake } });
   return mocked.guardedLookup(strict);
 }
 

@@ -1,9 +1,9 @@
 import type { QueryParams } from '@clickhouse/client';
 import t from 'tap';
-import type { ClickHouse } from '../../engine/clickhouse/client.ts';
-import { listDeliveries } from '../../engine/clickhouse/deliveries.ts';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { migrate } from '../../engine/clickhouse/migrations.ts';
+import type { ClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { listDeliveries } from '../../engine/infra/clickhouse/deliveries.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { migrate } from '../../engine/infra/clickhouse/migrations.ts';
 import type { DeliveryFilter, DeliveryPosition } from '../../schemas/queries.ts';
 import { testClickHouse, rows } from '../clickhouse/embedded.ts';
 import { BASE, deliveryRow, newestDeliveryFirst, type DeliveryRow } from './fixtures.ts';

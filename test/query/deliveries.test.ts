@@ -1,6 +1,6 @@
 import t from 'tap';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { eventCursor } from '../../engine/clickhouse/cursor.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { eventCursor } from '../../engine/infra/validation/cursor.ts';
 import type { MessageDelivery } from '../../schemas/queries.ts';
 import { call, type Answer } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';

@@ -1,4 +1,4 @@
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
+import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { MessageDelivery } from '../../schemas/queries.ts';
 import { call, type Answer } from '../helpers/http.ts';

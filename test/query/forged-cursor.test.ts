@@ -1,6 +1,6 @@
 import t from 'tap';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { deliveryCursor, eventCursor } from '../../engine/clickhouse/cursor.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { deliveryCursor, eventCursor } from '../../engine/infra/validation/cursor.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { BASE, deliveryRow, get, type EventRow } from './fixtures.ts';
 

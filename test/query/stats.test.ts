@@ -1,6 +1,6 @@
 import t from 'tap';
-import { deliveryStats, statsQueryFor } from '../../engine/clickhouse/deliveries.ts';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
+import { deliveryStats, statsQueryFor } from '../../engine/infra/clickhouse/deliveries.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
 import type { DeliveryFilter, DeliveryGroup, GroupBy } from '../../schemas/queries.ts';
 import { call, type Answer } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import { deployment } from '../helpers/engine.ts';
 import { call } from '../helpers/http.ts';
 

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { eventCursor, webhookAttemptCursor } from '../../engine/clickhouse/cursor.ts';
-import { insertWebhookAttempts, listWebhookAttempts } from '../../engine/clickhouse/webhook-attempts.ts';
-import { WebhookRegistry } from '../../engine/webhooks/registry.ts';
+import { eventCursor, webhookAttemptCursor } from '../../engine/infra/validation/cursor.ts';
+import { insertWebhookAttempts, listWebhookAttempts } from '../../engine/infra/clickhouse/webhook-attempts.ts';
+import { WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 import type { WebhookAttempt, WebhookAttemptFilter, WebhookAttemptPosition, WebhookAttemptRow, WebhookEventType } from '../../schemas/webhooks.ts';
 import { call, type Answer } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';

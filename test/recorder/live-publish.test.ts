@@ -1,9 +1,9 @@
 import t from 'tap';
 import { RecorderSink } from '../../actors/recorder/sink.ts';
-import { createLogger, type Logger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
-import { createRedis } from '../../engine/redis.ts';
-import type { RawStreamEntry } from '../../engine/runner/types.ts';
+import { createLogger, type Logger } from '../../engine/infra/process/log.ts';
+import { Metrics } from '../../engine/infra/process/metrics.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { RecorderSink } from '../../actors/recorder/sink.ts';
-import { createLogger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
-import type { RawStreamEntry } from '../../engine/runner/types.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
+import { Metrics } from '../../engine/infra/process/metrics.ts';
+import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { outcome } from './outcomes.ts';

@@ -3,8 +3,8 @@ import type { RecorderLimits } from '../../actors/recorder/limits.ts';
 import { RecorderConsumer } from '../../actors/recorder/recorder-consumer.ts';
 import { RecordRounds } from '../../actors/recorder/rounds.ts';
 import type { RecorderSink } from '../../actors/recorder/sink.ts';
-import type { Logger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
+import type { Logger } from '../../engine/infra/process/log.ts';
+import { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { InProcess } from '../helpers/in-process.ts';
 import { heldLease } from '../helpers/lease.ts';
 

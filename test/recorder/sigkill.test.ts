@@ -1,8 +1,8 @@
 import t from 'tap';
-import { openClickHouse } from '../../engine/clickhouse/client.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { openClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { deployment } from '../helpers/engine.ts';
 import { eventually } from '../helpers/http.ts';

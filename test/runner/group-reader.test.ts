@@ -1,11 +1,11 @@
 import t, { type Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { createLogger } from '../../engine/log.ts';
-import { Metrics } from '../../engine/metrics.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { ensureGroup } from '../../engine/runner/consumer-loop.ts';
-import { GroupReader, type ReaderMember } from '../../engine/runner/group-reader.ts';
-import type { StreamEntry } from '../../engine/runner/types.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
+import { Metrics } from '../../engine/infra/process/metrics.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { ensureGroup } from '../../engine/infra/runner/consumer-loop.ts';
+import { GroupReader, type ReaderMember } from '../../engine/infra/runner/group-reader.ts';
+import type { StreamEntry } from '../../engine/infra/runner/types.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
 // The shared reader with plain members against real Redis: reads are long (BLOCK 5 s), so a

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { createLogger } from '../../engine/log.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { PartitionRunner, type LeaseView } from '../../engine/runner/partition-runner.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createLogger } from '../../engine/infra/process/log.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { PartitionRunner, type LeaseView } from '../../engine/infra/runner/partition-runner.ts';
 import { eventually } from '../helpers/http.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
 

@@ -1,4 +1,4 @@
-import { appendEntry } from '../../engine/ingest.ts';
+import { appendEntry } from '../../engine/infra/redis/append.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { Change } from '../../schemas/changes.ts';
 import type { Harness } from '../actors/harness.ts';

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { insertRows } from '../../engine/clickhouse/insert.ts';
-import { streamAudience } from '../../engine/clickhouse/filters/stream.ts';
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
-import { resolveSegment } from '../../engine/segments/audience.ts';
-import { SegmentStore } from '../../engine/segments/store.ts';
+import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { streamAudience } from '../../engine/infra/clickhouse/filters/stream.ts';
+import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
+import { resolveSegment } from '../../engine/state/segments/audience.ts';
+import { SegmentStore } from '../../engine/state/segments/store.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 

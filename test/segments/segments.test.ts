@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Keystore, type CreatedProject } from '../../engine/keystore.ts';
+import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 

@@ -8,7 +8,7 @@ import { importJWK, importPKCS8, SignJWT } from 'jose';
 import t from 'tap';
 import { Agent, fetch } from 'undici';
 import webpush from 'web-push';
-import { checkCredentials } from '../../engine/provider-store.ts';
+import { checkCredentials } from '../../engine/state/keys/provider-store.ts';
 import { APNS_RAISED_STREAMS, startSimulators, type Simulators } from '../../simulators/index.ts';
 import { eventually } from '../helpers/http.ts';
 

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import type { IngestEntry } from '../../schemas/ingest.ts';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { startEngine, testEnv } from '../helpers/engine.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';

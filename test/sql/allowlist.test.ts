@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SYSTEM_TABLES, TABLE_FUNCTIONS } from '../../engine/sql/allowlist.ts';
+import { SYSTEM_TABLES, TABLE_FUNCTIONS } from '../../gateway/sql/allowlist.ts';
 import { CANARY, sqlFixture } from './backend.ts';
 
 // One fixture for the file: the embedded engine binds one data directory per process.

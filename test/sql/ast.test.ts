@@ -1,7 +1,7 @@
 import t from 'tap';
-import { readAst } from '../../engine/sql/ast.ts';
-import { FunctionCatalog, type FunctionRow } from '../../engine/sql/catalog.ts';
-import { SqlError } from '../../engine/sql/errors.ts';
+import { readAst } from '../../gateway/sql/ast.ts';
+import { FunctionCatalog, type FunctionRow } from '../../gateway/sql/catalog.ts';
+import { SqlError } from '../../gateway/sql/errors.ts';
 
 function refusal(run: () => unknown): string | undefined {
   try {

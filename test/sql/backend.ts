@@ -4,11 +4,11 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { hostEndpoint, openClickHouse } from '../../engine/clickhouse/client.ts';
-import type { SqlBackend } from '../../engine/sql/backend.ts';
-import { SqlError } from '../../engine/sql/errors.ts';
-import { runOperatorQuery } from '../../engine/sql/operator-query.ts';
-import { ServerSql } from '../../engine/sql/server.ts';
+import { hostEndpoint, openClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import type { SqlBackend } from '../../gateway/sql/backend.ts';
+import { SqlError } from '../../gateway/sql/errors.ts';
+import { runOperatorQuery } from '../../gateway/sql/operator-query.ts';
+import { ServerSql } from '../../gateway/sql/server.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
 
 /** What a table operators may not read holds: no answer may ever carry it. */

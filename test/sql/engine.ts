@@ -1,9 +1,9 @@
 import { createServer } from 'node:net';
 import type { Test } from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { Keystore } from '../../engine/keystore.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { Keystore } from '../../engine/state/keys/keystore.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 import { deployment, type EngineProcess, type TestDeployment } from '../helpers/engine.ts';
 import { outcome } from '../recorder/outcomes.ts';

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { hostEndpoint, openClickHouse } from '../../engine/clickhouse/client.ts';
+import { hostEndpoint, openClickHouse } from '../../engine/infra/clickhouse/client.ts';
 import { TEST_CLICKHOUSE_URL } from '../clickhouse-server/database.ts';
 
 // What the embedded engine's own read-only mode, and the sandbox of its process, stop, measured

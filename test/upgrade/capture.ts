@@ -21,7 +21,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { Topology } from '../../engine/topology.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import { startSimulators } from '../../simulators/index.ts';
 import { androidToken, iosToken } from '../../simulators/tokens.ts';
 import { startEngine, testEnv } from '../helpers/engine.ts';

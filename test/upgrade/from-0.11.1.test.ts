@@ -1,9 +1,9 @@
 import t from 'tap';
-import { loadConfig } from '../../engine/config.ts';
-import { ProviderStore, type Credentials } from '../../engine/provider-store.ts';
-import { createRedis } from '../../engine/redis.ts';
-import { readHashes, type UserHashes } from '../../engine/state/read-user.ts';
-import { Topology } from '../../engine/topology.ts';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { ProviderStore, type Credentials } from '../../engine/state/keys/provider-store.ts';
+import { createRedis } from '../../engine/infra/redis/client.ts';
+import { readHashes, type UserHashes } from '../../engine/state/users/read-user.ts';
+import { Topology } from '../../engine/infra/redis/topology.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import { startSimulators } from '../../simulators/index.ts';
 import { deployment } from '../helpers/engine.ts';
@@ -98,7 +98,7 @@ const recordedUpTo = (externalIds: Iterable<string>, name: string): Promise<unkn
   Promise.all([...externalIds].map((id) => eventually(`${name} of ${id} recorded`, async () => ((await recorded(id)).includes(name) ? true : undefined), WAIT)));
 
 t.test('the apply role upgrades the layout: every step recorded, the users and tokens of 0.11.1 folded', async (t) => {
-  // The steps of engine/state/layout.ts (docs/architecture.md#upgrading-in-place).
+  // The steps of engine/state/users/layout.ts (docs/architecture.md#upgrading-in-place).
   const steps = ['idempotency', 'tokens', ...Array.from({ length: fixture.partitions }, (_, p) => `users:${p}`)];
   await eventually('every layout step recorded', async () => {
     const layout = await redis.hgetall(topology.layout());

@@ -4,7 +4,7 @@ import t from 'tap';
 import { backoffMs } from '../../actors/webhooks/backoff.ts';
 import { changeEvents, eventId, outcomeEvents } from '../../actors/webhooks/events.ts';
 import { WebhookHttp } from '../../actors/webhooks/http.ts';
-import { retryAfterMs } from '../../engine/outbound/retry-after.ts';
+import { retryAfterMs } from '../../engine/infra/outbound/retry-after.ts';
 import { orderGroups } from '../../actors/webhooks/sender.ts';
 import type { OutcomeEntry } from '../../schemas/outcomes.ts';
 

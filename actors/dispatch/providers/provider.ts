@@ -1,5 +1,5 @@
 import type { NotificationOptions } from '../../../schemas/notifications.ts';
-import type { OutboundPolicy } from '../../../engine/outbound/guard.ts';
+import type { OutboundPolicy } from '../../../engine/infra/outbound/guard.ts';
 import { deliveryCode, ownCode, type DeliveryAnswer, type DeliveryProvider } from '../../../schemas/delivery-codes.ts';
 
 /** One message as the dispatch actor hands it to a provider client. */
@@ -101,7 +101,7 @@ export function transportFailure(err: unknown, latencyMs: number | null): SendFa
   return failure(ownCode(kind), kind === 'queue_full' || kind === 'canceled' ? null : latencyMs);
 }
 
-/** A target the outbound guard refuses (engine/outbound/guard.ts): nothing is sent, recorded `skipped`. */
+/** A target the outbound guard refuses (engine/infra/outbound/guard.ts): nothing is sent, recorded `skipped`. */
 export function refusedTarget(): SendFailure {
   return { ...failure(ownCode('endpoint_refused'), null), skipped: true };
 }
@@ -150,7 +150,7 @@ function transportKind(err: unknown): TransportError['kind'] | null {
   return null;
 }
 
-export { retryAfterMs } from '../../../engine/outbound/retry-after.ts';
+export { retryAfterMs } from '../../../engine/infra/outbound/retry-after.ts';
 
 /** SendGrid's `X-RateLimit-Reset` (epoch seconds) in ms from now; null when absent or unreadable. */
 export function rateLimitResetMs(value: string | string[] | undefined | null, now = Date.now()): number | null {

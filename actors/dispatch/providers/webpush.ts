@@ -1,7 +1,7 @@
 import webpush from 'web-push';
 import { deliveryCode } from '../../../schemas/delivery-codes.ts';
 import type { WebPushCredentials } from '../../../schemas/providers.ts';
-import { guardedLookup, refusedUrl, type OutboundPolicy } from '../../../engine/outbound/guard.ts';
+import { guardedLookup, refusedUrl, type OutboundPolicy } from '../../../engine/infra/outbound/guard.ts';
 import { Http1, type Http1Answer } from './http1.ts';
 import {
   answered,

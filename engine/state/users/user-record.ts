@@ -1,0 +1,56 @@
+import { Unpackr } from 'msgpackr';
+import type { UserHashes } from './read-user.ts';
+
+/** Fields of a stored subscription after its state and three times, in the record's order (engine/infra/scripts/lua/include/user.lua). */
+const DEVICE_FIELDS = ['device_model', 'device_os', 'app_version', 'web_auth', 'web_p256'] as const;
+const STATES = ['live', 'retired'] as const;
+
+// Maps as Map: a tag may be named "__proto__". Times are ms, well inside a double's integers.
+const unpackr = new Unpackr({ mapsAsObjects: false, useRecords: false, int64AsType: 'number' });
+
+/**
+ * A user's record as engine/infra/scripts/lua/include/user.lua writes it (MessagePack), in the shape of the four
+ * hashes that held it before (the recorder's and the views' input): no record, empty parts.
+ */
+export function decodeUserRecord(packed: Buffer | null): UserHashes {
+  // No prototype: a tag or a subscription type may be named "__proto__".
+  const out: UserHashes = { user: {}, tags: Object.create(null) as Record<string, string>, subs: {}, consent: {} };
+  if (packed === null) return out;
+  const record = mapOf(unpackr.unpack(packed));
+  const created = record.get('c');
+  if (typeof created === 'number') {
+    const updated = record.get('u');
+    out.user = { created_at: String(created), updated_at: String(typeof updated === 'number' ? updated : created) };
+  }
+  for (const [key, value] of mapOf(record.get('t'))) if (typeof value === 'string') out.tags[key] = value;
+  for (const [field, sub] of mapOf(record.get('s'))) if (Array.isArray(sub)) out.subs[field] = subscriptionJson(field, sub);
+  for (const [type, c] of mapOf(record.get('o'))) {
+    if (Array.isArray(c)) out.consent[type] = JSON.stringify({ opted_out: c[0] === true, at: c[1] });
+  }
+  return out;
+}
+
+/** A stored subscription as the JSON of schemas/state.ts StoredSubscription. */
+function subscriptionJson(field: string, sub: unknown[]): string {
+  const colon = field.indexOf(':');
+  const stored: Record<string, unknown> = {
+    type: field.slice(0, colon),
+    token: field.slice(colon + 1),
+    state: STATES[Number(sub[0])] ?? 'live',
+    created_at: sub[1],
+    updated_at: sub[2],
+    registered_at: sub[3],
+  };
+  DEVICE_FIELDS.forEach((name, i) => {
+    const v = sub[4 + i];
+    if (typeof v === 'string') stored[name] = v;
+  });
+  return JSON.stringify(stored);
+}
+
+/** A decoded map with string keys; anything else (Lua packs an empty map as an empty array) is empty. */
+function mapOf(value: unknown): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  if (value instanceof Map) for (const [k, v] of value) if (typeof k === 'string') out.set(k, v);
+  return out;
+}
