@@ -16,7 +16,7 @@ async function statFields(path: string): Promise<string[] | null> {
 
 /**
  * The live processes under `pid` (/proc, by parent): the engine's ClickHouse process and its
- * sandbox (engine/clickhouse/host/), whose CPU is the engine's as much as its own threads' are.
+ * sandbox (engine/infra/clickhouse/host/), whose CPU is the engine's as much as its own threads' are.
  */
 async function descendants(pid: number): Promise<number[]> {
   const entries = (await readdir('/proc').catch(() => [] as string[])).filter((e) => /^\d+$/.test(e));

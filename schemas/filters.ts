@@ -4,7 +4,7 @@ import { SubscriptionTypeSchema } from './sdk.ts';
 /**
  * Audience filters (docs/api.md#filters-and-segments): conditions joined by AND, `{"operator":"OR"}` entries between
  * groups (AND binds tighter). Each condition kind has its own schema so a checker can pick it by
- * `field` (and `relation` for tags) and report only that kind's rules; engine/clickhouse/filters
+ * `field` (and `relation` for tags) and report only that kind's rules; engine/infra/clickhouse/filters
  * adds what a schema cannot say (where an OR may stand).
  */
 

@@ -21,7 +21,7 @@ export interface SqlAnswer {
 
 /**
  * Where queries run: a ClickHouse server (./server.ts, which also chooses one: sqlBackend), the engine's own process of the embedded
- * engine included (engine/clickhouse/host/).
+ * engine included (engine/infra/clickhouse/host/).
  * run() throws an SqlError with ClickHouse's code and text when the engine refuses the query.
  */
 export interface SqlBackend {

@@ -45,7 +45,7 @@ export class ServerSql implements SqlBackend {
     this.base = new URL(`${parsed.protocol}//${parsed.host}/`);
   }
 
-  /** The embedded engine's own process (engine/clickhouse/host/), on its Unix socket. */
+  /** The embedded engine's own process (engine/infra/clickhouse/host/), on its Unix socket. */
   static onHost(host: HostEndpoint): ServerSql {
     return new ServerSql(`http://default:${encodeURIComponent(host.password)}@clickhouse-host/`, new Agent({ connect: { socketPath: host.socketPath } }));
   }

@@ -15,7 +15,7 @@ const apply = contract('applyBatch');
 const settle = contract('settleBatch');
 
 t.test('every script file has a declaration, every declaration a file, and each header agrees', async (t) => {
-  t.ok(files.size >= 7, 'the scripts of engine/lua are read');
+  t.ok(files.size >= 7, 'the scripts of engine/infra/scripts/lua are read');
   t.same(scriptProblems(files, contracts), []);
 });
 
@@ -85,9 +85,9 @@ t.test('a key list: its header, its -n file name, and each disagreement refused'
 
 t.test('a script without a declaration, or a declaration without a script, is refused', async (t) => {
   const extra = new Map([...files, ['dropUser-1.lua', '--[[\n  KEYS[1] user  user:{pN}\n]]\n']]);
-  t.same(scriptProblems(extra, contracts), ['dropUser-1.lua: no declaration in engine/scripts']);
+  t.same(scriptProblems(extra, contracts), ['dropUser-1.lua: no declaration in engine/infra/scripts']);
   const missing = new Map([...files].filter(([f]) => f !== 'takeToken-1.lua'));
-  t.same(scriptProblems(missing, contracts), ['takeToken: declared, but engine/lua has no takeToken-<keys>.lua']);
+  t.same(scriptProblems(missing, contracts), ['takeToken: declared, but engine/infra/scripts/lua has no takeToken-<keys>.lua']);
 });
 
 t.test('applyBatch: its Lua code constants are ApplyCode, and entries start right after the declared ARGV', async (t) => {

@@ -8,7 +8,7 @@ import type { DeliveryFilter, DeliveryPosition } from '../../schemas/queries.ts'
 import { testClickHouse, rows } from '../clickhouse/embedded.ts';
 import { BASE, deliveryRow, newestDeliveryFirst, type DeliveryRow } from './fixtures.ts';
 
-// Pages below a cursor or `until` are first read from the day below it (engine/clickhouse/
+// Pages below a cursor or `until` are first read from the day below it (engine/infra/clickhouse/
 // deliveries.ts, PAGE_WINDOW_MS) and read again over the whole range when that day holds too few.
 // Records here are two per instant, instants 5 hours apart, so a day holds about ten: small pages
 // are found in the day, larger ones and filtered ones often need the whole range.

@@ -43,7 +43,7 @@ export interface Reply<R> {
 }
 
 /**
- * The contract of one engine/lua script, declared once: the loader checks the Lua header against
+ * The contract of one engine/infra/scripts/lua script, declared once: the loader checks the Lua header against
  * it (engine/infra/scripts/header.ts) and the typed wrapper builds the call from it.
  */
 export interface ScriptContract<N extends string, K extends string, A extends string, V, R> {

@@ -110,10 +110,10 @@ export function scriptProblems(files: ReadonlyMap<string, string>, contracts: re
   for (const [file, source] of files) {
     const name = SCRIPT_FILE.exec(file)?.[1];
     const contract = name === undefined ? undefined : byName.get(name);
-    if (!contract) problems.push(`${file}: no declaration in engine/scripts`);
+    if (!contract) problems.push(`${file}: no declaration in engine/infra/scripts`);
     else problems.push(...headerProblems(file, source, contract));
   }
   const declared = new Set([...files.keys()].map((f) => SCRIPT_FILE.exec(f)?.[1]));
-  for (const c of contracts) if (!declared.has(c.name)) problems.push(`${c.name}: declared, but engine/lua has no ${c.name}-<keys>.lua`);
+  for (const c of contracts) if (!declared.has(c.name)) problems.push(`${c.name}: declared, but engine/infra/scripts/lua has no ${c.name}-<keys>.lua`);
   return problems;
 }

@@ -15,9 +15,9 @@ import { appendDetach, claimToken, clearDetach, tokenOwner } from './token-claim
 const luaDir = fileURLToPath(new URL('./lua/', import.meta.url));
 
 /**
- * The Lua commands of engine/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`
+ * The Lua commands of engine/infra/scripts/lua, one file per Redis operation, named `<command>-<numberOfKeys>.lua`
  * (`<command>-n.lua` when it takes a list of keys),
- * each with its contract declared once under engine/scripts. Call them through these wrappers.
+ * each with its contract declared once under engine/infra/scripts. Call them through these wrappers.
  */
 export const scripts = {
   applyBatch,
@@ -53,19 +53,19 @@ export type ScriptCommands = Record<keyof typeof scripts, Command>;
 
 export const contracts: readonly AnyContract[] = Object.values(scripts).map((s) => s.contract);
 
-/** The script files of engine/lua (name -> source as written, includes not inlined). */
+/** The script files of engine/infra/scripts/lua (name -> source as written, includes not inlined). */
 export function scriptFiles(): Map<string, string> {
   const files = readdirSync(luaDir).filter((f) => f.endsWith('.lua'));
   return new Map(files.map((f) => [f, readFileSync(luaDir + f, 'utf8')]));
 }
 
-/** A script's source with each `-- #include <name>` line replaced by engine/lua/include/<name>.lua. */
+/** A script's source with each `-- #include <name>` line replaced by engine/infra/scripts/lua/include/<name>.lua. */
 function inlined(source: string): string {
   return source.replace(/^-- #include (\w+)$/gm, (_, name: string) => readFileSync(`${luaDir}include/${name}.lua`, 'utf8'));
 }
 
 /**
- * Registers every script of engine/lua on a client with defineCommand (once, at start), after
+ * Registers every script of engine/infra/scripts/lua on a client with defineCommand (once, at start), after
  * checking each header against its declaration: a mismatch would send arguments in the wrong slots.
  */
 export function loadScripts(client: Redis | Cluster): void {

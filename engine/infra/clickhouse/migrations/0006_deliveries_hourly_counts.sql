@@ -13,7 +13,7 @@
 -- Why the hour is `ms - positiveModulo(ms, 3600000)` (Int64, ms since the epoch) and not
 -- toStartOfHour(at): toStartOfHour returns a DateTime, which wraps around for times before 1970
 -- or after 2106-02-07 that a DateTime64 `at` can hold, and the stats query relies on
--- `hour >= h` being exactly `at >= h` for a whole hour h (engine/clickhouse/queries/
+-- `hour >= h` being exactly `at >= h` for a whole hour h (engine/infra/clickhouse/queries/
 -- deliveries-stats-hours.sql). ClickHouse uses the projection only when the query's grouping key
 -- and conditions are written with this same expression.
 --
