@@ -5,15 +5,9 @@ import type { Topology } from '../../infra/redis/topology.ts';
 import { parseConsent } from './consent.ts';
 import { subscriptionId } from './subscription-ids.ts';
 import { decodeTag } from './tag-codec.ts';
-import { decodeUserRecord } from './user-record.ts';
+import { decodeUserRecord, type UserHashes } from './user-record.ts';
 
-/** One user's state as four maps, field to value, as 0.11.1's four hashes held it (the recorder's and the views' input). */
-export interface UserHashes {
-  user: Record<string, string>;
-  tags: Record<string, string>;
-  subs: Record<string, string>;
-  consent: Record<string, string>;
-}
+export type { UserHashes };
 
 /**
  * The applied state of one user as `GET /api/users/{external_id}` shows it (schemas/users.ts), or

@@ -1,5 +1,12 @@
 import { Unpackr } from 'msgpackr';
-import type { UserHashes } from './read-user.ts';
+
+/** One user's state as four maps, field to value, as 0.11.1's four hashes held it (the recorder's and the views' input). */
+export interface UserHashes {
+  user: Record<string, string>;
+  tags: Record<string, string>;
+  subs: Record<string, string>;
+  consent: Record<string, string>;
+}
 
 /** Fields of a stored subscription after its state and three times, in the record's order (engine/infra/scripts/lua/include/user.lua). */
 const DEVICE_FIELDS = ['device_model', 'device_os', 'app_version', 'web_auth', 'web_p256'] as const;
