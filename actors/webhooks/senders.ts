@@ -1,6 +1,6 @@
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
-import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { Leases } from '../../engine/infra/runner/lease.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { EndpointSender, type SenderOptions } from './sender.ts';
 
@@ -14,15 +14,18 @@ export class SenderPool {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private closed = false;
+  private readonly leases: Leases;
 
   constructor(
-    private readonly redis: RedisClient,
+    redis: RedisClient,
     private readonly topology: Topology,
-    private readonly worker: string,
+    worker: string,
     private readonly leaseMs: number,
     private readonly options: SenderOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.leases = new Leases(redis, worker, leaseMs);
+  }
 
   start(): void {
     const tick = (): void => {
@@ -43,19 +46,18 @@ export class SenderPool {
   }
 
   private async tick(): Promise<void> {
-    const { redis, topology, worker, leaseMs } = this;
+    const { topology, leases } = this;
     const ids = await this.options.registry.ids();
     for (const id of ids) {
       if (this.closed) return;
       const lease = topology.webhookLease(id);
       const held = this.senders.get(id);
       if (held !== undefined) {
-        const { renewed } = await scripts.renewLease(redis, { keys: { lease }, args: { worker, leaseMs } });
+        const renewed = await leases.renew(lease);
         if (!renewed || !held.running) await this.drop(id, renewed);
         continue;
       }
-      const { set } = await scripts.setIfAbsent(redis, { keys: { key: lease }, args: { value: worker, ttlMs: leaseMs } });
-      if (!set) continue;
+      if (!(await leases.take(lease))) continue;
       const sender = new EndpointSender(id, this.options);
       this.senders.set(id, sender);
       sender.start();
@@ -68,6 +70,6 @@ export class SenderPool {
     const sender = this.senders.get(id);
     this.senders.delete(id);
     await sender?.stop();
-    if (release) await scripts.releaseLease(this.redis, { keys: { lease: this.topology.webhookLease(id) }, args: { worker: this.worker } });
+    if (release) await this.leases.release(this.topology.webhookLease(id));
   }
 }

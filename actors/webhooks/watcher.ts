@@ -2,7 +2,7 @@ import type { WebhookEventType } from '../../schemas/webhooks.ts';
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { Notifications, NotificationRecord } from '../../engine/state/notifications/lifecycle.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
-import { scripts } from '../../engine/infra/scripts/registry.ts';
+import { Leases } from '../../engine/infra/runner/lease.ts';
 import { WEBHOOKS_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
 import type { EndpointCopy } from './endpoints.ts';
 import { endEvent } from './events.ts';
@@ -33,6 +33,7 @@ export class NotificationWatcher {
   private closed = false;
   /** When each notification was first seen completed (Redis time, ms). */
   private readonly completedSeen = new Map<string, number>();
+  private readonly leases: Leases;
 
   constructor(
     private readonly opts: {
@@ -45,7 +46,9 @@ export class NotificationWatcher {
       leaseMs: number;
       log: Logger;
     },
-  ) {}
+  ) {
+    this.leases = new Leases(opts.redis, opts.worker, opts.leaseMs);
+  }
 
   start(): void {
     const tick = (): void => {
@@ -62,8 +65,7 @@ export class NotificationWatcher {
     this.closed = true;
     clearTimeout(this.timer);
     await this.ticking;
-    const { redis, topology, worker } = this.opts;
-    await scripts.releaseLease(redis, { keys: { lease: topology.webhooksWatcherLease() }, args: { worker } });
+    await this.leases.release(this.opts.topology.webhooksWatcherLease());
   }
 
   private async tick(): Promise<void> {
@@ -75,12 +77,8 @@ export class NotificationWatcher {
     await this.look(new Set(projects));
   }
 
-  private async holdLease(): Promise<boolean> {
-    const { redis, topology, worker, leaseMs } = this.opts;
-    const lease = topology.webhooksWatcherLease();
-    const { renewed } = await scripts.renewLease(redis, { keys: { lease }, args: { worker, leaseMs } });
-    if (renewed) return true;
-    return (await scripts.setIfAbsent(redis, { keys: { key: lease }, args: { value: worker, ttlMs: leaseMs } })).set;
+  private holdLease(): Promise<boolean> {
+    return this.leases.hold(this.opts.topology.webhooksWatcherLease());
   }
 
   /** Puts the project's notifications created since it was last read on the watch list. */

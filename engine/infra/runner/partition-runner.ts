@@ -2,6 +2,7 @@ import { withFields, type Logger } from '../process/log.ts';
 import type { RedisClient } from '../redis/client.ts';
 import type { RoleContext, RunningRole } from './roles.ts';
 import { scripts } from '../scripts/registry.ts';
+import { Leases } from './lease.ts';
 import { Rendezvous } from './rendezvous.ts';
 
 /** The work a runner does on one owned partition (a stream consumer). */
@@ -65,6 +66,7 @@ export class PartitionRunner {
   /** Consumers of partitions lost to another worker, until they have stopped. */
   private readonly retiring = new Map<number, Promise<void>>();
   private readonly rendezvous: Rendezvous;
+  private readonly leases: Leases;
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private closing: Promise<void> | undefined;
@@ -72,6 +74,7 @@ export class PartitionRunner {
 
   constructor(private readonly opts: PartitionRunnerOptions) {
     this.rendezvous = new Rendezvous(opts.partitions);
+    this.leases = new Leases(opts.redis, opts.workerId, opts.leaseMs);
   }
 
   /** Starts the lease loop; the first round runs at once. */
@@ -128,9 +131,9 @@ export class PartitionRunner {
 
   /** Renews a held lease, and starts giving the partition up when it is no longer wanted. */
   private async keep(partition: number, held: Held, wanted: boolean, now: number): Promise<void> {
-    const { redis, leaseKey, workerId, leaseMs, log } = this.opts;
+    const { leaseKey, leaseMs, log } = this.opts;
     try {
-      const { renewed } = await scripts.renewLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId, leaseMs } });
+      const renewed = await this.leases.renew(leaseKey(partition));
       if (renewed) held.lease.confirmedAt = now;
       else return this.drop(partition, held);
     } catch (err) {
@@ -142,10 +145,10 @@ export class PartitionRunner {
 
   /** Gives a partition up: its consumer finishes the batch in flight, then the lease is released. */
   private leave(partition: number, held: Held): Promise<void> {
-    const { redis, leaseKey, workerId, log } = this.opts;
+    const { leaseKey, log } = this.opts;
     held.leaving ??= held.consumer.stop().then(async () => {
       if (this.held.get(partition) !== held) return;
-      await scripts.releaseLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId } }).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
+      await this.leases.release(leaseKey(partition)).catch((err: unknown) => log.warn('lease release failed', { partition, err }));
       this.held.delete(partition);
       if (!this.closing) this.report();
     });
@@ -168,10 +171,10 @@ export class PartitionRunner {
   }
 
   private async acquire(partition: number, now: number): Promise<void> {
-    const { redis, leaseKey, workerId, leaseMs } = this.opts;
-    const { set: taken } = await scripts.setIfAbsent(redis, { keys: { key: leaseKey(partition) }, args: { value: workerId, ttlMs: leaseMs } });
+    const { leaseKey, leaseMs } = this.opts;
+    const taken = await this.leases.take(leaseKey(partition));
     if (!taken || this.closing) {
-      if (taken) await scripts.releaseLease(redis, { keys: { lease: leaseKey(partition) }, args: { worker: workerId } });
+      if (taken) await this.leases.release(leaseKey(partition));
       return;
     }
     // `now` was taken before the lease was set, so the lease expires no sooner than LEASE_MS after it.
