@@ -4,9 +4,12 @@ import tseslint from 'typescript-eslint';
 /** An import of one of our folders by name, at any depth of `../` (docs/architecture.md, layout of the code). */
 const folders = (names) => ({ regex: `^(\\.\\./)+(${names.join('|')})/`, message: 'docs/architecture.md (layout of the code) says which rooms this one may import.' });
 
-/** One no-restricted-imports block per room: the folders its files may not import. */
+/** Another folder's `redis-keys.ts`: an owner's key builders, imported only inside the owner (docs/architecture.md, "Redis keys"). */
+const ownersKeys = { regex: '^(\\.\\./)+[^./][^/]*/(.+/)?redis-keys\\.ts$', message: "An owner's keys are its own: call the owner (docs/architecture.md, Redis keys)." };
+
+/** One no-restricted-imports block per room: the folders its files may not import, and no other owner's keys. */
 const boundaries = (table) =>
-  Object.entries(table).map(([files, names]) => ({ files: [files], rules: { 'no-restricted-imports': ['error', { patterns: [folders(names)] }] } }));
+  Object.entries(table).map(([files, names]) => ({ files: [files], rules: { 'no-restricted-imports': ['error', { patterns: [folders(names), ownersKeys] }] } }));
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', '.tap/**', 'dist/**', 'test-output/**'] },
@@ -30,5 +33,6 @@ export default tseslint.config(
     'bin/**': ['simulators', 'bench', 'test'],
     'simulators/**': ['gateway', 'actors', 'bin', 'bench', 'test'],
     'bench/**': ['test'],
+    'scripts/**': ['test'],
   }),
 );

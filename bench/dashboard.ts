@@ -76,17 +76,12 @@ function busiest(): string[] {
 
 /**
  * The project and REST key the bench reads with. A kept directory holds the records of a project
- * an earlier run created (its Redis keys are gone): it is put back under the same id, the fields
- * Keystore.createProject writes, with a new REST key.
+ * an earlier run created (its Redis keys are gone): it is created again under the same id.
  */
-async function projectFor(keystore: Keystore, topology: Topology, existing: string | null): Promise<{ id: string; key: string; reused: boolean }> {
-  if (existing === null || !UUID.test(existing) || redis === null) {
-    const created = await keystore.createProject('bench-dashboard', false);
-    return { id: created.project_id, key: created.rest_key, reused: false };
-  }
-  await redis.hset(topology.project(existing), { name: 'bench-dashboard', identity_verification: '0', identity_secret: 'unused', created_at: new Date().toISOString() });
-  await redis.sadd(topology.projects(), existing);
-  return { id: existing, key: await keystore.createKey(existing, 'rest'), reused: true };
+async function projectFor(keystore: Keystore, existing: string | null): Promise<{ id: string; key: string; reused: boolean }> {
+  const reused = existing !== null && UUID.test(existing) && redis !== null;
+  const created = await keystore.createProject('bench-dashboard', false, reused ? existing : undefined);
+  return { id: created.project_id, key: created.rest_key, reused };
 }
 
 /** The bare round trip of the page's own request from Node, with what it answered. */
@@ -153,7 +148,7 @@ async function main(): Promise<void> {
   let bigRows = 0;
   try {
     await migrate(ch);
-    project = await projectFor(new Keystore(redis, topology), topology, await bigProject(ch, settings.rows));
+    project = await projectFor(new Keystore(redis, topology), await bigProject(ch, settings.rows));
     log(`${project.reused ? 'reusing' : 'filling'} ${settings.rows} rows under ${dataDir}, project ${project.id} ...`);
     fillMs = await fill(ch, { rows: settings.rows, big: project.id, start: START }, log);
     settleMs = await settle(ch, log);

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
+import { ProviderStore } from '../../engine/state/keys/provider-store.ts';
 import { ProviderNames } from '../../schemas/providers.ts';
 import { closeProviderClients, createProviderClients, type ClientOptions, type ProjectCredentials, type ProviderClients } from './providers/index.ts';
 
@@ -25,11 +26,15 @@ export class ProjectClients {
   private readonly held = new Map<string, Held>();
   private readonly loading = new Map<string, Promise<ProviderClients>>();
 
+  private readonly credentials: ProviderStore;
+
   constructor(
-    private readonly redis: RedisClient,
-    private readonly topology: Topology,
+    redis: RedisClient,
+    topology: Topology,
     private readonly options: ClientOptions,
-  ) {}
+  ) {
+    this.credentials = new ProviderStore(redis, topology);
+  }
 
   get(project: string): Promise<ProviderClients> {
     const held = this.held.get(project);
@@ -49,7 +54,7 @@ export class ProjectClients {
   }
 
   private async load(project: string, held: Held | undefined): Promise<ProviderClients> {
-    const hash = await this.redis.hgetall(this.topology.providers(project));
+    const hash = await this.credentials.all(project);
     const source = JSON.stringify(ProviderNames.map((p) => hash[p] ?? null));
     if (held && held.source === source) {
       held.readAt = Date.now();

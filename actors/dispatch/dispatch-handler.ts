@@ -7,6 +7,7 @@ import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
 import type { Recipient, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
 import { parseConsent } from '../../engine/state/users/consent.ts';
+import { recordOf } from '../../engine/state/users/read-user.ts';
 import { decodeTag } from '../../engine/state/users/tag-codec.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
@@ -19,6 +20,7 @@ import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
 import { RecipientBatch } from './recipient-batch.ts';
 import { RecordBatch } from './record-batch.ts';
+import { frequencySends } from './redis-keys.ts';
 import { providerFor, sendTo, type SendResult } from './providers/index.ts';
 import { personalize, personalValues, render } from './render.ts';
 import type { Specs } from './specs.ts';
@@ -229,7 +231,7 @@ export class DispatchHandler {
     const cap = spec.frequency_cap;
     if (cap === undefined) return null;
     const { taken } = await scripts.takeCapSlot(this.deps.redis, {
-      keys: { sends: this.deps.topology.frequencySends(job.project, job.external_id, spec.channel) },
+      keys: { sends: frequencySends(this.deps.topology, job.project, job.external_id, spec.channel) },
       args: { member: spec.id, max: cap.max, windowMs: cap.hours * HOUR_MS, now: Date.now() },
     });
     return taken ? null : 'frequency_capped';
@@ -329,7 +331,7 @@ function liveSubscriptions(stored: readonly string[]): StoredSubscription[] {
 
 /** The keys of the job's user; the cancel mark is read in the user's partition, one slot with their consent. */
 function userKeys(topology: Topology, notifications: Pick<Notifications, 'cancelMark'>, job: DispatchJob): UserKeys {
-  const user = topology.userKeys(job.project, job.external_id);
+  const user = recordOf(topology, job.project, job.external_id);
   return { partition: user.partition, user: user.user, canceled: notifications.cancelMark(user.partition, job.n) };
 }
 

@@ -16,19 +16,24 @@ export class RedisTokenStore implements TokenStore {
 
   // While Redis cannot answer, a process signs for itself: sends go on, at the risk of a 429.
   async get(id: string): Promise<SharedToken | null> {
-    const raw = await this.redis.get(this.topology.apnsToken(id)).catch(() => null);
+    const raw = await this.redis.get(this.key(id)).catch(() => null);
     return raw === null ? null : (JSON.parse(raw) as SharedToken);
   }
 
   async offer(id: string, token: SharedToken, replacing: string | null): Promise<SharedToken> {
     try {
       const { json } = await scripts.offerToken(this.redis, {
-        keys: { token: this.topology.apnsToken(id) },
+        keys: { token: this.key(id) },
         args: { json: JSON.stringify(token), replacing: replacing ?? '', ttlMs: APNS_TOKEN_LIMITS.refreshMs },
       });
       return JSON.parse(json) as SharedToken;
     } catch {
       return token;
     }
+  }
+
+  /** The APNs provider token every dispatch process shares for one (team, key); only this store names it. */
+  private key(id: string): string {
+    return this.topology.named(`apns-token:${id}`);
   }
 }

@@ -1,18 +1,12 @@
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
-import { APPLY_GROUP, type Topology } from '../../engine/infra/redis/topology.ts';
-import { scripts } from '../../engine/infra/scripts/registry.ts';
+import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
+import { applyEntries } from '../../engine/state/users/apply.ts';
 import { upgradeLayout, upgradeUsers } from '../../engine/state/users/layout.ts';
 import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/infra/runner/types.ts';
-import { ReceiptKinds, SubscriptionTypes } from '../../schemas/sdk.ts';
-import { ApplyLimits } from './limits.ts';
 import type { OutboxSettler } from './outbox-settler.ts';
-
-/** What an ingest entry may name, as applyBatch checks it: the schemas' lists, given to the script. */
-const subscriptionTypesJson = JSON.stringify(SubscriptionTypes);
-const receiptKindsJson = JSON.stringify(ReceiptKinds);
 
 export interface PartitionActorOptions {
   redis: RedisClient;
@@ -26,8 +20,8 @@ export interface PartitionActorOptions {
 
 /**
  * The partition actor: applies a batch of a partition's ingest entries to the
- * user state with one call of engine/infra/scripts/lua/applyBatch-5.lua (fenced by the lease, deduplicated by
- * stream ID, acknowledged and trimmed in the same call), then settles the subscription
+ * user state through its owner (engine/state/users/apply.ts: one script call, fenced by the lease,
+ * deduplicated, acknowledged and trimmed in the same call), then settles the subscription
  * registrations the batch left in the partition's outbox.
  */
 export class PartitionActor implements PartitionHandler {
@@ -48,27 +42,8 @@ export class PartitionActor implements PartitionHandler {
 
   async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
     const { redis, topology, workerId, log, metrics } = this.opts;
-    const { code, applied, invalid, appliedId, outbox, pending } = await scripts.applyBatch(redis, {
-      keys: {
-        lease: topology.lease(partition),
-        applied: topology.applied(partition),
-        ingest: topology.ingest(partition),
-        changes: topology.changes(partition),
-        outbox: topology.outbox(partition),
-      },
-      args: {
-        worker: workerId,
-        keyPrefixes: JSON.stringify(topology.applyKeyPrefixes(partition)),
-        subscriptionTypes: subscriptionTypesJson,
-        receiptKinds: receiptKindsJson,
-        group: APPLY_GROUP,
-        idempotencyMs: ApplyLimits.idempotencyMs,
-        maxTags: ApplyLimits.maxTags,
-        maxSubscriptions: ApplyLimits.maxSubscriptions,
-        windowMs: ApplyLimits.idempotencyWindowMs,
-      },
-      entries: entries.map((entry) => ({ id: entry.id, json: fieldOf(entry, 'd') ?? '' })),
-    });
+    const entriesIn = entries.map((entry) => ({ id: entry.id, json: fieldOf(entry, 'd') ?? '' }));
+    const { code, applied, invalid, appliedId, outbox, pending } = await applyEntries(redis, topology, partition, workerId, entriesIn);
     switch (code) {
       case ApplyCode.NotOwner:
         return { kind: 'lost' };

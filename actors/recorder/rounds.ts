@@ -8,6 +8,7 @@ import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { RECORDER_GROUP } from '../../engine/infra/redis/topology.ts';
 import { RecorderLimits } from './limits.ts';
 import type { RecorderSink, StreamKind } from './sink.ts';
+import { RecorderKeys } from './redis-keys.ts';
 
 /** One partition's batch of one stream, handed to a round. */
 export interface RoundPart {
@@ -114,10 +115,10 @@ export class RecordRounds {
    */
   async recover(partition: number, kind: StreamKind, stream: string): Promise<void> {
     const { redis, topology } = this.opts;
-    const marks = topology.recorderMarks(partition);
+    const marks = topology.own(RecorderKeys).marks(partition);
     const token = await redis.hget(marks, kind);
     if (token === null) return;
-    const key = topology.recorderRound(token);
+    const key = topology.own(RecorderKeys).round(token);
     let json = await redis.get(key);
     if (json === null && !(await this.setOnce(key, ABORTED))) json = await redis.get(key);
     const manifest = json === null || json === ABORTED ? null : (JSON.parse(json) as Manifest);
@@ -131,7 +132,7 @@ export class RecordRounds {
     await this.settle(partition, kind, stream, own.last, ownEntries, token);
     this.opts.log.info('recorder round recovered', { partition, stream: kind, round: token });
     // The last partition of the round to settle deletes its manifest; until then another may need it.
-    const left = await Promise.all(manifest.parts.map((p) => redis.hget(topology.recorderMarks(p.partition), kind)));
+    const left = await Promise.all(manifest.parts.map((p) => redis.hget(topology.own(RecorderKeys).marks(p.partition), kind)));
     if (!left.includes(token)) await redis.del(key);
   }
 
@@ -188,7 +189,7 @@ export class RecordRounds {
       if (s.status === 'rejected') joined[i]?.reject(s.reason);
     });
     if (settled.every((s) => s.status === 'fulfilled')) {
-      await this.opts.redis.del(this.opts.topology.recorderRound(token)).catch((err: unknown) => this.opts.log.warn('recorder round manifest left behind', { round: token, err }));
+      await this.opts.redis.del(this.opts.topology.own(RecorderKeys).round(token)).catch((err: unknown) => this.opts.log.warn('recorder round manifest left behind', { round: token, err }));
     }
   }
 
@@ -201,7 +202,7 @@ export class RecordRounds {
   private async begin(kind: StreamKind, joined: Waiter[], token: string): Promise<void> {
     const { redis, topology } = this.opts;
     const marked = await Promise.allSettled(
-      joined.map(async (w) => (await scripts.markRound(redis, { keys: { marks: topology.recorderMarks(w.part.partition) }, args: { kind, token } })).marked),
+      joined.map(async (w) => (await scripts.markRound(redis, { keys: { marks: topology.own(RecorderKeys).marks(w.part.partition) }, args: { kind, token } })).marked),
     );
     const failed = marked.find((m) => m.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
@@ -218,7 +219,7 @@ export class RecordRounds {
         count: part.entries.length,
       })),
     };
-    if (!(await this.setOnce(topology.recorderRound(token), JSON.stringify(manifest)))) {
+    if (!(await this.setOnce(topology.own(RecorderKeys).round(token), JSON.stringify(manifest)))) {
       throw new Error('a recovery gave the round up before its manifest was written');
     }
   }
@@ -250,7 +251,7 @@ export class RecordRounds {
 
   private async settle(partition: number, kind: StreamKind, stream: string, lastId: string, entries: RawStreamEntry[], token: string): Promise<number> {
     const { pending } = await scripts.settleBatch(this.opts.redis, {
-      keys: { stream, marks: this.opts.topology.recorderMarks(partition) },
+      keys: { stream, marks: this.opts.topology.own(RecorderKeys).marks(partition) },
       args: { group: RECORDER_GROUP, lastId, kind, token },
       ids: entries.map((e) => e.id),
     });

@@ -28,7 +28,7 @@ export const webhooksRole: RoleFactory = async (ctx) => {
   const endpoints = new EndpointCopy(registry);
   const http = new WebhookHttp(outboundPolicy(config), config.WEBHOOK_TIMEOUT_MS, config.WEBHOOK_CONCURRENCY);
   const attempts = new AttemptLog(async (rows) => insertWebhookAttempts(await ctx.clickhouse.get(), rows), metrics, log);
-  const senders = new SenderPool(redis, topology, workerId, config.LEASE_MS, {
+  const senders = new SenderPool(redis, workerId, config.LEASE_MS, {
     registry,
     http,
     policy: outboundPolicy(config),

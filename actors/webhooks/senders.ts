@@ -1,7 +1,6 @@
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import { Leases } from '../../engine/infra/runner/lease.ts';
-import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { EndpointSender, type SenderOptions } from './sender.ts';
 
 /**
@@ -18,7 +17,6 @@ export class SenderPool {
 
   constructor(
     redis: RedisClient,
-    private readonly topology: Topology,
     worker: string,
     private readonly leaseMs: number,
     private readonly options: SenderOptions,
@@ -46,11 +44,11 @@ export class SenderPool {
   }
 
   private async tick(): Promise<void> {
-    const { topology, leases } = this;
+    const { leases } = this;
     const ids = await this.options.registry.ids();
     for (const id of ids) {
       if (this.closed) return;
-      const lease = topology.webhookLease(id);
+      const lease = this.options.registry.senderLease(id);
       const held = this.senders.get(id);
       if (held !== undefined) {
         const renewed = await leases.renew(lease);
@@ -70,6 +68,6 @@ export class SenderPool {
     const sender = this.senders.get(id);
     this.senders.delete(id);
     await sender?.stop();
-    if (release) await this.leases.release(this.topology.webhookLease(id));
+    if (release) await this.leases.release(this.options.registry.senderLease(id));
   }
 }

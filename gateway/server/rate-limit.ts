@@ -18,7 +18,7 @@ export interface BucketStore extends Pick<ScriptCommands, 'takeToken'> {
 export class RateLimiter {
   constructor(
     private readonly redis: BucketStore,
-    private readonly topology: Pick<Topology, 'rateBucket'>,
+    private readonly topology: Pick<Topology, 'named'>,
     private readonly refused: { labels(keyType: string): { inc(): void } },
     private readonly failures: Pick<Failures, 'report'>,
   ) {}
@@ -33,7 +33,7 @@ export class RateLimiter {
     if (limit === null) return null;
     // Not connected: a command would wait in the offline queue until it times out; pass now.
     if (this.redis.status !== 'ready') return Promise.resolve(0);
-    const bucket = this.topology.rateBucket(caller.keyHash);
+    const bucket = this.topology.named(`rate:${caller.keyHash}`);
     return scripts.takeToken(this.redis, { keys: { bucket }, args: { perSecond: limit.per_second, burst: limit.burst } }).then(
       ({ waitMs }) => {
         if (waitMs <= 0) return 0;

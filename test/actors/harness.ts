@@ -9,6 +9,7 @@ import { compareIds, groupBacklog } from '../helpers/streams.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import type { Change } from '../../schemas/changes.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 /** A change that is recorded as a row of its own (not a user refresh). */
 export type RecordChange = Exclude<Change, { kind: 'user' }>;
@@ -97,7 +98,7 @@ export class Harness {
   /** A token's entry in the token index: its owner and their registration time (ms, as text). */
   async tokenEntry(project: string, ref: SubscriptionRef): Promise<{ owner: string; registered_at: string } | null> {
     const id = subscriptionId(project, ref.type, ref.token).replaceAll('-', '');
-    const { entry } = await scripts.tokenOwner(this.redis, { keys: { index: this.topology.tokenIndex(id) }, args: { id } });
+    const { entry } = await scripts.tokenOwner(this.redis, { keys: { index: this.topology.own(UserKeys).tokenIndex(id) }, args: { id } });
     if (entry === null) return null;
     const colon = entry.indexOf(':');
     return { owner: entry.slice(colon + 1), registered_at: entry.slice(0, colon) };

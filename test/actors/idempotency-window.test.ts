@@ -2,6 +2,7 @@ import t from 'tap';
 import { deployment } from '../helpers/engine.ts';
 import { Harness } from './harness.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 // The idempotency window of engine/infra/scripts/lua/applyBatch-5.lua: copies within 7 days of the original are
 // dropped, exactly; it costs a few dozen bytes per event, in listpack-encoded buckets.
@@ -95,8 +96,8 @@ t.test('thousands of keys in one partition: every copy is found across splits, i
 t.test('markers of 0.11.1 are honoured until the partition says they are gone', async (t) => {
   const user = 'legacy-1';
   const partition = h.topology.partitionOf(project, user);
-  await h.redis.set(h.topology.legacyEventIdempotency(partition, project, 'old-key'), '1', 'PX', DAY);
-  await h.redis.set(h.topology.legacyIdempotencyUntil(partition), String(T0 + DAY));
+  await h.redis.set(h.topology.own(UserKeys).legacyEventIdempotency(partition, project, 'old-key'), '1', 'PX', DAY);
+  await h.redis.set(h.topology.own(UserKeys).legacyIdempotencyUntil(partition), String(T0 + DAY));
   await h.append(event(user, T0, 'old-key', 'copy-of-old'), event(user, T0 + DAY, 'old-key', 'after-the-legacy-window'));
   await h.settled();
   t.same(await recorded(user), [`after-the-legacy-window@${T0 + DAY}`]);

@@ -5,6 +5,7 @@ import { DISPATCH_GROUP } from '../../engine/infra/redis/topology.ts';
 import { ALL_ROLES, register, stage, stageWithoutEngine, until, type Stage } from '../helpers/broadcast.ts';
 import { audiences, body, broadcast, checkRecords, excessSends, openState, post, received } from '../helpers/broadcast-audit.ts';
 import { call, eventually } from '../helpers/http.ts';
+import { NotificationKeys } from '../../engine/state/notifications/redis-keys.ts';
 
 /**
  * Broadcasts with the roles in three processes, one of them SIGKILLed mid-broadcast and restarted:
@@ -83,7 +84,7 @@ t.test('a dispatch process SIGKILLed mid-broadcast and restarted: nobody skipped
   const total = sent.reduce((sum, n) => sum + n.recipients, 0);
   t.equal(total, users, 'every user a recipient of one notification');
   // Every job is on the dispatch streams before the dispatch process starts.
-  await eventually('fanned out', async () => ((await Promise.all(sent.map((n) => redis.hget(topology.notification(n.id), 'fanned')))).every((f) => f === '1') ? true : undefined), 60_000);
+  await eventually('fanned out', async () => ((await Promise.all(sent.map((n) => redis.hget(topology.own(NotificationKeys).notification(n.id), 'fanned')))).every((f) => f === '1') ? true : undefined), 60_000);
 
   const dispatch = await s.d.start(['dispatch']);
   await eventually('sends in flight', async () => {
@@ -134,7 +135,7 @@ t.test('a fan-out resumed after a crash counts the recipients its predecessor ap
     const p = topology.partitionOf(first.d.project.project_id, user);
     await notifications.appendJobs({ id: created.id, project: first.d.project.project_id, ttl: 3600 }, p, [user]);
   }
-  const appendedSets = early.map((user) => topology.notificationFanned(topology.partitionOf(first.d.project.project_id, user), created.id));
+  const appendedSets = early.map((user) => topology.own(NotificationKeys).notificationFanned(topology.partitionOf(first.d.project.project_id, user), created.id));
   const setsLeft = async (): Promise<number> => (await Promise.all(appendedSets.map((key) => redis.exists(key)))).reduce((a, b) => a + b, 0);
   t.ok((await setsLeft()) > 0, 'the crashed fan-out left its sets of appended users');
   const s: Stage = { ...first, engine: await first.d.start(ALL_ROLES) };

@@ -11,6 +11,7 @@ import { call, eventually } from '../helpers/http.ts';
 import { testRedis } from '../helpers/redis.ts';
 import { writeUserRecord } from '../helpers/user-record.ts';
 import { entriesOf } from './support.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 const identityError = { code: 'identity_verification_failed', message: 'identity_hash is missing or does not match external_id.' };
 
@@ -113,7 +114,7 @@ t.test('GET /api/users/{external_id} shows the stored state; 404 unknown, 403 SD
     registered_at: t0,
     ...extra,
   });
-  await writeUserRecord(redis, topology.user(project, 'ada'), {
+  await writeUserRecord(redis, topology.own(UserKeys).user(project, 'ada'), {
     created_at: t0,
     updated_at: t0 + 9,
     tags: { level: 'n4', plan: 'spro', zip: 's01234' },

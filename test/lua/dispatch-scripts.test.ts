@@ -10,6 +10,8 @@ import { writeUserRecord } from '../helpers/user-record.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
+import { NotificationKeys } from '../../engine/state/notifications/redis-keys.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 /** The fan-out and dispatch scripts against the real Redis: each effect once. */
 
@@ -58,7 +60,7 @@ t.test('appendJobs appends each user once per notification, however often a chun
   const jobs = (await redis.xrange(topology.dispatch(3), '-', '+')).map(([, f]) => JSON.parse(f[1] ?? '{}') as { external_id: string; attempt: number });
   t.same(jobs.map((j) => [j.external_id, j.attempt]), [['a', 1], ['b', 1], ['c', 1]]);
   t.same(await notifications.counts('n1'), { jobs: 3, done: 0, sent: 0, failed: 0, skipped: 0, lastAt: 0 });
-  t.ok((await redis.ttl(topology.notificationFanned(3, 'n1'))) > 0, 'the set expires');
+  t.ok((await redis.ttl(topology.own(NotificationKeys).notificationFanned(3, 'n1'))) > 0, 'the set expires');
 });
 
 t.test('recordAttempts records a job once: a call resent after a lost reply writes nothing again', async (t) => {
@@ -134,17 +136,17 @@ const SEEDED_TAGS = { language: 'spt-BR', plan: 'sgold' };
 async function seedUser(redis: RedisClient, topology: Topology, user: string, tags: Record<string, string> = {}): Promise<Record<string, string>> {
   const sub = (type: SubscriptionType, token: string, state: 'live' | 'retired', registeredAt: number): StoredSubscription => ({ type, token, state, created_at: 1, updated_at: 1, registered_at: registeredAt });
   const subs = [sub('IOS_PUSH', 'aa', 'live', 2), sub('ANDROID_PUSH', 'bb', 'live', 1), sub('IOS_PUSH', 'cc', 'retired', 3), sub('SMS', '+15550000001', 'live', 4)];
-  await writeUserRecord(redis, topology.user('p', user), { created_at: 1, updated_at: 1, tags: { ...SEEDED_TAGS, ...tags }, subs });
+  await writeUserRecord(redis, topology.own(UserKeys).user('p', user), { created_at: 1, updated_at: 1, tags: { ...SEEDED_TAGS, ...tags }, subs });
   return Object.fromEntries(subs.map((s) => [`${s.type}:${s.token}`, JSON.stringify(s)]));
 }
 
 function recipientKeys(notifications: Notifications, topology: Topology, user: string, notification = 'n1') {
-  const keys = topology.userKeys('p', user);
+  const keys = topology.own(UserKeys).recordOf('p', user);
   return { user: keys.user, canceled: notifications.cancelMark(keys.partition, notification) };
 }
 
 function sendKeys(notifications: Notifications, topology: Topology, user: string, notification: string) {
-  const keys = topology.userKeys('p', user);
+  const keys = topology.own(UserKeys).recordOf('p', user);
   return { canceled: notifications.cancelMark(keys.partition, notification), user: keys.user };
 }
 
@@ -158,7 +160,7 @@ function pairs(flat: readonly string[] | null): string[] {
 t.test('userKeys names the user record, with the user partition', async (t) => {
   const topology = new Topology('x:', 8);
   for (const user of ['u1', 'u2', 'ü3']) {
-    t.same(topology.userKeys('p', user), { partition: topology.partitionOf('p', user), user: topology.user('p', user) });
+    t.same(topology.own(UserKeys).recordOf('p', user), { partition: topology.partitionOf('p', user), user: topology.own(UserKeys).user('p', user) });
   }
 });
 

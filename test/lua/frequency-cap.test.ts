@@ -4,6 +4,7 @@ import { createRedis } from '../../engine/infra/redis/client.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
+import { frequencySends } from '../../actors/dispatch/redis-keys.ts';
 
 /** takeCapSlot against the real Redis: the cap holds under racing notifications (docs/api.md#frequency-caps). */
 
@@ -16,7 +17,7 @@ t.teardown(async () => {
 const topology = new Topology(prefix, 8);
 const HOUR = 3_600_000;
 const take = (user: string, member: string, max: number, now: number) =>
-  scripts.takeCapSlot(redis, { keys: { sends: topology.frequencySends('p', user, 'PUSH') }, args: { member, max, windowMs: 24 * HOUR, now } });
+  scripts.takeCapSlot(redis, { keys: { sends: frequencySends(topology, 'p', user, 'PUSH') }, args: { member, max, windowMs: 24 * HOUR, now } });
 
 t.test('notifications racing for the last slots get exactly the cap between them', async (t) => {
   const now = Date.now();
@@ -35,8 +36,8 @@ t.test('a notification keeps its slot over its subscriptions and retries; the wi
   t.notOk((await take('u1', 'c', 2, now + 3000)).taken, 'a third notification within 24 h is capped');
   t.ok((await take('u1', 'c', 2, now + 24 * HOUR + 1)).taken, 'past the window of the first send, a slot is free again');
   t.notOk((await take('u1', 'd', 2, now + 24 * HOUR + 2)).taken);
-  t.ok((await redis.pttl(topology.frequencySends('p', 'u1', 'PUSH'))) > 0, 'the set expires with its window');
+  t.ok((await redis.pttl(frequencySends(topology, 'p', 'u1', 'PUSH'))) > 0, 'the set expires with its window');
   t.ok((await take('u2', 'c', 2, now)).taken, 'caps are per user');
-  const email = await scripts.takeCapSlot(redis, { keys: { sends: topology.frequencySends('p', 'u1', 'EMAIL') }, args: { member: 'e', max: 1, windowMs: HOUR, now } });
+  const email = await scripts.takeCapSlot(redis, { keys: { sends: frequencySends(topology, 'p', 'u1', 'EMAIL') }, args: { member: 'e', max: 1, windowMs: HOUR, now } });
   t.ok(email.taken, 'and per channel');
 });

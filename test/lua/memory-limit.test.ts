@@ -11,6 +11,9 @@ import { writeConsent } from '../../engine/state/users/consent.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { eventually } from '../helpers/http.ts';
 import { PrivateRedis } from '../helpers/private-redis.ts';
+import { RecorderKeys } from '../../actors/recorder/redis-keys.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
+import { WebhookKeys } from '../../engine/state/webhooks/redis-keys.ts';
 
 /**
  * Redis at maxmemory with noeviction refuses every command that may grow memory. What frees memory
@@ -60,12 +63,12 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   await ensureGroup(redis, topology.ingest(0), 'apply');
   await ensureGroup(redis, topology.ingest(0), 'apply');
   t.equal(((await raw.xinfo('GROUPS', topology.ingest(0))) as unknown[]).length, 1, 'a consumer group is created (once)');
-  t.same(await scripts.markRound(redis, { keys: { marks: topology.recorderMarks(0) }, args: { kind: 'changes', token: 'r1' } }), { marked: true }, 'a recorder round is marked');
+  t.same(await scripts.markRound(redis, { keys: { marks: topology.own(RecorderKeys).marks(0) }, args: { kind: 'changes', token: 'r1' } }), { marked: true }, 'a recorder round is marked');
   const id = '0123456789abcdef0123456789abcdef';
-  const token = { keys: { index: topology.tokenIndex(id), owed: topology.tokenDetaches(id) }, args: { id, externalId: 'u1', registeredAt: 1 }, owed: [] };
+  const token = { keys: { index: topology.own(UserKeys).tokenIndex(id), owed: topology.own(UserKeys).tokenDetaches(id) }, args: { id, externalId: 'u1', registeredAt: 1 }, owed: [] };
   t.same(await scripts.claimToken(redis, token), { owed: [] }, 'a registration is claimed in the token index');
   t.same(await scripts.tokenOwner(redis, { keys: { index: token.keys.index }, args: { id } }), { entry: '1:u1' });
-  t.same(await scripts.queueEvents(redis, { keys: { queue: topology.webhookQueue('w1') }, args: {}, events: [{ body: '{}', key: 'n1' }] }), { appended: 1 }, 'a webhook event is queued');
+  t.same(await scripts.queueEvents(redis, { keys: { queue: topology.own(WebhookKeys).webhookQueue('w1') }, args: {}, events: [{ body: '{}', key: 'n1' }] }), { appended: 1 }, 'a webhook event is queued');
   await ensureGroup(redis, topology.outcomes(0), 'webhooks');
   t.same(await scripts.settleTapped(redis, { keys: { stream: topology.outcomes(0) }, args: { group: 'webhooks', lastId: '0-1' }, ids: ['0-1'] }), { pending: 0, trimmedTo: '0-0' }, 'the webhooks tap settles');
   const stored = await writeConsent(redis, topology, 'proj', 'u1', 'EMAIL', true, 1234);

@@ -12,6 +12,8 @@ import type { NotificationCreated, NotificationSpec, NotificationView } from '..
 import { call, eventually, type Answer } from '../helpers/http.ts';
 import { deliveryRow, type DeliveryRow } from '../query/fixtures.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
+import { NotificationKeys } from '../../engine/state/notifications/redis-keys.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 let gw: InProcess;
 let other: CreatedProject;
@@ -37,7 +39,7 @@ t.before(async () => {
   });
   // A subscription retired by a provider: no SDK call retires one, so it is written as apply stores it.
   const retired = { type: 'IOS_PUSH', token: 'cd'.repeat(32), state: 'retired', created_at: base, updated_at: base, registered_at: base } as const;
-  await writeUserRecord(gw.redis, gw.topology.user(p, 'retired'), { created_at: base, updated_at: base, subs: [retired] });
+  await writeUserRecord(gw.redis, gw.topology.own(UserKeys).user(p, 'retired'), { created_at: base, updated_at: base, subs: [retired] });
 
   // The users mirror, as the recorder would fill it: a, b, d gold; c, e silver; b has no subscription.
   await insertRows(gw.clickhouse, 'users', [
@@ -252,7 +254,7 @@ t.test('send_after in the future: scheduled, in the scheduled set, not on the st
   const when = new Date(Date.now() + 3_600_000);
   const body = await created({ include_external_user_ids: ['ios'], contents, send_after: when.toISOString() });
   t.equal(body.status, 'scheduled');
-  t.equal(Number(await gw.redis.zscore(gw.topology.scheduled(), body.id)), when.getTime());
+  t.equal(Number(await gw.redis.zscore(gw.topology.own(NotificationKeys).scheduled(), body.id)), when.getTime());
   t.notOk((await logged()).includes(body.id));
   t.equal((await stored(body.id)).state, 'scheduled');
 
@@ -295,12 +297,12 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
 
   // What the fan-out and dispatch would write: sending, then every job done.
   await notifications().start(body.id);
-  await gw.redis.hset(gw.topology.notificationCounts(0, body.id), { jobs: 2, done: 1, sent: 1, last_at: base });
-  await gw.redis.hset(gw.topology.notificationCounts(3, body.id), { jobs: 1, done: 1, skipped: 1, last_at: base + 5 });
+  await gw.redis.hset(gw.topology.own(NotificationKeys).notificationCounts(0, body.id), { jobs: 2, done: 1, sent: 1, last_at: base });
+  await gw.redis.hset(gw.topology.own(NotificationKeys).notificationCounts(3, body.id), { jobs: 1, done: 1, skipped: 1, last_at: base + 5 });
   t.match((await get(body.id)).body, { status: 'sending', completed_at: null, counts: { sent: 1, skipped: 1 } });
   await notifications().finishFanout((await stored(body.id)).spec);
   t.match((await get(body.id)).body, { status: 'sending' }, 'fanned, one job still to do');
-  await gw.redis.hset(gw.topology.notificationCounts(0, body.id), { done: 2, failed: 1 });
+  await gw.redis.hset(gw.topology.own(NotificationKeys).notificationCounts(0, body.id), { done: 2, failed: 1 });
   const p = gw.project.project_id;
   const receipt = (id: string, kind: string, n: number) => ({ project: p, svc_message_id: body.id, external_id: id, receipt: kind, stream_id: `${n}-0`, at: base + n });
   await insertRows(gw.clickhouse, 'receipts', [
@@ -344,7 +346,7 @@ t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine
   const canceled = await cancel(scheduled.id);
   t.equal(canceled.status, 200);
   t.match(canceled.body, { id: scheduled.id, status: 'canceled', canceled: true, completed_at: null });
-  t.equal(await gw.redis.zscore(gw.topology.scheduled(), scheduled.id), null);
+  t.equal(await gw.redis.zscore(gw.topology.own(NotificationKeys).scheduled(), scheduled.id), null);
   const at = (await stored(scheduled.id)).canceledAt ?? 0;
   t.ok(at >= before && at <= Date.now(), 'the cancel time for dispatch to check');
   t.ok(await notifications().isCanceled(scheduled.id));
@@ -405,7 +407,7 @@ t.test('a repeat repairs a claim whose first request died before writing, and wa
     };
     // As 0.7 stored it: no external_id, no warnings.
     const answer = { id, svc_message_id: id, recipients: 1, status: 'queued', errors: { invalid_external_user_ids: [] } };
-    return [gw.topology.notificationIdempotency(p, key), { id, hash: bodyHash(body), answer, spec, at }];
+    return [gw.topology.own(NotificationKeys).notificationIdempotency(p, key), { id, hash: bodyHash(body), answer, spec, at }];
   };
 
   // The first request claimed the key a minute ago and never wrote its notification.

@@ -9,6 +9,7 @@ import { TokenIndex } from '../../engine/state/users/token-index.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 import { writeUserRecord } from '../helpers/user-record.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 /**
  * The token index as the outbox settler writes it (replayed entries included), found by id, and the
@@ -29,7 +30,7 @@ t.test('the settler indexes each registration, found by its id, and a replayed e
   const settler = new OutboxSettler(redis, topology);
   const ids = new TokenIndex(redis, topology);
   // The apply wrote the subscription into u1's record before its registration reached the outbox.
-  await writeUserRecord(redis, topology.user('p1', 'u1'), { created_at: 1000, updated_at: 1000, subs: [{ type: 'IOS_PUSH', token: 'ab:cd', state: 'live', created_at: 1000, updated_at: 1000, registered_at: 1000 }] });
+  await writeUserRecord(redis, topology.own(UserKeys).user('p1', 'u1'), { created_at: 1000, updated_at: 1000, subs: [{ type: 'IOS_PUSH', token: 'ab:cd', state: 'live', created_at: 1000, updated_at: 1000, registered_at: 1000 }] });
   const id = subscriptionId('p1', 'IOS_PUSH', 'ab:cd');
   t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   t.not(subscriptionId('p2', 'IOS_PUSH', 'ab:cd'), id, 'another project, another id');
@@ -40,7 +41,7 @@ t.test('the settler indexes each registration, found by its id, and a replayed e
     await settler.settle(partition);
     t.same(await ids.resolve('p1', [id, 'unknown']), [{ type: 'IOS_PUSH', token: 'ab:cd' }, null], `after settle ${copy + 1}`);
   }
-  t.equal(await redis.hget(topology.tokenIndex(id.replaceAll('-', '')), 'n'), '1', 'one entry');
+  t.equal(await redis.hget(topology.own(UserKeys).tokenIndex(id.replaceAll('-', '')), 'n'), '1', 'one entry');
   t.equal(await ids.owner('p1', { type: 'IOS_PUSH', token: 'ab:cd' }), 'u1', 'the claim is settled too');
 });
 

@@ -11,6 +11,7 @@ import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
 import { groupBacklog } from '../helpers/streams.ts';
 import { outcome } from './outcomes.ts';
 import { recorderProcess } from './process.ts';
+import { RecorderKeys } from '../../actors/recorder/redis-keys.ts';
 
 // Rounds gather for 300 ms: a loaded host may start the partitions' first reads further apart than
 // the default 25 ms, and the tests that need several partitions in one round would see two.
@@ -84,13 +85,13 @@ t.test('a round inserted by an owner that dies before settling it lands once whe
   t.same(await count(gw), { rows: dying.inserted().length, ids: dying.inserted().length }, 'the round is in ClickHouse');
   const [pending] = (await gw.redis.xpending(gw.topology.outcomes(partition), 'recorder')) as [number];
   t.equal(pending, dying.inserted().length, 'and still pending: exactly that batch');
-  t.ok(await gw.redis.hget(gw.topology.recorderMarks(partition), 'outcomes'), 'the partition is marked with the round');
+  t.ok(await gw.redis.hget(gw.topology.own(RecorderKeys).marks(partition), 'outcomes'), 'the partition is marked with the round');
 
   const [next] = recorder(gw, 'next', [partition], sink);
   next?.start();
   await settled(gw, [partition]);
   t.same(await count(gw), { rows: 2500, ids: 2500 }, 'every outcome once: the redone round was dropped as a duplicate');
-  t.equal(await gw.redis.hget(gw.topology.recorderMarks(partition), 'outcomes'), null, 'the mark is cleared');
+  t.equal(await gw.redis.hget(gw.topology.own(RecorderKeys).marks(partition), 'outcomes'), null, 'the mark is cleared');
   dying.crash();
   await Promise.all([first?.stop(), next?.stop()]);
 });
@@ -103,10 +104,10 @@ t.test('a round of several partitions, left unsettled, is redone by each partiti
   const old = recorder(gw, 'old', partitions, dying.sink);
   old.forEach((c) => c.start());
   await eventually('the first round inserted', async () => (dying.inserted().length > 0 ? true : undefined));
-  const marks = await Promise.all(partitions.map((p) => gw.redis.hget(gw.topology.recorderMarks(p), 'outcomes')));
+  const marks = await Promise.all(partitions.map((p) => gw.redis.hget(gw.topology.own(RecorderKeys).marks(p), 'outcomes')));
   t.equal(new Set(marks).size, 1, 'the partitions went into one round');
   t.equal(dying.inserted().length, 900, 'one insert carried the three batches');
-  const manifest = JSON.parse((await gw.redis.get(gw.topology.recorderRound(marks[0] ?? ''))) ?? '{}') as { parts?: unknown[] };
+  const manifest = JSON.parse((await gw.redis.get(gw.topology.own(RecorderKeys).round(marks[0] ?? ''))) ?? '{}') as { parts?: unknown[] };
   t.equal(manifest.parts?.length, 3, 'its manifest lists the three batches');
 
   // Each partition goes to a process of its own, so each redoes the whole round.
@@ -114,8 +115,8 @@ t.test('a round of several partitions, left unsettled, is redone by each partiti
   owners.forEach((c) => c.start());
   await settled(gw, partitions);
   t.same(await count(gw), { rows: 900, ids: 900 }, 'every outcome once');
-  for (const p of partitions) t.equal(await gw.redis.hget(gw.topology.recorderMarks(p), 'outcomes'), null, `partition ${p}: mark cleared`);
-  t.equal(await gw.redis.exists(gw.topology.recorderRound(marks[0] ?? '')), 0, 'and the manifest deleted by the last to settle');
+  for (const p of partitions) t.equal(await gw.redis.hget(gw.topology.own(RecorderKeys).marks(p), 'outcomes'), null, `partition ${p}: mark cleared`);
+  t.equal(await gw.redis.exists(gw.topology.own(RecorderKeys).round(marks[0] ?? '')), 0, 'and the manifest deleted by the last to settle');
   dying.crash();
   await Promise.all([...old, ...owners].map((c) => c.stop()));
 });
@@ -128,13 +129,13 @@ t.test('a mark without a manifest is a round that never inserted: its batch is c
   // A process read the batch and marked its partition, then died before writing the manifest.
   await gw.redis.xgroup('CREATE', stream, 'recorder', '0', 'MKSTREAM');
   await gw.redis.xreadgroup('GROUP', 'recorder', 'ghost', 'COUNT', 400, 'STREAMS', stream, '>');
-  await gw.redis.hset(gw.topology.recorderMarks(partition), 'outcomes', 'ghost|outcomes|1');
+  await gw.redis.hset(gw.topology.own(RecorderKeys).marks(partition), 'outcomes', 'ghost|outcomes|1');
   const [next] = recorder(gw, 'next', [partition], sink);
   next?.start();
   await settled(gw, [partition]);
   t.same(await count(gw), { rows: 400, ids: 400 }, 'every outcome once');
-  t.equal(await gw.redis.hget(gw.topology.recorderMarks(partition), 'outcomes'), null, 'the stale mark is cleared');
-  t.equal(await gw.redis.get(gw.topology.recorderRound('ghost|outcomes|1')), 'aborted', 'and the round given up: a late manifest write of its owner fails');
+  t.equal(await gw.redis.hget(gw.topology.own(RecorderKeys).marks(partition), 'outcomes'), null, 'the stale mark is cleared');
+  t.equal(await gw.redis.get(gw.topology.own(RecorderKeys).round('ghost|outcomes|1')), 'aborted', 'and the round given up: a late manifest write of its owner fails');
   await next?.stop();
 });
 

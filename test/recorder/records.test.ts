@@ -6,6 +6,7 @@ import { rows } from '../clickhouse/embedded.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { outcome } from './outcomes.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 t.test('the recorder fills users, events, receipts and message_deliveries from the streams', async (t) => {
   const gw = await inProcessGateway(t);
@@ -86,7 +87,7 @@ t.test("a user's row holds the state its change carries, without reading the use
   t.same(state['tags']?.slice().sort(), ['plan', 's2', 'ssilver', 'tier'], 'the change holds the tags hash as stored');
   t.same(state['consent'], [], 'an empty hash is an empty list');
   // Redis moves on before the recorder runs: the row must still be the state of the change.
-  await writeUserRecord(gw.redis, gw.topology.user(project, 'bob'), { created_at: 1, updated_at: 1, tags: { plan: 'later' } });
+  await writeUserRecord(gw.redis, gw.topology.own(UserKeys).user(project, 'bob'), { created_at: 1, updated_at: 1, tags: { plan: 'later' } });
   await gw.run(recorderRole);
   const row = await eventually('bob in the users mirror', async () => {
     const [found] = await rows<Record<string, unknown>>(gw.clickhouse, 'SELECT tags FROM users FINAL WHERE project = {p:String}', { p: project });

@@ -30,7 +30,7 @@ const rules: Record<string, readonly string[]> = {
   'engine/infra/runner': ['schemas', 'engine/infra/process', 'engine/infra/validation', 'engine/infra/scripts', 'engine/infra/redis', 'engine/infra/clickhouse'],
   'engine/state/users': ['schemas', 'engine/infra'],
   'engine/state/keys': ['schemas', 'engine/infra'],
-  'engine/state/segments': ['schemas', 'engine/infra'],
+  'engine/state/segments': ['schemas', 'engine/infra', 'engine/state/keys'],
   'engine/state/templates': ['schemas', 'engine/infra'],
   'engine/state/webhooks': ['schemas', 'engine/infra'],
   'engine/state/notifications': ['schemas', 'engine/infra', 'engine/state/users', 'engine/state/keys', 'engine/state/segments', 'engine/state/templates'],
@@ -128,6 +128,11 @@ function violations(edges: readonly Edge[]): string[] {
   return wrong;
 }
 
+/** Imports of an owner's key builders (`redis-keys.ts`) from outside the owner's folder; the tests may read any key. */
+function foreignKeys(edges: readonly Edge[]): string[] {
+  return edges.filter((e) => e.to.endsWith('/redis-keys.ts') && !within(e.from, dirname(e.to)) && !within(e.from, 'test')).map((e) => `${e.from} imports ${e.to}`);
+}
+
 /** A circle of the graph as a path that ends where it starts, or null when there is none. */
 function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | null {
   const state = new Map<string, 'open' | 'done'>();
@@ -202,6 +207,18 @@ t.test('imports follow the rooms, and a planted one against them is found', asyn
   t.equal(violations([...edges, ...planted]).length, planted.length);
 });
 
+t.test("an owner's keys are imported only inside the owner, and a planted import is found", async (t) => {
+  const owners = [...new Set(edges.filter((e) => e.to.endsWith('/redis-keys.ts')).map((e) => e.to))];
+  t.ok(owners.length >= 5, `owners with their keys: ${owners.join(', ')}`);
+  t.same(foreignKeys(edges), []);
+  const planted: Edge[] = [
+    { from: 'actors/dispatch/dispatch-handler.ts', to: 'engine/state/users/redis-keys.ts', lazy: false },
+    { from: 'engine/state/notifications/lifecycle.ts', to: 'engine/state/users/redis-keys.ts', lazy: false },
+    { from: 'test/lua/frequency-cap.test.ts', to: 'engine/state/users/redis-keys.ts', lazy: false },
+  ];
+  t.equal(foreignKeys([...edges, ...planted]).length, 2);
+});
+
 t.test('no import circle, and a planted one is found', async (t) => {
   t.equal(findCycle(staticGraph(edges))?.join(' -> ') ?? null, null);
   const planted = staticGraph([...edges, { from: 'engine/infra/process/log.ts', to: 'engine/infra/clickhouse/client.ts', lazy: false }]);
@@ -233,5 +250,8 @@ t.test('eslint refuses an import across a room boundary', async (t) => {
   t.same(await lint('engine/state/users/planted.ts', code('../../../actors/partition/actor.ts')), ['no-restricted-imports'], 'a state owner on a role');
   t.same(await lint('schemas/planted.ts', code('../engine/infra/process/log.ts')), ['no-restricted-imports'], 'the schemas on the engine');
   t.same(await lint('actors/fanout/planted.ts', code('../../gateway/role.ts')), ['no-restricted-imports'], 'a worker on the gateway');
+  t.same(await lint('engine/state/notifications/planted.ts', code('../users/redis-keys.ts')), ['no-restricted-imports'], "an owner on another owner's keys");
+  t.same(await lint('actors/dispatch/planted.ts', code('../../engine/state/users/redis-keys.ts')), ['no-restricted-imports'], "a role on an owner's keys");
+  t.same(await lint('engine/state/users/planted.ts', code('./redis-keys.ts')), [], 'an owner on its own keys');
   t.same(await lint('engine/state/users/planted.ts', code('../../infra/redis/client.ts')), [], 'a state owner on infra');
 });

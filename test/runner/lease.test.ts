@@ -5,6 +5,7 @@ import { Leases } from '../../engine/infra/runner/lease.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { eventually } from '../helpers/http.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
+import { WebhookKeys } from '../../engine/state/webhooks/redis-keys.ts';
 
 /**
  * engine/infra/runner/lease.ts against a real Redis: what the partition runner, the webhook senders and
@@ -28,7 +29,7 @@ t.test('take when free, renew when ours, refused while another worker holds it',
   const a = new Leases(redis, 'worker-a', LEASE_MS);
   const b = new Leases(redis, 'worker-b', LEASE_MS);
   // The three kinds of lease its holders take: a partition's, an endpoint's, the watcher's.
-  for (const key of [topology.lease(0), topology.webhookLease('ep1'), topology.webhooksWatcherLease()]) {
+  for (const key of [topology.lease(0), topology.own(WebhookKeys).webhookLease('ep1'), topology.named('lease:webhooks:watcher')]) {
     t.equal(await a.renew(key), false, `${key}: not renewed while no one holds it`);
     t.equal(await redis.exists(key), 0, `${key}: and not created by the renewal`);
 
@@ -54,7 +55,7 @@ t.test('hold: takes a free lease, renews its own, refuses another’s', async (t
   const { redis, topology } = setup(t);
   const a = new Leases(redis, 'worker-a', LEASE_MS);
   const b = new Leases(redis, 'worker-b', LEASE_MS);
-  const key = topology.webhooksWatcherLease();
+  const key = topology.named('lease:webhooks:watcher');
 
   t.equal(await a.hold(key), true, 'held: taken while free');
   t.equal(await redis.get(key), 'worker-a', 'it names the holder');
@@ -69,7 +70,7 @@ t.test('release only when ours', async (t) => {
   const { redis, topology } = setup(t);
   const a = new Leases(redis, 'worker-a', LEASE_MS);
   const b = new Leases(redis, 'worker-b', LEASE_MS);
-  const key = topology.webhookLease('ep1');
+  const key = topology.own(WebhookKeys).webhookLease('ep1');
 
   t.equal(await a.release(key), false, 'nothing released while no one holds it');
   t.equal(await a.take(key), true, 'taken');

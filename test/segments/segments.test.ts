@@ -2,6 +2,7 @@ import t from 'tap';
 import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
 import { call } from '../helpers/http.ts';
 import { inProcessGateway, type InProcess } from '../helpers/in-process.ts';
+import { ProjectKeys } from '../../engine/state/keys/redis-keys.ts';
 
 let gw: InProcess;
 /** A second project of the same deployment. */
@@ -18,7 +19,7 @@ const rest = (): string => gw.project.rest_key;
 const isoNow = (from: number, to: number) => (value: unknown) => typeof value === 'string' && Date.parse(value) >= from && Date.parse(value) <= to && new Date(value).toISOString() === value;
 
 async function allBody(project: string): Promise<{ name: string; filters: unknown[]; created_at: string }> {
-  const created = await gw.redis.hget(gw.topology.project(project), 'created_at');
+  const created = await gw.redis.hget(gw.topology.own(ProjectKeys).project(project), 'created_at');
   if (created === null) throw new Error('project without created_at');
   return { name: 'All', filters: [], created_at: created };
 }

@@ -11,6 +11,8 @@ import { call, eventually } from '../helpers/http.ts';
 import { testRedis } from '../helpers/redis.ts';
 import { dumpPrefix, keyNames, loadFixture, readFixture, type FixtureKey } from '../helpers/upgrade-fixture.ts';
 import { WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
+import { WebhookKeys } from '../../engine/state/webhooks/redis-keys.ts';
 
 /**
  * An install written by 0.11.1 (test/upgrade/fixtures/0.11.1.json, written by
@@ -60,7 +62,7 @@ const creds: [ProviderName, Credentials][] = [
 ];
 for (const [name, value] of creds) await store.set(project, name, value);
 providers.disconnect();
-await redis.hset(topology.webhook(fixture.webhook.id), 'url', receiver.url);
+await redis.hset(topology.own(WebhookKeys).webhook(fixture.webhook.id), 'url', receiver.url);
 
 const startedAt = Date.now();
 let apply = await d.start(['apply']);
@@ -101,12 +103,12 @@ t.test('the apply role upgrades the layout: every step recorded, the users and t
   // The steps of engine/state/users/layout.ts (docs/architecture.md#upgrading-in-place).
   const steps = ['idempotency', 'tokens', ...Array.from({ length: fixture.partitions }, (_, p) => `users:${p}`)];
   await eventually('every layout step recorded', async () => {
-    const layout = await redis.hgetall(topology.layout());
+    const layout = await redis.hgetall(topology.own(UserKeys).layout());
     return steps.every((step) => layout[step] !== undefined) ? true : undefined;
   }, WAIT);
   t.pass(`the layout record names ${steps.join(', ')}`);
   for (let p = 0; p < fixture.partitions; p++) {
-    const until = Number(await redis.get(topology.legacyIdempotencyUntil(p)));
+    const until = Number(await redis.get(topology.own(UserKeys).legacyIdempotencyUntil(p)));
     t.ok(until >= startedAt + 9 * DAY && until <= Date.now() + 9 * DAY, `partition ${p}: the markers of 0.11.1 read until 9 days after the upgrade`);
   }
   const names = await keyNames(redis, d.prefix);
@@ -267,7 +269,7 @@ t.test("0.11.1's consent, subscription ids and token owners hold for new sends a
 
 /** A user's four hashes as 0.11.1 left them in the fixture. */
 function legacyHashes(externalId: string): UserHashes {
-  const names = topology.legacyUser(project, externalId);
+  const names = topology.own(UserKeys).legacyUser(project, externalId);
   const hash = (full: string): Record<string, string> => {
     const key = fixture.keys[full.slice(d.prefix.length)];
     return key?.type === 'hash' ? key.value : {};

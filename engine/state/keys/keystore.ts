@@ -3,6 +3,7 @@ import type { FrequencyCap } from '../../../schemas/notifications.ts';
 import type { Channel } from '../../../schemas/outcomes.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { ProjectKeys } from './redis-keys.ts';
 
 /** Projects and their keys (docs/api.md#keys-and-projects). Only the SHA-256 of a key is stored. */
 
@@ -88,29 +89,34 @@ function newKey(type: AnyKeyType): string {
   return `${type}_${randomBytes(24).toString('base64url')}`;
 }
 
+/** When project `id` was created (ISO text), or null when there is no such project. */
+export async function projectCreatedAt(redis: Pick<RedisClient, 'hget'>, topology: Topology, id: string): Promise<string | null> {
+  return redis.hget(topology.own(ProjectKeys).project(id), 'created_at');
+}
+
 export class Keystore {
   constructor(
     private readonly redis: RedisClient,
     private readonly topology: Topology,
   ) {}
 
-  async createProject(name: string, identityVerification: boolean): Promise<CreatedProject> {
-    const id = randomUUID();
+  /** A new project with its SDK and REST keys; `id` puts back a project whose records outlived its Redis keys (the dashboard bench). */
+  async createProject(name: string, identityVerification: boolean, id: string = randomUUID()): Promise<CreatedProject> {
     const secret = randomBytes(32).toString('hex');
-    await this.redis.hset(this.topology.project(id), {
+    await this.redis.hset(this.topology.own(ProjectKeys).project(id), {
       name,
       identity_verification: identityVerification ? '1' : '0',
       identity_secret: secret,
       created_at: new Date().toISOString(),
     });
-    await this.redis.sadd(this.topology.projects(), id);
+    await this.redis.sadd(this.topology.own(ProjectKeys).projects(), id);
     const sdk = await this.createKey(id, 'sdk');
     const rest = await this.createKey(id, 'rest');
     return { project_id: id, sdk_key: sdk, rest_key: rest, identity_secret: secret };
   }
 
   async getProject(id: string): Promise<Project | null> {
-    const h = await this.redis.hgetall(this.topology.project(id));
+    const h = await this.redis.hgetall(this.topology.own(ProjectKeys).project(id));
     if (!h['name']) return null;
     return {
       id,
@@ -127,7 +133,7 @@ export class Keystore {
   /** Turns identity verification on or off; false when the project does not exist. */
   async setIdentityVerification(id: string, on: boolean): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
-    await this.redis.hset(this.topology.project(id), 'identity_verification', on ? '1' : '0');
+    await this.redis.hset(this.topology.own(ProjectKeys).project(id), 'identity_verification', on ? '1' : '0');
     return true;
   }
 
@@ -137,7 +143,7 @@ export class Keystore {
    */
   async setRateLimit(id: string, limit: RateLimit | null): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
-    const key = this.topology.project(id);
+    const key = this.topology.own(ProjectKeys).project(id);
     if (limit === null) await this.redis.hdel(key, 'rate_per_second', 'rate_burst');
     else await this.redis.hset(key, { rate_per_second: String(limit.per_second), rate_burst: String(limit.burst) });
     return true;
@@ -146,14 +152,14 @@ export class Keystore {
   /** Sets the project's default time zone (checked by the caller); false when the project does not exist. */
   async setTimeZone(id: string, zone: string): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
-    await this.redis.hset(this.topology.project(id), 'timezone', zone);
+    await this.redis.hset(this.topology.own(ProjectKeys).project(id), 'timezone', zone);
     return true;
   }
 
   /** Sets or removes (null) the frequency cap of each given channel; false when the project does not exist. */
   async setFrequencyCap(id: string, channels: readonly Channel[], cap: FrequencyCap | null): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
-    const key = this.topology.project(id);
+    const key = this.topology.own(ProjectKeys).project(id);
     if (cap === null) await this.redis.hdel(key, ...channels.map(capField));
     else await this.redis.hset(key, Object.fromEntries(channels.map((c) => [capField(c), `${cap.max}/${cap.hours}`])));
     return true;
@@ -161,16 +167,16 @@ export class Keystore {
 
   /** Issues a key for an existing project and returns it; the key itself is never stored. */
   async createKey(projectId: string, type: KeyType): Promise<string> {
-    if (!(await this.redis.exists(this.topology.project(projectId)))) throw new Error(`unknown project ${projectId}`);
+    if (!(await this.redis.exists(this.topology.own(ProjectKeys).project(projectId)))) throw new Error(`unknown project ${projectId}`);
     const key = newKey(type);
     const hash = hashKey(key);
-    await this.redis.hset(this.topology.key(hash), {
+    await this.redis.hset(this.topology.own(ProjectKeys).key(hash), {
       project_id: projectId,
       type,
       prefix: key.slice(0, 8),
       created_at: new Date().toISOString(),
     });
-    await this.redis.sadd(this.topology.projectKeys(projectId), hash);
+    await this.redis.sadd(this.topology.own(ProjectKeys).projectKeys(projectId), hash);
     return key;
   }
 
@@ -179,29 +185,29 @@ export class Keystore {
     const key = newKey('operator');
     const hash = hashKey(key);
     // Past `operator_`, as a project key's prefix shows four characters past `sdk_`.
-    await this.redis.hset(this.topology.key(hash), { type: 'operator', prefix: key.slice(0, 'operator_'.length + 4), created_at: new Date().toISOString() });
-    await this.redis.sadd(this.topology.operatorKeys(), hash);
+    await this.redis.hset(this.topology.own(ProjectKeys).key(hash), { type: 'operator', prefix: key.slice(0, 'operator_'.length + 4), created_at: new Date().toISOString() });
+    await this.redis.sadd(this.topology.own(ProjectKeys).operatorKeys(), hash);
     return key;
   }
 
   async listKeys(projectId: string): Promise<KeyRecord[]> {
-    return this.records(await this.redis.smembers(this.topology.projectKeys(projectId)));
+    return this.records(await this.redis.smembers(this.topology.own(ProjectKeys).projectKeys(projectId)));
   }
 
   async listOperatorKeys(): Promise<KeyRecord[]> {
-    return this.records(await this.redis.smembers(this.topology.operatorKeys()));
+    return this.records(await this.redis.smembers(this.topology.own(ProjectKeys).operatorKeys()));
   }
 
   /** The SHA-256 hashes (hex) of the operator keys not revoked. */
   async liveOperatorKeyHashes(): Promise<string[]> {
-    const hashes = await this.redis.smembers(this.topology.operatorKeys());
-    const revoked = await Promise.all(hashes.map((hash) => this.redis.hget(this.topology.key(hash), 'revoked_at')));
+    const hashes = await this.redis.smembers(this.topology.own(ProjectKeys).operatorKeys());
+    const revoked = await Promise.all(hashes.map((hash) => this.redis.hget(this.topology.own(ProjectKeys).key(hash), 'revoked_at')));
     return hashes.filter((_, i) => revoked[i] === null);
   }
 
   /** Revokes a key given the key itself; false when no such key exists. */
   async revokeKey(key: string): Promise<boolean> {
-    const redisKey = this.topology.key(hashKey(key));
+    const redisKey = this.topology.own(ProjectKeys).key(hashKey(key));
     if (!(await this.redis.exists(redisKey))) return false;
     await this.redis.hset(redisKey, 'revoked_at', new Date().toISOString());
     return true;
@@ -210,7 +216,7 @@ export class Keystore {
   private async records(hashes: string[]): Promise<KeyRecord[]> {
     const records = await Promise.all(
       hashes.map(async (hash) => {
-        const h = await this.redis.hgetall(this.topology.key(hash));
+        const h = await this.redis.hgetall(this.topology.own(ProjectKeys).key(hash));
         return {
           id: hash.slice(0, 12),
           type: keyType(h['type']),
@@ -228,7 +234,7 @@ export class Keystore {
    * operator key (it has no project, so the public API refuses it).
    */
   async lookupKey(key: string): Promise<KeyOwner | null> {
-    const h = await this.redis.hgetall(this.topology.key(hashKey(key)));
+    const h = await this.redis.hgetall(this.topology.own(ProjectKeys).key(hashKey(key)));
     if (!h['project_id'] || h['revoked_at']) return null;
     return { project_id: h['project_id'], type: h['type'] === 'rest' ? 'rest' : 'sdk' };
   }

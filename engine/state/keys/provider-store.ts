@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import { DefaultBaseUrls, ProviderCredentials, type ProviderName } from '../../../schemas/providers.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { ProjectKeys } from './redis-keys.ts';
 import { compile } from '../../infra/validation/validator.ts';
 
 export type Credentials = Static<(typeof ProviderCredentials)[ProviderName]>;
@@ -43,11 +44,16 @@ export class ProviderStore {
   ) {}
 
   async set(projectId: string, provider: ProviderName, credentials: Credentials): Promise<void> {
-    await this.redis.hset(this.topology.providers(projectId), provider, JSON.stringify(credentials));
+    await this.redis.hset(this.topology.own(ProjectKeys).providers(projectId), provider, JSON.stringify(credentials));
   }
 
   async get(projectId: string, provider: ProviderName): Promise<Credentials | null> {
-    const raw = await this.redis.hget(this.topology.providers(projectId), provider);
+    const raw = await this.redis.hget(this.topology.own(ProjectKeys).providers(projectId), provider);
     return raw === null ? null : (JSON.parse(raw) as Credentials);
+  }
+
+  /** Every provider's credentials of a project as stored (provider to JSON text), for a reader that compares them. */
+  async all(projectId: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.topology.own(ProjectKeys).providers(projectId));
   }
 }

@@ -3,6 +3,7 @@ import { CallerError, UnavailableError } from '../../../schemas/errors.ts';
 import { NotificationLimits, type NotificationCreated, type NotificationSpec } from '../../../schemas/notifications.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { NotificationKeys } from './redis-keys.ts';
 import { Notifications } from './lifecycle.ts';
 
 /**
@@ -59,7 +60,7 @@ export class IdempotencyKeys {
   ) {}
 
   async read(project: string, key: string): Promise<Claim | null> {
-    const json = await this.redis.get(this.topology.notificationIdempotency(project, key));
+    const json = await this.redis.get(this.topology.own(NotificationKeys).notificationIdempotency(project, key));
     if (json === null) return null;
     const claim = JSON.parse(json) as StoredClaim;
     const { answer } = claim;
@@ -68,13 +69,13 @@ export class IdempotencyKeys {
 
   /** Claims the key for `claim`; null when taken, else the claim. */
   async claim(project: string, key: string, claim: Claim): Promise<Claim | null> {
-    const set = await this.redis.set(this.topology.notificationIdempotency(project, key), JSON.stringify(claim), 'EX', NotificationLimits.idempotencySeconds, 'NX');
+    const set = await this.redis.set(this.topology.own(NotificationKeys).notificationIdempotency(project, key), JSON.stringify(claim), 'EX', NotificationLimits.idempotencySeconds, 'NX');
     return set === null ? null : claim;
   }
 
   /** Marks a claim whose notification is written, keeping its expiry. */
   async written(project: string, key: string, claim: Claim): Promise<void> {
-    await this.redis.set(this.topology.notificationIdempotency(project, key), JSON.stringify({ ...claim, written: true }), 'KEEPTTL', 'XX');
+    await this.redis.set(this.topology.own(NotificationKeys).notificationIdempotency(project, key), JSON.stringify({ ...claim, written: true }), 'KEEPTTL', 'XX');
   }
 
   /**

@@ -4,6 +4,7 @@ import type { OutcomeEntry } from '../../../schemas/outcomes.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import { scripts } from '../../infra/scripts/registry.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { NotificationKeys } from './redis-keys.ts';
 
 /**
  * A notification's whole life in Redis. This module is the only code that reads or writes its
@@ -110,17 +111,17 @@ export class Notifications {
   async accept(spec: NotificationSpec, recipients: number, now: number): Promise<void> {
     const { redis, topology } = this;
     const state = acceptedState(spec, now);
-    const key = topology.notification(spec.id);
+    const key = topology.own(NotificationKeys).notification(spec.id);
     const fields = { project: spec.project, spec: JSON.stringify(spec), state, recipients: String(recipients) };
     if (redis instanceof Cluster) {
       await redis.hset(key, fields);
-      await redis.zadd(topology.notificationList(spec.project), spec.created_at, spec.id);
-      if (state === 'scheduled') await redis.zadd(topology.scheduled(), spec.send_after ?? 0, spec.id);
+      await redis.zadd(topology.own(NotificationKeys).notificationList(spec.project), spec.created_at, spec.id);
+      if (state === 'scheduled') await redis.zadd(topology.own(NotificationKeys).scheduled(), spec.send_after ?? 0, spec.id);
       else await redis.xadd(topology.notifications(), '*', 'd', spec.id);
       return;
     }
-    const tx = redis.multi().hset(key, fields).zadd(topology.notificationList(spec.project), spec.created_at, spec.id);
-    if (state === 'scheduled') tx.zadd(topology.scheduled(), spec.send_after ?? 0, spec.id);
+    const tx = redis.multi().hset(key, fields).zadd(topology.own(NotificationKeys).notificationList(spec.project), spec.created_at, spec.id);
+    if (state === 'scheduled') tx.zadd(topology.own(NotificationKeys).scheduled(), spec.send_after ?? 0, spec.id);
     else tx.xadd(topology.notifications(), '*', 'd', spec.id);
     const replies = await tx.exec();
     if (replies === null) throw new Error('notification write: transaction aborted');
@@ -129,12 +130,12 @@ export class Notifications {
 
   /** Whether notification `id` has a record. */
   async exists(id: string): Promise<boolean> {
-    return (await this.redis.exists(this.topology.notification(id))) === 1;
+    return (await this.redis.exists(this.topology.own(NotificationKeys).notification(id))) === 1;
   }
 
   /** The record of notification `id`, or null when there is none. */
   async read(id: string): Promise<NotificationRecord | null> {
-    const h = await this.redis.hgetall(this.topology.notification(id));
+    const h = await this.redis.hgetall(this.topology.own(NotificationKeys).notification(id));
     if (h['spec'] === undefined) return null;
     return {
       spec: JSON.parse(h['spec']) as NotificationSpec,
@@ -149,7 +150,7 @@ export class Notifications {
   /** The counters of notification `id`, summed over every partition (one pipeline). */
   async counts(id: string): Promise<DispatchCounts> {
     const { redis, topology } = this;
-    const replies = await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.hmget(topology.notificationCounts(p, id), ...countFields)));
+    const replies = await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.hmget(topology.own(NotificationKeys).notificationCounts(p, id), ...countFields)));
     const total: DispatchCounts = { jobs: 0, done: 0, sent: 0, failed: 0, skipped: 0, lastAt: 0 };
     for (const [jobs, done, sent, failed, skipped, lastAt] of replies) {
       total.jobs += Number(jobs ?? 0);
@@ -169,7 +170,7 @@ export class Notifications {
    * null when the list does not hold `after`.
    */
   async page(project: string, after: string | null, limit: number): Promise<string[] | null> {
-    const key = this.topology.notificationList(project);
+    const key = this.topology.own(NotificationKeys).notificationList(project);
     let start = 0;
     if (after !== null) {
       const rank = await this.redis.zrevrank(key, after);
@@ -181,7 +182,7 @@ export class Notifications {
 
   /** The project's notifications created at or after `from` (ms), oldest first, at most `limit`. */
   async createdSince(project: string, from: number, limit: number): Promise<{ id: string; createdAt: number }[]> {
-    const flat = await this.redis.zrangebyscore(this.topology.notificationList(project), from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit);
+    const flat = await this.redis.zrangebyscore(this.topology.own(NotificationKeys).notificationList(project), from, '+inf', 'WITHSCORES', 'LIMIT', 0, limit);
     const out: { id: string; createdAt: number }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push({ id: flat[i] as string, createdAt: Number(flat[i + 1]) });
     return out;
@@ -190,7 +191,7 @@ export class Notifications {
   /** Moves at most `max` notifications whose send_after has come onto the log; answers how many. */
   async release(now: number, max: number): Promise<number> {
     const { moved } = await scripts.releaseDue(this.redis, {
-      keys: { waiting: this.topology.scheduled(), stream: this.topology.notifications() },
+      keys: { waiting: this.topology.own(NotificationKeys).scheduled(), stream: this.topology.notifications() },
       args: { now, max },
     });
     return moved;
@@ -198,7 +199,7 @@ export class Notifications {
 
   /** Fan-out has taken the notification. */
   async start(id: string): Promise<void> {
-    await this.redis.hset(this.topology.notification(id), 'state', 'sending');
+    await this.redis.hset(this.topology.own(NotificationKeys).notification(id), 'state', 'sending');
   }
 
   /**
@@ -209,7 +210,7 @@ export class Notifications {
   async appendJobs(spec: Pick<NotificationSpec, 'id' | 'project' | 'ttl'>, partition: number, users: readonly string[]): Promise<number> {
     const { redis, topology } = this;
     const { appended } = await scripts.appendJobs(redis, {
-      keys: { dispatch: topology.dispatch(partition), fanned: topology.notificationFanned(partition, spec.id), counts: topology.notificationCounts(partition, spec.id) },
+      keys: { dispatch: topology.dispatch(partition), fanned: topology.own(NotificationKeys).notificationFanned(partition, spec.id), counts: topology.own(NotificationKeys).notificationCounts(partition, spec.id) },
       args: { notification: spec.id, project: spec.project, keepSeconds: spec.ttl + KEEP_MARGIN_S, jobsField: CountField.jobs },
       users,
     });
@@ -218,7 +219,7 @@ export class Notifications {
 
   /** Fan-out appended every user up to `cursor` (audience order). */
   async saveProgress(id: string, cursor: string): Promise<void> {
-    await this.redis.hset(this.topology.notification(id), 'cursor', cursor);
+    await this.redis.hset(this.topology.own(NotificationKeys).notification(id), 'cursor', cursor);
   }
 
   /**
@@ -230,10 +231,10 @@ export class Notifications {
    */
   async finishFanout(spec: Pick<NotificationSpec, 'id' | 'external_ids'>): Promise<void> {
     const { redis, topology } = this;
-    const key = topology.notification(spec.id);
+    const key = topology.own(NotificationKeys).notification(spec.id);
     if (spec.external_ids === null) await redis.hset(key, 'recipients', (await this.counts(spec.id)).jobs, 'fanned', '1');
     else await redis.hset(key, 'fanned', '1');
-    await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.unlink(topology.notificationFanned(p, spec.id))));
+    await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.unlink(topology.own(NotificationKeys).notificationFanned(p, spec.id))));
   }
 
   /**
@@ -247,32 +248,32 @@ export class Notifications {
     const { id, ttl } = record.spec;
     const at = record.canceledAt ?? now;
     const keepMs = (ttl + KEEP_MARGIN_S) * 1000;
-    await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.set(topology.notificationCanceled(p, id), String(at), 'PX', keepMs, 'NX')));
+    await Promise.all(Array.from({ length: topology.partitions }, (_, p) => redis.set(topology.own(NotificationKeys).notificationCanceled(p, id), String(at), 'PX', keepMs, 'NX')));
     if (record.canceledAt !== null) return record.canceledAt;
-    const key = topology.notification(id);
+    const key = topology.own(NotificationKeys).notification(id);
     await redis.hsetnx(key, 'canceled_at', String(at));
-    await redis.zrem(topology.scheduled(), id);
+    await redis.zrem(topology.own(NotificationKeys).scheduled(), id);
     return Number((await redis.hget(key, 'canceled_at')) ?? at);
   }
 
   /** Whether notification `id` is canceled. */
   async isCanceled(id: string): Promise<boolean> {
-    return (await this.redis.hget(this.topology.notification(id), 'canceled_at')) !== null;
+    return (await this.redis.hget(this.topology.own(NotificationKeys).notification(id), 'canceled_at')) !== null;
   }
 
   /** The cancel mark of notification `id` in partition `partition`, as the send check reads it. */
   cancelMark(partition: number, id: string): string {
-    return this.topology.notificationCanceled(partition, id);
+    return this.topology.own(NotificationKeys).notificationCanceled(partition, id);
   }
 
   /** The counters of notification `id` in partition `partition`, as a job's settlement moves them. */
   countsKey(partition: number, id: string): string {
-    return this.topology.notificationCounts(partition, id);
+    return this.topology.own(NotificationKeys).notificationCounts(partition, id);
   }
 
   /** The throttle bucket every dispatch worker takes the notification's send tokens from. */
   throttleBucket(id: string): string {
-    return this.topology.notificationRate(id);
+    return this.topology.own(NotificationKeys).notificationRate(id);
   }
 }
 

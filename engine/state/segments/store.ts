@@ -2,6 +2,7 @@ import { ALL_SEGMENT, type Segment } from '../../../schemas/segments.ts';
 import type { FilterEntry } from '../../../schemas/filters.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { projectCreatedAt } from '../keys/keystore.ts';
 
 /**
  * Segment definitions of each project (docs/api.md#segments), one Redis hash per project (name -> JSON
@@ -21,20 +22,20 @@ export class SegmentStore {
   async create(project: string, name: string, filters: readonly FilterEntry[], now = new Date()): Promise<Segment | null> {
     if (name === ALL_SEGMENT) return null;
     const segment: Segment = { name, filters: [...filters], created_at: now.toISOString() };
-    const created = await this.redis.hsetnx(this.topology.segments(project), name, JSON.stringify(segment));
+    const created = await this.redis.hsetnx(this.key(project), name, JSON.stringify(segment));
     return created === 1 ? segment : null;
   }
 
   /** The segment, or null when the project has none of that name. */
   async get(project: string, name: string): Promise<Segment | null> {
     if (name === ALL_SEGMENT) return this.all(project);
-    const json = await this.redis.hget(this.topology.segments(project), name);
+    const json = await this.redis.hget(this.key(project), name);
     return json === null ? null : parse(json);
   }
 
   /** Every segment of the project, `All` included, sorted by name (code-unit order). */
   async list(project: string): Promise<Segment[]> {
-    const [all, stored] = await Promise.all([this.all(project), this.redis.hvals(this.topology.segments(project))]);
+    const [all, stored] = await Promise.all([this.all(project), this.redis.hvals(this.key(project))]);
     return [all, ...stored.map(parse)].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
@@ -44,7 +45,7 @@ export class SegmentStore {
    * two concurrent deletes only one gets it.
    */
   async delete(project: string, name: string): Promise<Segment | null> {
-    const key = this.topology.segments(project);
+    const key = this.key(project);
     const replies = await this.redis.multi().hget(key, name).hdel(key, name).exec();
     if (replies === null) throw new Error('segment delete: transaction aborted');
     const [[getErr, json] = [], [delErr, removed] = []] = replies;
@@ -54,8 +55,13 @@ export class SegmentStore {
   }
 
   private async all(project: string): Promise<Segment> {
-    const createdAt = await this.redis.hget(this.topology.project(project), 'created_at');
+    const createdAt = await projectCreatedAt(this.redis, this.topology, project);
     return { name: ALL_SEGMENT, filters: [], created_at: createdAt ?? '' };
+  }
+
+  /** A project's segments (hash: name to JSON); only this store names it. */
+  private key(project: string): string {
+    return this.topology.named(`project:${project}:segments`);
   }
 }
 

@@ -23,30 +23,35 @@ export class TemplateStore {
       channel: body.channel ?? 'PUSH',
       created_at: now.toISOString(),
     };
-    await this.redis.hset(this.topology.templates(project), template.id, JSON.stringify(template));
+    await this.redis.hset(this.key(project), template.id, JSON.stringify(template));
     return template;
   }
 
   /** The template, or null when the project has none of that id. */
   async get(project: string, id: string): Promise<Template | null> {
-    const json = await this.redis.hget(this.topology.templates(project), id);
+    const json = await this.redis.hget(this.key(project), id);
     return json === null ? null : (JSON.parse(json) as Template);
   }
 
   /** Every template of the project, oldest first. */
   async list(project: string): Promise<Template[]> {
-    const stored = await this.redis.hvals(this.topology.templates(project));
+    const stored = await this.redis.hvals(this.key(project));
     return stored.map((json) => JSON.parse(json) as Template).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
   }
 
   /** Deletes a template and returns it; null when there was none. One MULTI: of two deletes one gets it. */
   async delete(project: string, id: string): Promise<Template | null> {
-    const key = this.topology.templates(project);
+    const key = this.key(project);
     const replies = await this.redis.multi().hget(key, id).hdel(key, id).exec();
     if (replies === null) throw new Error('template delete: transaction aborted');
     const [[getErr, json] = [], [delErr, removed] = []] = replies;
     if (getErr) throw getErr;
     if (delErr) throw delErr;
     return removed === 1 && typeof json === 'string' ? (JSON.parse(json) as Template) : null;
+  }
+
+  /** A project's templates (hash: id to JSON); only this store names it. */
+  private key(project: string): string {
+    return this.topology.named(`project:${project}:templates`);
   }
 }

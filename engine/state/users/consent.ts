@@ -4,6 +4,7 @@ import type { StoredConsent } from '../../../schemas/state.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import { scripts } from '../../infra/scripts/registry.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { UserKeys } from './redis-keys.ts';
 
 /**
  * Writes one user's consent for a subscription type, with a `user` change for the ClickHouse
@@ -22,7 +23,7 @@ export async function writeConsent(
   const stored: StoredConsent = { opted_out: optedOut, at };
   const change: UserChange = { kind: 'user', project, external_id: externalId, consent: { type, opted_out: optedOut, at } };
   await scripts.writeConsent(redis, {
-    keys: { user: topology.user(project, externalId), changes: topology.changes(topology.partitionOf(project, externalId)) },
+    keys: { user: topology.own(UserKeys).user(project, externalId), changes: topology.changes(topology.partitionOf(project, externalId)) },
     args: { type, optedOut: optedOut ? '1' : '0', at, change: JSON.stringify(change) },
   });
   return stored;

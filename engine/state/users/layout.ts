@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import { scripts } from '../../infra/scripts/registry.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { UserKeys } from './redis-keys.ts';
 import type { SubscriptionType } from '../../../schemas/sdk.ts';
 import { TokenIndex } from './token-index.ts';
 
@@ -26,13 +27,13 @@ export async function upgradeLayout(redis: RedisClient, topology: Topology, now 
     const applied = await Promise.all(partitions.map((p) => redis.exists(topology.applied(p))));
     if (applied.every((n) => n === 0)) return;
     const until = String(now + LEGACY_MARKERS_MS);
-    await Promise.all(partitions.map((p) => redis.set(topology.legacyIdempotencyUntil(p), until, 'PX', LEGACY_MARKERS_MS)));
+    await Promise.all(partitions.map((p) => redis.set(topology.own(UserKeys).legacyIdempotencyUntil(p), until, 'PX', LEGACY_MARKERS_MS)));
   });
   await step(redis, topology, 'tokens', async () => {
     const tokens = new TokenIndex(redis, topology);
-    const patterns = topology.legacyTokenPatterns();
+    const patterns = topology.own(UserKeys).legacyTokenPatterns();
     await scanKeys(redis, patterns.tokens, async (key) => {
-      const found = topology.tokenOfLegacyKey(key);
+      const found = topology.own(UserKeys).tokenOfLegacyKey(key);
       if (found !== null) await tokens.adoptLegacy(found.project, { type: found.type as SubscriptionType, token: found.token });
     });
     // Ids whose token had no record (a settlement cut short) name nothing the index misses.
@@ -48,10 +49,10 @@ export async function upgradeLayout(redis: RedisClient, topology: Topology, now 
  */
 export async function upgradeUsers(redis: RedisClient, topology: Topology, partition: number): Promise<void> {
   await step(redis, topology, `users:${partition}`, async () => {
-    for (const pattern of topology.legacyUserPatterns(partition)) {
+    for (const pattern of topology.own(UserKeys).legacyUserPatterns(partition)) {
       await scanKeys(redis, pattern, async (key) => {
-        const user = topology.userOfLegacyKey(key);
-        if (user !== null) await scripts.upgradeUser(redis, { keys: { user: topology.user(user.project, user.externalId) }, args: {} });
+        const user = topology.own(UserKeys).userOfLegacyKey(key);
+        if (user !== null) await scripts.upgradeUser(redis, { keys: { user: topology.own(UserKeys).user(user.project, user.externalId) }, args: {} });
       });
     }
   });
@@ -59,9 +60,9 @@ export async function upgradeUsers(redis: RedisClient, topology: Topology, parti
 
 /** Runs a step unless the layout record says it is done, then records it. */
 async function step(redis: RedisClient, topology: Topology, name: string, run: () => Promise<void>): Promise<void> {
-  if ((await redis.hget(topology.layout(), name)) !== null) return;
+  if ((await redis.hget(topology.own(UserKeys).layout(), name)) !== null) return;
   await run();
-  await redis.hset(topology.layout(), name, 'done');
+  await redis.hset(topology.own(UserKeys).layout(), name, 'done');
 }
 
 /** Every key matching `pattern`, on every master of a Cluster. */

@@ -2,12 +2,18 @@ import type { StoredSubscription } from '../../../schemas/state.ts';
 import type { SubscriptionView, UserView } from '../../../schemas/users.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { UserKeys } from './redis-keys.ts';
 import { parseConsent } from './consent.ts';
 import { subscriptionId } from './subscription-ids.ts';
 import { decodeTag } from './tag-codec.ts';
 import { decodeUserRecord, type UserHashes } from './user-record.ts';
 
 export type { UserHashes };
+
+/** The record a dispatch script reads for one user (engine/infra/scripts/dispatch.ts), and its partition, hashed once for both. */
+export function recordOf(topology: Topology, project: string, externalId: string): { partition: number; user: string } {
+  return topology.own(UserKeys).recordOf(project, externalId);
+}
 
 /**
  * The applied state of one user as `GET /api/users/{external_id}` shows it (schemas/users.ts), or
@@ -22,9 +28,9 @@ export async function readUser(redis: RedisClient, topology: Topology, project: 
  * those hashes themselves for a user of 0.11.1 the layout upgrade has not reached yet.
  */
 export async function readHashes(redis: Pick<RedisClient, 'getBuffer' | 'hgetall'>, topology: Topology, project: string, externalId: string): Promise<UserHashes> {
-  const packed = await redis.getBuffer(topology.user(project, externalId));
+  const packed = await redis.getBuffer(topology.own(UserKeys).user(project, externalId));
   if (packed !== null) return decodeUserRecord(packed);
-  const legacy = topology.legacyUser(project, externalId);
+  const legacy = topology.own(UserKeys).legacyUser(project, externalId);
   const [user, tags, subs, consent] = await Promise.all([redis.hgetall(legacy.user), redis.hgetall(legacy.tags), redis.hgetall(legacy.subs), redis.hgetall(legacy.consent)]);
   return { user, tags, subs, consent };
 }

@@ -2,6 +2,7 @@ import type { OwedDetach } from '../../infra/scripts/token-claims.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import { scripts } from '../../infra/scripts/registry.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { UserKeys } from './redis-keys.ts';
 import { readHashes } from './read-user.ts';
 import { idDigits, parseField, subscriptionId, type SubscriptionRef } from './subscription-ids.ts';
 
@@ -24,7 +25,7 @@ export class TokenIndex {
     await this.adoptLegacy(project, ref);
     const id = digitsOf(project, ref);
     const { owed } = await scripts.claimToken(this.redis, {
-      keys: { index: this.topology.tokenIndex(id), owed: this.topology.tokenDetaches(id) },
+      keys: { index: this.topology.own(UserKeys).tokenIndex(id), owed: this.topology.own(UserKeys).tokenDetaches(id) },
       args: { id, externalId, registeredAt },
       owed: [],
     });
@@ -33,13 +34,13 @@ export class TokenIndex {
 
   /** Forgets a detach once its entry is appended, if it is still the one owed; whether it was. */
   async cleared(project: string, ref: SubscriptionRef, detach: OwedDetach): Promise<boolean> {
-    return (await scripts.clearDetach(this.redis, { keys: { owed: this.topology.tokenDetaches(digitsOf(project, ref)) }, args: { ...detach } })).cleared;
+    return (await scripts.clearDetach(this.redis, { keys: { owed: this.topology.own(UserKeys).tokenDetaches(digitsOf(project, ref)) }, args: { ...detach } })).cleared;
   }
 
   /** The token's owner, or null when no one registered it. */
   async owner(project: string, ref: SubscriptionRef): Promise<string | null> {
     const owner = await this.ownerOf(digitsOf(project, ref));
-    return owner ?? (await this.redis.hget(this.topology.legacyToken(project, ref.type, ref.token), 'owner'));
+    return owner ?? (await this.redis.hget(this.topology.own(UserKeys).legacyToken(project, ref.type, ref.token), 'owner'));
   }
 
   /** The subscription of each id, or null for an id no registration made (one auto-pipelined round per step). */
@@ -64,30 +65,30 @@ export class TokenIndex {
    * its id key: a claim on the same token runs only after, so the newest registration still wins.
    */
   async adoptLegacy(project: string, ref: SubscriptionRef): Promise<void> {
-    const key = this.topology.legacyToken(project, ref.type, ref.token);
+    const key = this.topology.own(UserKeys).legacyToken(project, ref.type, ref.token);
     const record = await this.redis.hgetall(key);
     const owner = record['owner'];
     if (owner !== undefined) {
       const owed = Object.entries(record).flatMap(([field, at]) => (field.startsWith('d:') ? [{ externalId: field.slice(2), registeredAt: at }] : []));
       const id = digitsOf(project, ref);
       await scripts.claimToken(this.redis, {
-        keys: { index: this.topology.tokenIndex(id), owed: this.topology.tokenDetaches(id) },
+        keys: { index: this.topology.own(UserKeys).tokenIndex(id), owed: this.topology.own(UserKeys).tokenDetaches(id) },
         args: { id, externalId: owner, registeredAt: record['registered_at'] ?? '0' },
         owed,
       });
     }
     await this.redis.del(key);
-    await this.redis.del(this.topology.legacySubscriptionId(project, subscriptionId(project, ref.type, ref.token)));
+    await this.redis.del(this.topology.own(UserKeys).legacySubscriptionId(project, subscriptionId(project, ref.type, ref.token)));
   }
 
   private async ownerOf(digits: string): Promise<string | null> {
-    const { entry } = await scripts.tokenOwner(this.redis, { keys: { index: this.topology.tokenIndex(digits) }, args: { id: digits } });
+    const { entry } = await scripts.tokenOwner(this.redis, { keys: { index: this.topology.own(UserKeys).tokenIndex(digits) }, args: { id: digits } });
     return entry === null ? null : entry.slice(entry.indexOf(':') + 1);
   }
 
   /** An id of 0.11.1 whose token the upgrade has not adopted yet. */
   private async legacyRef(project: string, id: string): Promise<SubscriptionRef | null> {
-    const field = await this.redis.get(this.topology.legacySubscriptionId(project, id));
+    const field = await this.redis.get(this.topology.own(UserKeys).legacySubscriptionId(project, id));
     return field === null ? null : parseField(field);
   }
 }

@@ -11,6 +11,7 @@ import {
 import type { RedisClient } from '../../infra/redis/client.ts';
 import { scripts } from '../../infra/scripts/registry.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
+import { WebhookKeys } from './redis-keys.ts';
 
 /**
  * Webhook endpoints: this module is the only code that reads or writes their keys
@@ -90,7 +91,7 @@ export class WebhookRegistry {
       secret: body.secret ?? newSecret(),
       created_at: now.toISOString(),
     };
-    await redis.hset(topology.webhook(webhook.id), {
+    await redis.hset(topology.own(WebhookKeys).webhook(webhook.id), {
       project,
       url: webhook.url,
       events: webhook.events.join(','),
@@ -98,22 +99,22 @@ export class WebhookRegistry {
       created_at: webhook.created_at,
       [HealthField.state]: 'active',
     });
-    await redis.sadd(topology.projectWebhooks(project), webhook.id);
-    await redis.sadd(topology.webhooks(), webhook.id);
-    await redis.incr(topology.webhooksVersion());
+    await redis.sadd(topology.own(WebhookKeys).projectWebhooks(project), webhook.id);
+    await redis.sadd(topology.own(WebhookKeys).webhooks(), webhook.id);
+    await redis.incr(topology.own(WebhookKeys).webhooksVersion());
     return webhook;
   }
 
   /** The project's endpoint with its health, or null when it has none of that id. */
   async get(project: string, id: string): Promise<WebhookWithHealth | null> {
-    const [h, queued] = await Promise.all([this.redis.hgetall(this.topology.webhook(id)), this.queued(id)]);
+    const [h, queued] = await Promise.all([this.redis.hgetall(this.topology.own(WebhookKeys).webhook(id)), this.queued(id)]);
     if (h['project'] !== project) return null;
     return withHealth(id, h, queued);
   }
 
   /** Every endpoint of the project, oldest first. */
   async list(project: string): Promise<WebhookWithHealth[]> {
-    const ids = await this.redis.smembers(this.topology.projectWebhooks(project));
+    const ids = await this.redis.smembers(this.topology.own(WebhookKeys).projectWebhooks(project));
     const found = await Promise.all(ids.map((id) => this.get(project, id)));
     return found.filter((w): w is WebhookWithHealth => w !== null).sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
   }
@@ -123,26 +124,31 @@ export class WebhookRegistry {
     const { redis, topology } = this;
     const webhook = await this.get(project, id);
     if (webhook === null) return null;
-    await redis.srem(topology.projectWebhooks(project), id);
-    await redis.srem(topology.webhooks(), id);
-    await redis.del(topology.webhook(id), topology.webhookQueue(id), topology.webhookLease(id));
-    await redis.incr(topology.webhooksVersion());
+    await redis.srem(topology.own(WebhookKeys).projectWebhooks(project), id);
+    await redis.srem(topology.own(WebhookKeys).webhooks(), id);
+    await redis.del(topology.own(WebhookKeys).webhook(id), topology.own(WebhookKeys).webhookQueue(id), topology.own(WebhookKeys).webhookLease(id));
+    await redis.incr(topology.own(WebhookKeys).webhooksVersion());
     return webhook;
   }
 
   /** The version of the set of endpoints: it changes whenever one is created, deleted or disabled. */
   async version(): Promise<string> {
-    return (await this.redis.get(this.topology.webhooksVersion())) ?? '0';
+    return (await this.redis.get(this.topology.own(WebhookKeys).webhooksVersion())) ?? '0';
   }
 
   /** Every endpoint's id. */
+  /** The lease of the one webhooks process that sends to endpoint `id` (actors/webhooks/senders.ts holds it; delete removes it). */
+  senderLease(id: string): string {
+    return this.topology.own(WebhookKeys).webhookLease(id);
+  }
+
   ids(): Promise<string[]> {
-    return this.redis.smembers(this.topology.webhooks());
+    return this.redis.smembers(this.topology.own(WebhookKeys).webhooks());
   }
 
   /** One endpoint, or null when it is gone. */
   async endpoint(id: string): Promise<Endpoint | null> {
-    return endpointOf(id, await this.redis.hgetall(this.topology.webhook(id)));
+    return endpointOf(id, await this.redis.hgetall(this.topology.own(WebhookKeys).webhook(id)));
   }
 
   /** Every endpoint, by project. */
@@ -167,27 +173,27 @@ export class WebhookRegistry {
       list.push({ body, key });
       byEndpoint.set(endpoint, list);
     }
-    await Promise.all([...byEndpoint].map(([endpoint, events]) => scripts.queueEvents(this.redis, { keys: { queue: this.topology.webhookQueue(endpoint) }, args: {}, events })));
+    await Promise.all([...byEndpoint].map(([endpoint, events]) => scripts.queueEvents(this.redis, { keys: { queue: this.topology.own(WebhookKeys).webhookQueue(endpoint) }, args: {}, events })));
   }
 
   /** The oldest `count` events of an endpoint's queue. */
   async head(id: string, count: number): Promise<QueuedEvent[]> {
-    const reply = await this.redis.xrange(this.topology.webhookQueue(id), '-', '+', 'COUNT', count);
+    const reply = await this.redis.xrange(this.topology.own(WebhookKeys).webhookQueue(id), '-', '+', 'COUNT', count);
     return reply.map(([entry, fields]) => ({ entry, body: fields[1] ?? '{}', key: fields[3] ?? '' }));
   }
 
   /** Removes delivered events from an endpoint's queue. */
   async remove(id: string, entries: readonly string[]): Promise<void> {
-    if (entries.length > 0) await this.redis.xdel(this.topology.webhookQueue(id), ...entries);
+    if (entries.length > 0) await this.redis.xdel(this.topology.own(WebhookKeys).webhookQueue(id), ...entries);
   }
 
   queued(id: string): Promise<number> {
-    return this.redis.xlen(this.topology.webhookQueue(id));
+    return this.redis.xlen(this.topology.own(WebhookKeys).webhookQueue(id));
   }
 
   /** Records delivered attempts: the endpoint is healthy again. */
   async succeeded(id: string, at: number, delivered: number, statusCode: number): Promise<void> {
-    const key = this.topology.webhook(id);
+    const key = this.topology.own(WebhookKeys).webhook(id);
     if ((await this.redis.exists(key)) === 0) return;
     await this.redis
       .multi()
@@ -208,7 +214,7 @@ export class WebhookRegistry {
    */
   async failed(id: string, at: number, failure: { delivered: number; statusCode: number | null; error: string; nextAttemptAt: number }): Promise<number> {
     const { delivered, statusCode, error, nextAttemptAt } = failure;
-    const key = this.topology.webhook(id);
+    const key = this.topology.own(WebhookKeys).webhook(id);
     // A sender may finish its batch after the endpoint was deleted: its record is not made again.
     if ((await this.redis.exists(key)) === 0) return at;
     const replies = await this.redis
@@ -231,16 +237,16 @@ export class WebhookRegistry {
 
   /** Attempts failed in a row since the endpoint's last success. */
   async failuresInRow(id: string): Promise<number> {
-    return Number((await this.redis.hget(this.topology.webhook(id), HealthField.failuresInRow)) ?? 0);
+    return Number((await this.redis.hget(this.topology.own(WebhookKeys).webhook(id), HealthField.failuresInRow)) ?? 0);
   }
 
   /** Disables an endpoint for good: nothing more is queued or sent. */
   async disable(id: string, reason: WebhookDisabledReason, at: number): Promise<void> {
-    const key = this.topology.webhook(id);
+    const key = this.topology.own(WebhookKeys).webhook(id);
     if ((await this.redis.exists(key)) === 0) return;
     await this.redis.hset(key, { [HealthField.state]: 'disabled', [HealthField.disabledReason]: reason, [HealthField.disabledAt]: String(at) });
     await this.redis.hdel(key, HealthField.nextAttemptAt);
-    await this.redis.incr(this.topology.webhooksVersion());
+    await this.redis.incr(this.topology.own(WebhookKeys).webhooksVersion());
   }
 }
 

@@ -1,4 +1,4 @@
-/** Limits the partition actor enforces when it applies (docs/api.md#limits). */
+/** Limits of a user's state, enforced when an apply writes it (docs/api.md#limits). */
 export const ApplyLimits = {
   /** Tags per user; new keys past it are ignored, existing ones still update. */
   maxTags: 200,
