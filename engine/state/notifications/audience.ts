@@ -1,19 +1,117 @@
 import { compileFilters, type CompiledFilters } from '../../infra/clickhouse/filters/compile.ts';
 import type { ClickHouse } from '../../infra/clickhouse/client.ts';
 import { countAudience } from '../../infra/clickhouse/filters/stream.ts';
-import type { SegmentStore } from '../segments/store.ts';
+import { redriveAudience } from '../../infra/clickhouse/redrive.ts';
+import { SegmentStore } from '../segments/store.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
 import { readHashes } from '../users/read-user.ts';
 import { errorItem } from '../../infra/validation/ajv-errors.ts';
-import type { ErrorItem } from '../../../schemas/errors.ts';
+import { CallerError, type ErrorItem } from '../../../schemas/errors.ts';
 import type { FilterEntry } from '../../../schemas/filters.ts';
+import type { NotificationBody, NotificationSpec } from '../../../schemas/notifications.ts';
 import { channelTypes, type Channel } from '../../../schemas/outcomes.ts';
-import { ALL_SEGMENT } from '../../../schemas/segments.ts';
+import type { Redrive } from '../../../schemas/redrive.ts';
+import { ALL_SEGMENT, type Segment } from '../../../schemas/segments.ts';
 import type { StoredSubscription } from '../../../schemas/state.ts';
+import type { TokenTarget } from './onesignal.ts';
+import { reachOfIds, reachOfRefs, type SubscriptionsReach } from './subscriptions.ts';
+
+/** What resolving an audience reads: Redis (users, subscriptions, segments) and ClickHouse (counts). */
+export interface AudienceDeps {
+  redis: RedisClient;
+  topology: Topology;
+  clickhouse: { get(): Promise<ClickHouse> };
+}
+
+/** The body's targeting (docs/api.md#targeting): exactly one mode, as checkNotificationBody left it. */
+export type TargetingBody = Pick<
+  NotificationBody,
+  'channel' | 'include_subscription_ids' | 'include_external_user_ids' | 'included_segments' | 'excluded_segments' | 'filters'
+>;
+
+/** Who is targeted, on which channel, and how many of them will get a delivery attempt. */
+export interface Audience {
+  channel: Channel;
+  external_ids: string[] | null;
+  /** By subscription id: each owner's subscriptions to send to. */
+  subscriptions?: Record<string, string[]>;
+  included_segments: string[] | null;
+  excluded_segments: string[];
+  filters: NotificationSpec['filters'];
+  recipients: number;
+  invalid: string[];
+  /** By subscription id: the ids that name no live subscription of the channel. */
+  invalidSubscriptions?: string[];
+}
+
+/**
+ * A notification's audience, resolved once when it is created: the one step that reads who is
+ * targeted. The mode decides what is read, each thing once: a re-drive's delivery records
+ * (its audience replaces the body's targeting); subscription ids or OneSignal's token lists
+ * through the token index (./subscriptions.ts); user ids' subscriptions; the segments named,
+ * included and excluded, in one read (an unknown name is a 400 naming each, before ClickHouse is
+ * asked); or the filters. Segment and filter audiences are counted in ClickHouse at `now`.
+ */
+export async function resolveAudience(
+  deps: AudienceDeps,
+  project: string,
+  body: TargetingBody,
+  tokens: TokenTarget | null,
+  redrive: Redrive | undefined,
+  now: number,
+): Promise<Audience> {
+  const channel = body.channel ?? 'PUSH';
+  const none = { channel, external_ids: null, included_segments: null, excluded_segments: [], filters: null, invalid: [] };
+  if (redrive !== undefined) {
+    // Counted now from the delivery records (docs/api.md#re-drive); fan-out streams them again.
+    const recipients = await countAudience(await deps.clickhouse.get(), redriveAudience(project, redrive));
+    return { ...none, recipients };
+  }
+  if (body.include_subscription_ids !== undefined) {
+    return bySubscription(none, await reachOfIds(deps.redis, deps.topology, project, body.channel, body.include_subscription_ids, '/include_subscription_ids'));
+  }
+  if (tokens !== null) {
+    // Each (type, token) once, however often listed.
+    const named = [
+      ...new Map(tokens.refs.map((ref) => [`${ref.type}:${ref.token}`, { name: ref.token, ref }])).values(),
+      ...tokens.unreachable.map((name) => ({ name, ref: null })),
+    ];
+    return bySubscription(none, await reachOfRefs(deps.redis, deps.topology, project, body.channel, named, `/${tokens.fields[0] ?? ''}`));
+  }
+  if (body.include_external_user_ids !== undefined) {
+    const reach = await reachOfUsers(deps.redis, deps.topology, project, channel, body.include_external_user_ids);
+    return { ...none, external_ids: reach.ids, recipients: reach.reachable, invalid: reach.invalid };
+  }
+  if (body.included_segments !== undefined) {
+    const includedNames = body.included_segments;
+    const excludedNames = body.excluded_segments ?? [];
+    const segments = await new SegmentStore(deps.redis, deps.topology).getMany(project, [...includedNames, ...excludedNames].filter((name) => name !== ALL_SEGMENT));
+    const included = segmentFilters(segments, includedNames, '/included_segments', channel);
+    const excluded = segmentFilters(segments, excludedNames, '/excluded_segments', channel);
+    const errors = [...included.errors, ...excluded.errors];
+    if (errors.length > 0) throw new CallerError('validation_failed', errors);
+    const ch = await deps.clickhouse.get();
+    const recipients = await countTargeted(ch, project, channel, union(included.lists), excluded.lists.length > 0 ? union(excluded.lists) : null, now);
+    return { ...none, included_segments: [...new Set(includedNames)], excluded_segments: [...new Set(excludedNames)], recipients };
+  }
+  if (body.filters !== undefined) {
+    const ch = await deps.clickhouse.get();
+    const recipients = await countTargeted(ch, project, channel, body.filters, null, now);
+    return { ...none, filters: body.filters, recipients };
+  }
+  // checkNotificationBody refuses a body without a targeting mode; kept for callers that did not check.
+  throw new CallerError('validation_failed', [errorItem('', 'exactly one targeting mode is required')]);
+}
+
+/** By subscription id or token: the owners are the user ids, the channel the one their subscriptions give. */
+function bySubscription(none: Omit<Audience, 'recipients'>, reach: SubscriptionsReach): Audience {
+  const { owners, subscriptions, invalid } = reach;
+  return { ...none, channel: reach.channel, external_ids: owners, subscriptions, recipients: owners.length, invalidSubscriptions: invalid };
+}
 
 /** Targeted users split by whether they have a live subscription of the channel. */
-export interface UsersReach {
+interface UsersReach {
   /** The ids, each once, in the order first given. */
   ids: string[];
   reachable: number;
@@ -22,7 +120,7 @@ export interface UsersReach {
 }
 
 /** Reads each user's subscriptions (one auto-pipelined round of GET) and splits the ids by reach. */
-export async function reachOfUsers(redis: RedisClient, topology: Topology, project: string, channel: Channel, externalIds: readonly string[]): Promise<UsersReach> {
+async function reachOfUsers(redis: RedisClient, topology: Topology, project: string, channel: Channel, externalIds: readonly string[]): Promise<UsersReach> {
   const ids = [...new Set(externalIds)];
   const types = new Set<string>(channelTypes[channel]);
   const subs = await Promise.all(ids.map(async (id) => (await readHashes(redis, topology, project, id)).subs));
@@ -47,19 +145,18 @@ export function allFiltersOf(channel: Channel): FilterEntry[] {
 }
 
 /**
- * The filter lists of the named segments, in the order given, or an error item for each unknown
- * name (`path` the list in the body); `All` is allFiltersOf(channel).
+ * The filter lists of the named segments, in the order given, from the segments read (`found`),
+ * or an error item for each unknown name (`path` the list in the body); `All` is allFiltersOf(channel).
  */
-export async function segmentFilters(
-  segments: Pick<SegmentStore, 'get'>,
-  project: string,
-  names: readonly string[],
-  path: string,
-  channel: Channel,
-): Promise<{ lists: FilterEntry[][]; errors: ErrorItem[] }> {
-  const found = await Promise.all(names.map((name) => (name === ALL_SEGMENT ? allFiltersOf(channel) : segments.get(project, name).then((s) => s?.filters ?? null))));
-  const errors = names.flatMap((name, i) => (found[i] === null ? [errorItem(`${path}/${i}`, `no segment named ${JSON.stringify(name)}`)] : []));
-  return { lists: found.filter((f): f is FilterEntry[] => f !== null), errors };
+function segmentFilters(found: ReadonlyMap<string, Segment>, names: readonly string[], path: string, channel: Channel): { lists: FilterEntry[][]; errors: ErrorItem[] } {
+  const lists: FilterEntry[][] = [];
+  const errors: ErrorItem[] = [];
+  names.forEach((name, i) => {
+    const filters = name === ALL_SEGMENT ? allFiltersOf(channel) : found.get(name)?.filters;
+    if (filters === undefined) errors.push(errorItem(`${path}/${i}`, `no segment named ${JSON.stringify(name)}`));
+    else lists.push(filters);
+  });
+  return { lists, errors };
 }
 
 /**
@@ -85,14 +182,7 @@ export function compileAudience(project: string, filters: readonly FilterEntry[]
  * over the audience pages of compileFilters, read whole (after '' and the largest limit). Its
  * placeholders are renamed so the two lists' generated names (v0, v1, ...) do not collide.
  */
-export async function countTargeted(
-  ch: ClickHouse,
-  project: string,
-  channel: Channel,
-  included: FilterEntry[],
-  excluded: FilterEntry[] | null,
-  nowMs: number,
-): Promise<number> {
+async function countTargeted(ch: ClickHouse, project: string, channel: Channel, included: FilterEntry[], excluded: FilterEntry[] | null, nowMs: number): Promise<number> {
   const inc = compileAudience(project, included, channel, nowMs);
   if (excluded === null || excluded.length === 0) return countAudience(ch, inc);
   const exc = renamed(compileFilters(project, excluded, nowMs), 'x_');

@@ -59,6 +59,38 @@ export class IdempotencyKeys {
     private readonly topology: Topology,
   ) {}
 
+  /**
+   * The answer to a request with `key` and body hash `hash` when the key was used before (repeat);
+   * null for its first request, which goes on to create the notification.
+   */
+  async answered(project: string, key: string, hash: string): Promise<NotificationCreated | null> {
+    const prior = await this.read(project, key);
+    return prior === null ? null : this.repeat(project, key, prior, hash);
+  }
+
+  /**
+   * Writes the notification of `claim` and answers its answer. With a key, the key is claimed first
+   * (of two concurrent first requests exactly one writes; the other answers as the winner's
+   * repeat), and marked written after. Without one, the record is written alone.
+   */
+  async acceptOnce(project: string, key: string | undefined, claim: Claim): Promise<NotificationCreated> {
+    const notifications = new Notifications(this.redis, this.topology);
+    if (key === undefined) {
+      await notifications.accept(claim.spec, claim.answer.recipients, claim.at);
+      return claim.answer;
+    }
+    const claimed = await this.claim(project, key, claim);
+    if (claimed === null) {
+      // A concurrent first request with this key won the claim: answer as its repeat.
+      const winner = await this.read(project, key);
+      if (winner === null) throw new Error('idempotency claim lost, then not found');
+      return this.repeat(project, key, winner, claim.hash);
+    }
+    await notifications.accept(claim.spec, claim.answer.recipients, claim.at);
+    await this.written(project, key, claimed);
+    return claim.answer;
+  }
+
   async read(project: string, key: string): Promise<Claim | null> {
     const json = await this.redis.get(this.topology.own(NotificationKeys).notificationIdempotency(project, key));
     if (json === null) return null;

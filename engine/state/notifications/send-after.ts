@@ -1,3 +1,6 @@
+import { errorItem } from '../../infra/validation/ajv-errors.ts';
+import { CallerError } from '../../../schemas/errors.ts';
+
 /**
  * `send_after` as OneSignal documents it, rewritten as the RFC 3339 date-time the body's schema
  * checks (docs/api.md#moving-from-onesignal): RFC 1123 (`Thu, 24 Sep 2015 14:00:00 GMT`),
@@ -26,3 +29,21 @@ function iso(year = '', month = '', day = '', time = '', zone: string | undefine
   const offset = zone === undefined || zone === 'GMT' || zone === 'UTC' ? 'Z' : `${zone.slice(0, 3)}:${zone.slice(3)}`;
   return `${year}-${month}-${day.padStart(2, '0')}T${time}${offset}`;
 }
+
+/**
+ * send_after in ms, when the notification is scheduled. A leap second (`:60`, valid RFC 3339 that
+ * JavaScript cannot place) is the first instant of the next minute, as body timestamps of the SDK
+ * routes (gateway/ingest/entries.ts). A time outside the years 0000 to 9999 is a 400.
+ */
+export function sendAfterTime(text: string): number {
+  let ms = Date.parse(text);
+  if (!Number.isFinite(ms)) ms = Date.parse(text.replace(/(T\d{2}:\d{2}):60/i, '$1:59')) + 1000;
+  // An offset can carry a date past the years an ISO 8601 answer can name (GET send_after).
+  if (!(ms >= firstInstant && ms <= lastInstant)) {
+    throw new CallerError('validation_failed', [errorItem('/send_after', 'must be within the years 0000 to 9999 in UTC')]);
+  }
+  return ms;
+}
+
+const firstInstant = Date.parse('0000-01-01T00:00:00.000Z');
+const lastInstant = Date.parse('9999-12-31T23:59:59.999Z');

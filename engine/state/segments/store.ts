@@ -33,6 +33,22 @@ export class SegmentStore {
     return json === null ? null : parse(json);
   }
 
+  /**
+   * The stored segments of `names` by name, each read once, all in one HMGET; a name the project
+   * has none of is absent. `All` is never stored: callers resolve it themselves and leave it out.
+   */
+  async getMany(project: string, names: readonly string[]): Promise<Map<string, Segment>> {
+    const unique = [...new Set(names)].filter((name) => name !== ALL_SEGMENT);
+    if (unique.length === 0) return new Map();
+    const jsons = await this.redis.hmget(this.key(project), ...unique);
+    const found = new Map<string, Segment>();
+    unique.forEach((name, i) => {
+      const json = jsons[i];
+      if (typeof json === 'string') found.set(name, parse(json));
+    });
+    return found;
+  }
+
   /** Every segment of the project, `All` included, sorted by name (code-unit order). */
   async list(project: string): Promise<Segment[]> {
     const [all, stored] = await Promise.all([this.all(project), this.redis.hvals(this.key(project))]);
