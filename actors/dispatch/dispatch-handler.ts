@@ -19,7 +19,7 @@ import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
 import { RecipientBatch } from './recipient-batch.ts';
-import { RecordBatch } from './record-batch.ts';
+import { RecordBatch } from '../../engine/state/notifications/attempts.ts';
 import { frequencySends } from './redis-keys.ts';
 import { providerFor, sendTo, type SendResult } from './providers/index.ts';
 import { personalize, personalValues, render } from './render.ts';
@@ -49,7 +49,7 @@ const CHANNEL_TYPES = Object.fromEntries(Object.entries(channelTypes).map(([chan
 export interface DispatchDeps {
   redis: RedisClient;
   topology: Topology;
-  notifications: Pick<Notifications, 'isCanceled' | 'cancelMark' | 'countsKey' | 'throttleBucket'>;
+  notifications: Pick<Notifications, 'isCanceled' | 'cancelMark' | 'throttle'>;
   specs: Specs;
   clients: ProjectClients;
   log: Logger;
@@ -91,7 +91,7 @@ interface JobResult {
  * reply comes back goes out on that check; one that waited for its slot reads cancel and consent
  * again first (engine/infra/scripts/lua/checkSend-2.lua). Each subscription gets its localized message through
  * its provider's client, and one outcome per attempt is recorded with the job's acknowledgement
- * (actors/dispatch/record-batch.ts: one call for the jobs that end in the same turn). Jobs run
+ * (engine/state/notifications/attempts.ts: one call for the jobs that end in the same turn). Jobs run
  * concurrently (actors/dispatch/dispatch-consumer.ts); each provider client bounds its own
  * requests in flight.
  */
@@ -102,7 +102,7 @@ export class DispatchHandler {
   private readonly recipients: RecipientBatch;
 
   constructor(private readonly deps: DispatchDeps) {
-    this.records = new RecordBatch(deps.redis);
+    this.records = new RecordBatch(deps.redis, deps.topology);
     this.recipients = new RecipientBatch(deps.redis);
   }
 
@@ -112,7 +112,7 @@ export class DispatchHandler {
    * Redis could not take is tried again until `stop` aborts.
    */
   async run(partition: number, entry: StreamEntry, stop: AbortSignal): Promise<boolean> {
-    const { topology, notifications, log } = this.deps;
+    const { log } = this.deps;
     const job = parseJob(fieldOf(entry, 'd'));
     const spec = job === null ? null : await this.deps.specs.get(job.n);
     if (job === null || spec === null) {
@@ -122,13 +122,8 @@ export class DispatchHandler {
     const result = await this.attempt(job, spec);
     const settlement = settlementOf(result.outcomes, result.retry === null);
     await this.records.record(
-      {
-        dispatch: topology.dispatch(partition),
-        counts: notifications.countsKey(partition, job.n),
-        outcomes: topology.outcomes(partition),
-        retries: topology.retries(partition),
-        ingest: topology.ingest(partition),
-      },
+      partition,
+      job.n,
       {
         entryId: entry.id,
         counters: settlement.counters,
@@ -251,12 +246,7 @@ export class DispatchHandler {
   /** 0 to send now, else ms to wait: a token of the notification's rate, shared by every dispatch worker. */
   private async throttle(spec: NotificationSpec): Promise<number> {
     if (spec.throttle_rate_per_minute <= 0) return 0;
-    const perSecond = spec.throttle_rate_per_minute / 60;
-    const { waitMs } = await scripts.takeToken(this.deps.redis, {
-      keys: { bucket: this.deps.notifications.throttleBucket(spec.id) },
-      args: { perSecond, burst: Math.max(1, Math.floor(perSecond)) },
-    });
-    return waitMs;
+    return this.deps.notifications.throttle(spec.id, spec.throttle_rate_per_minute);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
 import type { Recipient, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
-import { TickBatch } from './tick-batch.ts';
+import { TickBatch } from '../../engine/infra/redis/tick-batch.ts';
 
 /** Most users in one call: a script holds Redis while it runs, about seven reads a user. */
 const MAX_USERS = 64;

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { RecordBatch, type RecordKeys } from '../../actors/dispatch/record-batch.ts';
+import { RecordBatch } from '../../engine/state/notifications/attempts.ts';
 import { loadConfig } from '../../engine/infra/process/config.ts';
 import { Notifications, settlementOf } from '../../engine/state/notifications/lifecycle.ts';
 import { createRedis } from '../../engine/infra/redis/client.ts';
@@ -31,22 +31,22 @@ async function setup(t: Test) {
   const topology = new Topology(prefix, 8);
   const notifications = new Notifications(direct, topology);
   const p = 1;
-  const keys: RecordKeys = { dispatch: topology.dispatch(p), counts: notifications.countsKey(p, 'n1'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
+  const keys = { dispatch: topology.dispatch(p), outcomes: topology.outcomes(p) };
   await direct.xgroup('CREATE', keys.dispatch, DISPATCH_GROUP, '0', 'MKSTREAM');
   const entryId = (await direct.xadd(keys.dispatch, '*', 'd', '{}')) ?? '';
   await direct.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
   const outcomes = [{ status: 'sent' as const, retrying: false }];
   const job = { entryId, ...settlementOf(outcomes, true), retry: '', retryAt: 0, outcomes: outcomes.map((o) => JSON.stringify(o)), retire: [] };
   if (switched.status !== 'ready') await new Promise((resolve) => switched.once('ready', resolve));
-  return { direct, cable, records: new RecordBatch(switched), keys, job, notifications };
+  return { direct, cable, records: new RecordBatch(switched, topology), p, keys, job, notifications };
 }
 
 t.test('a record Redis could not take is recorded once its connection is back', async (t) => {
-  const { direct, cable, records, keys, job, notifications } = await setup(t);
+  const { direct, cable, records, p, keys, job, notifications } = await setup(t);
   cable.switchOff();
   const stop = new AbortController();
   let settled = false;
-  const recorded = records.record(keys, job, stop.signal).finally(() => void (settled = true));
+  const recorded = records.record(p, 'n1', job, stop.signal).finally(() => void (settled = true));
   await sleep(700);
   t.notOk(settled, 'still trying while Redis cannot be reached');
   t.equal(await direct.xlen(keys.outcomes), 0, 'nothing recorded yet');
@@ -59,10 +59,10 @@ t.test('a record Redis could not take is recorded once its connection is back', 
 });
 
 t.test('a consumer that stops gives the record up: the job stays pending for the next owner', async (t) => {
-  const { direct, cable, records, keys, job } = await setup(t);
+  const { direct, cable, records, p, keys, job } = await setup(t);
   cable.switchOff();
   const stop = new AbortController();
-  const recorded = records.record(keys, job, stop.signal);
+  const recorded = records.record(p, 'n1', job, stop.signal);
   await sleep(300);
   stop.abort();
   await t.rejects(recorded, 'the record rejects once stopped');

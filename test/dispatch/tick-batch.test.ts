@@ -1,5 +1,5 @@
 import t from 'tap';
-import { TickBatch } from '../../actors/dispatch/tick-batch.ts';
+import { TickBatch } from '../../engine/infra/redis/tick-batch.ts';
 
 t.test('calls made in one turn for one key go as one, in order; other keys and turns go apart', async (t) => {
   const sent: { context: string; items: number[] }[] = [];

@@ -66,7 +66,7 @@ t.test('appendJobs appends each user once per notification, however often a chun
 t.test('recordAttempts records a job once: a call resent after a lost reply writes nothing again', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const p = 2;
-  const keys = { dispatch: topology.dispatch(p), counts: notifications.countsKey(p, 'n1'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
+  const keys = { dispatch: topology.dispatch(p), counts: topology.own(NotificationKeys).notificationCounts(p, 'n1'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
   await redis.xgroup('CREATE', keys.dispatch, DISPATCH_GROUP, '0', 'MKSTREAM');
   const id = await redis.xadd(keys.dispatch, '*', 'd', '{}');
   await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
@@ -101,7 +101,7 @@ t.test('recordAttempts records a job once: a call resent after a lost reply writ
 t.test('recordAttempts records a batch: each job once, its counters summed, one already recorded left alone', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const p = 4;
-  const keys = { dispatch: topology.dispatch(p), counts: notifications.countsKey(p, 'n2'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
+  const keys = { dispatch: topology.dispatch(p), counts: topology.own(NotificationKeys).notificationCounts(p, 'n2'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
   await redis.xgroup('CREATE', keys.dispatch, DISPATCH_GROUP, '0', 'MKSTREAM');
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) ids.push((await redis.xadd(keys.dispatch, '*', 'd', '{}')) ?? '');

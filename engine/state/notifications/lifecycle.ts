@@ -266,14 +266,17 @@ export class Notifications {
     return this.topology.own(NotificationKeys).notificationCanceled(partition, id);
   }
 
-  /** The counters of notification `id` in partition `partition`, as a job's settlement moves them. */
-  countsKey(partition: number, id: string): string {
-    return this.topology.own(NotificationKeys).notificationCounts(partition, id);
-  }
-
-  /** The throttle bucket every dispatch worker takes the notification's send tokens from. */
-  throttleBucket(id: string): string {
-    return this.topology.own(NotificationKeys).notificationRate(id);
+  /**
+   * 0 to send now, else ms to wait: a token of notification `id`'s rate from the bucket every
+   * dispatch worker shares (engine/infra/scripts/lua/takeToken-1.lua).
+   */
+  async throttle(id: string, ratePerMinute: number): Promise<number> {
+    const perSecond = ratePerMinute / 60;
+    const { waitMs } = await scripts.takeToken(this.redis, {
+      keys: { bucket: this.topology.own(NotificationKeys).notificationRate(id) },
+      args: { perSecond, burst: Math.max(1, Math.floor(perSecond)) },
+    });
+    return waitMs;
   }
 }
 

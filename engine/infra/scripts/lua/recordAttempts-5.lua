@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 --[[
   Records what dispatch jobs of one partition and one notification came to
-  (actors/dispatch/record-batch.ts), each once: a job is acknowledged, and only if it was still
+  (engine/state/notifications/attempts.ts), each once: a job is acknowledged, and only if it was still
   pending are its outcomes appended for the recorder, its share of the notification's counters
   moved (as engine/state/notifications/lifecycle.ts settles them), its retry queued and its dead tokens
   sent to the partition's log to be retired. A call resent after a lost reply finds its jobs

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isUnavailable } from '../../engine/infra/process/failure.ts';
-import type { RedisClient } from '../../engine/infra/redis/client.ts';
-import { scripts } from '../../engine/infra/scripts/registry.ts';
-import type { JobRecord } from '../../engine/infra/scripts/dispatch.ts';
-import { DISPATCH_GROUP } from '../../engine/infra/redis/topology.ts';
-import { TickBatch } from './tick-batch.ts';
+import { isUnavailable } from '../../infra/process/failure.ts';
+import type { RedisClient } from '../../infra/redis/client.ts';
+import { scripts } from '../../infra/scripts/registry.ts';
+import type { JobRecord } from '../../infra/scripts/dispatch.ts';
+import { DISPATCH_GROUP, type Topology } from '../../infra/redis/topology.ts';
+import { TickBatch } from '../../infra/redis/tick-batch.ts';
+import { NotificationKeys } from './redis-keys.ts';
 
 /** Most jobs in one call: a script holds Redis while it runs, about six commands a job. */
 const MAX_JOBS = 128;
@@ -13,7 +14,7 @@ const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2000;
 
 /** The keys of one partition's record of one notification, all in the partition's slot. */
-export interface RecordKeys {
+interface RecordKeys {
   dispatch: string;
   counts: string;
   outcomes: string;
@@ -22,7 +23,8 @@ export interface RecordKeys {
 }
 
 /**
- * Records finished dispatch jobs (engine/infra/scripts/lua/recordAttempts-5.lua) with one call for those of the
+ * Records finished dispatch jobs, and with them the notification's counters this module's owner
+ * keeps (engine/infra/scripts/lua/recordAttempts-5.lua) with one call for those of the
  * same partition and notification that finish in the same turn of the event loop. Each job is
  * still acknowledged in the same atomic call that records it, so batching changes no promise: a
  * failed call leaves every job in it pending, to be claimed again.
@@ -30,7 +32,10 @@ export interface RecordKeys {
 export class RecordBatch {
   private readonly batch: TickBatch<RecordKeys, JobRecord, undefined>;
 
-  constructor(redis: RedisClient) {
+  constructor(
+    redis: RedisClient,
+    private readonly topology: Topology,
+  ) {
     this.batch = new TickBatch(MAX_JOBS, async (keys, jobs) => {
       await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: Date.now() }, jobs });
       return jobs.map(() => undefined);
@@ -43,10 +48,11 @@ export class RecordBatch {
    * record failed would otherwise be claimed and sent again (docs/reliability.md#redis-cluster).
    * Rejects on any other failure, or once stopped; the job then stays pending.
    */
-  async record(keys: RecordKeys, job: JobRecord, stop: AbortSignal): Promise<void> {
+  async record(partition: number, notification: string, job: JobRecord, stop: AbortSignal): Promise<void> {
+    const keys = this.keys(partition, notification);
     for (let pause = RETRY_FIRST_MS; ; pause = Math.min(2 * pause, RETRY_MAX_MS)) {
       try {
-        await this.batch.add(`${keys.dispatch}\0${keys.counts}`, keys, job);
+        await this.batch.add(`${partition}\0${notification}`, keys, job);
         return;
       } catch (err) {
         if (stop.aborted || !isUnavailable(err)) throw err;
@@ -54,5 +60,16 @@ export class RecordBatch {
         if (stop.aborted) throw err;
       }
     }
+  }
+
+  private keys(partition: number, notification: string): RecordKeys {
+    const { topology } = this;
+    return {
+      dispatch: topology.dispatch(partition),
+      counts: topology.own(NotificationKeys).notificationCounts(partition, notification),
+      outcomes: topology.outcomes(partition),
+      retries: topology.retries(partition),
+      ingest: topology.ingest(partition),
+    };
   }
 }
