@@ -17,33 +17,29 @@
  * arrival of that answer minus the arrival of the 202. A probe not visible within 30 s is counted,
  * not timed. Writes bench/reports/apply-lag.json.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/infra/process/config.ts';
 import { createRedis } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { cleanupPrefix } from './redis.ts';
-import { QUEUE } from './baselines/state.ts';
-import { startChild, type Child } from './child.ts';
+import { startBaseline } from './baseline.ts';
 import { isClickHouseThread, processesCpu, redisCpu, threadCpu, threadCpuBetween, type ThreadCpu } from './cpu.ts';
 import { startEngine, waitApplied, waitFor } from './deployment.ts';
 import { measureMax, type MaxRate, type System } from './max-rate.ts';
 import { paced, type PacedResult } from './paced.ts';
 import { LagProbes, type LagFigures } from './probes.ts';
+import { REDIS_URL } from './redis.ts';
 import { writeReport } from './report.ts';
-import { runBench } from './run.ts';
+import { log, runBench, Teardown } from './run.ts';
 import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { Reference, SummaryRow } from './summary.ts';
-import { machine, printRows } from './table.ts';
+import { machine, printRows, round } from './table.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL_P99_MS = 250;
 /** How many times lower than the baseline's the engine's p99 must be, by share of the maximum. */
 const GOAL_FACTORS = new Map([
@@ -84,17 +80,14 @@ const settings = {
   baseline: !values['no-baseline'],
 };
 
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const run = Date.now().toString(36);
 const prefixes = { engine: `benchlag${run}:`, baseline: `benchlagb${run}:` };
-const children: Child[] = [];
-/** Redis connections this process opened, closed at the end. */
-const connections: { disconnect(): void }[] = [];
-const cpuRedis = createRedis(loadConfig({ REDIS_URL: redisUrl }));
-connections.push(cpuRedis);
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
-let work = '';
+const teardown = new Teardown();
+for (const prefix of Object.values(prefixes)) teardown.keys(prefix);
+const cpuRedis = teardown.connection(createRedis(loadConfig({ REDIS_URL })));
+
+/** A system under test that the bench stops once it is measured, so it takes no CPU from the next one. */
+type StoppableSystem = System & { stop(): Promise<void> };
 
 interface LagStep extends LagFigures {
   share: number;
@@ -158,40 +151,40 @@ async function measureSystem(sys: System, given: number | null): Promise<SystemR
   return { name: sys.name, max, steps };
 }
 
-async function engineSystem(): Promise<System> {
-  const engine = await startEngine({ prefix: prefixes.engine, dataDir: join(work, 'engine'), redisUrl });
-  children.push(engine.child);
+async function engineSystem(work: string): Promise<StoppableSystem> {
+  const engine = await startEngine({ prefix: prefixes.engine, dataDir: join(work, 'engine'), redisUrl: REDIS_URL });
+  teardown.child(engine.child);
   const project = await engine.createProject('bench-apply-lag');
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-  connections.push(redis);
+  const redis = teardown.connection(new Redis(REDIS_URL, { maxRetriesPerRequest: 2 }));
   const topology = new Topology(prefixes.engine, Number(process.env['PARTITIONS'] ?? 64));
   log(`bench: engine pid ${engine.pid} on ${engine.base}`);
-  return { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, pids: [engine.pid], settle: () => waitApplied(redis, topology, SETTLE_MS) };
+  return {
+    name: 'engine',
+    base: engine.base,
+    sdkKey: project.sdk_key,
+    restKey: project.rest_key,
+    pids: [engine.pid],
+    settle: () => waitApplied(redis, topology, SETTLE_MS),
+    stop: () => engine.child.stop(),
+  };
 }
 
-async function baselineSystem(): Promise<System> {
-  const key = `bench-${run}`;
-  const env = { PORT: '0', REDIS_URL: redisUrl, KEY_PREFIX: prefixes.baseline, BASELINE_KEY: key };
-  const server = await startChild('baseline server', ['--import', 'tsx', join(root, 'bench/baselines/server.ts')], env, { timeoutMs: 60_000 });
-  children.push(server);
-  const worker = await startChild('baseline worker', ['--import', 'tsx', join(root, 'bench/baselines/worker.ts')], env, { readyMsg: 'started', listens: false, timeoutMs: 60_000 });
-  children.push(worker);
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  connections.push(connection);
-  const queue = new Queue(QUEUE, { connection, prefix: `${prefixes.baseline}bull` });
+async function baselineSystem(): Promise<StoppableSystem> {
+  const baseline = await startBaseline({ prefix: prefixes.baseline, key: `bench-${run}`, redisUrl: REDIS_URL, timeoutMs: 60_000 }, teardown);
+  const { server, worker } = baseline;
   const settle = async (): Promise<void> => {
-    await waitFor(
-      'the baseline queue to drain',
-      async () => {
-        const counts = await queue.getJobCounts('waiting', 'active', 'prioritized', 'delayed');
-        return Object.values(counts).every((n) => n === 0) ? true : undefined;
-      },
-      SETTLE_MS,
-      200,
-    );
+    await waitFor('the baseline queue to drain', async () => ((await baseline.backlog()) === 0 ? true : undefined), SETTLE_MS, 200);
   };
   log(`bench: baseline server pid ${server.proc.pid ?? 0} on port ${server.port}, worker pid ${worker.proc.pid ?? 0}`);
-  return { name: BASELINE, base: `http://127.0.0.1:${server.port}`, sdkKey: key, restKey: key, pids: [server.proc.pid ?? 0, worker.proc.pid ?? 0], settle };
+  return {
+    name: BASELINE,
+    base: baseline.base,
+    sdkKey: baseline.key,
+    restKey: baseline.key,
+    pids: [server.proc.pid ?? 0, worker.proc.pid ?? 0],
+    settle,
+    stop: baseline.stop,
+  };
 }
 
 function summarize(engine: SystemResult, baseline: SystemResult | null): SummaryRow[] {
@@ -251,19 +244,18 @@ function printReport(results: SystemResult[]): void {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  work = await mkdtemp(join(tmpdir(), 'svc-bench-apply-lag-'));
-  const results: SystemResult[] = [];
-  const engineSys = await engineSystem();
-  results.push(await measureSystem(engineSys, settings.max_given));
-  await Promise.all(children.splice(0).map((c) => c.stop()));
-  const engineResult = results[0];
-  if (engineResult === undefined) throw new Error('the engine was not measured');
+  const work = await mkdtemp(join(tmpdir(), 'svc-bench-apply-lag-'));
+  teardown.folder(work);
+  const engine = await engineSystem(work);
+  const engineResult = await measureSystem(engine, settings.max_given);
+  await engine.stop();
   let baselineResult: SystemResult | null = null;
   if (settings.baseline) {
-    baselineResult = await measureSystem(await baselineSystem(), settings.baseline_max_given);
-    results.push(baselineResult);
-    await Promise.all(children.splice(0).map((c) => c.stop()));
+    const baseline = await baselineSystem();
+    baselineResult = await measureSystem(baseline, settings.baseline_max_given);
+    await baseline.stop();
   }
+  const results = baselineResult === null ? [engineResult] : [engineResult, baselineResult];
   const summary = summarize(engineResult, baselineResult);
   const report = {
     benchmark: 'apply-lag',
@@ -283,15 +275,8 @@ async function main(): Promise<void> {
   };
   printReport(results);
   for (const row of summary) log(`${row.measure}: ${row.value} ${row.unit}${row.baseline ? ` (${row.baseline.name}: ${row.baseline.value} ${row.unit})` : ''}${row.goal ? ` goal ${row.goal.text}: ${row.goal.met ? 'met' : 'NOT met'}` : ''}`);
-  const file = await writeReport(join(root, 'bench/reports'), report);
+  const file = await writeReport(report);
   log(`bench: report written to ${file}`);
 }
 
-async function cleanup(): Promise<void> {
-  await Promise.all(children.map((c) => c.stop()));
-  for (const connection of connections) connection.disconnect();
-  for (const prefix of Object.values(prefixes)) await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
-  if (work !== '') await rm(work, { recursive: true, force: true });
-}
-
-await runBench(main, cleanup, log);
+await runBench(main, () => teardown.run());

@@ -11,25 +11,6 @@ export interface Child {
   output(): string;
 }
 
-/** The children a benchmark started, stopped together at its end or on its failure. */
-export class Children {
-  private readonly all: Child[] = [];
-
-  async track(started: Promise<Child>): Promise<Child> {
-    const child = await started;
-    this.all.push(child);
-    return child;
-  }
-
-  add(child: Child): void {
-    this.all.push(child);
-  }
-
-  async stopAll(): Promise<void> {
-    await Promise.all(this.all.map((c) => c.stop()));
-  }
-}
-
 /**
  * Spawns a server process and resolves once it printed (on stdout or stderr) a JSON log line
  * `{"msg":"listening","port":N}` (unless `listens` is false) and, when `readyMsg` is given, that message too

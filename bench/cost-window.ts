@@ -8,6 +8,7 @@ import type { RedisClient } from '../engine/infra/redis/client.ts';
 import { commandCosts, commandStats, type CommandCosts, type CommandStats } from './commandstats.ts';
 import { engineThreadsBetween, hostBusyCpu, processesCpu, redisCpu, threadCpu, type ThreadCpu } from './cpu.ts';
 import { metrics, type Engine } from './deployment.ts';
+import { round } from './table.ts';
 
 export interface CostSample {
   at: number;
@@ -43,7 +44,7 @@ export async function costSample(engine: Engine, redis: RedisClient): Promise<Co
 /** The costs between two samples of an engine, `writes` being what it accepted in between. */
 export function costsBetween(pid: number, a: CostSample, b: CostSample, writes: number): Costs {
   const seconds = (b.at - a.at) / 1000;
-  const us = (cpu: number): number => (writes > 0 ? round((cpu * 1e6) / writes) : 0);
+  const us = (cpu: number): number => (writes > 0 ? round((cpu * 1e6) / writes, 1) : 0);
   const cores = (cpu: number): number => round(cpu / seconds, 2);
   const threads = engineThreadsBetween(pid, a.threads, b.threads);
   const engine = b.engine - a.engine;
@@ -65,8 +66,6 @@ export function costsBetween(pid: number, a: CostSample, b: CostSample, writes: 
     counter: (name) => (b.metrics.get(name) ?? 0) - (a.metrics.get(name) ?? 0),
   };
 }
-
-const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
 
 /** A sample of a deployment of several processes, by name: each one's CPU by thread, Redis's. */
 export interface ProcessesSample {
@@ -114,7 +113,7 @@ export async function processesSample(pids: Record<string, number>, redis: Redis
 /** The costs between two samples of the same processes, `writes` being what was accepted. */
 export function processesCostsBetween(pids: Record<string, number>, a: ProcessesSample, b: ProcessesSample, writes: number): ProcessesCosts {
   const seconds = (b.at - a.at) / 1000;
-  const us = (cpu: number): number => (writes > 0 ? round((cpu * 1e6) / writes) : 0);
+  const us = (cpu: number): number => (writes > 0 ? round((cpu * 1e6) / writes, 1) : 0);
   const cores = (cpu: number): number => round(cpu / seconds, 2);
   const perProcess: Record<string, ProcessCost> = {};
   const coresOf: Record<string, number> = {};

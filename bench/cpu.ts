@@ -34,7 +34,7 @@ async function descendants(pid: number): Promise<number[]> {
 }
 
 /** CPU seconds of one process so far, its threads' (utime and stime, 12th and 13th fields); null when gone. */
-async function ownCpu(pid: number): Promise<number | null> {
+export async function ownCpu(pid: number): Promise<number | null> {
   const fields = await statFields(`/proc/${pid}/stat`);
   return fields === null ? null : (Number(fields[11]) + Number(fields[12])) / 100;
 }
@@ -67,8 +67,8 @@ export async function hostBusyCpu(): Promise<number> {
   return (user + nice + system + irq + softirq + steal) / 100;
 }
 
-/** CPU seconds Redis has used so far (INFO cpu, user + system). */
-export async function redisCpu(redis: RedisClient): Promise<number> {
+/** CPU seconds Redis has used so far (INFO cpu, user + system); a connection to one node gives that node's. */
+export async function redisCpu(redis: { info(section: 'cpu'): Promise<string> }): Promise<number> {
   const info = await redis.info('cpu');
   const value = (name: string): number => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
   return value('used_cpu_user') + value('used_cpu_sys');

@@ -29,39 +29,37 @@
  * cores), the recorder inserting meanwhile, several operators at once, a ClickHouse server.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { openClickHouse } from '../engine/infra/clickhouse/client.ts';
 import { migrate } from '../engine/infra/clickhouse/migrations.ts';
 import { loadConfig } from '../engine/infra/process/config.ts';
 import { Keystore } from '../engine/state/keys/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { cleanupPrefix } from './redis.ts';
-import { Children } from './child.ts';
 import { arm, probeScript, settled, tableShown, type RequestTiming } from './dashboard-probe.ts';
 import { summarize, type Run, type Step } from './dashboard-results.ts';
 import { bigProject, count, DAY, fill, settle } from './deliveries-table.ts';
 import { engineBuild, startEngine } from './deployment.ts';
+import { root } from './paths.ts';
+import { REDIS_URL } from './redis.ts';
 import { writeReport } from './report.ts';
-import { log, runBench } from './run.ts';
+import { log, runBench, Teardown } from './run.ts';
 import { positive } from './settings.ts';
+import { round } from './table.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const START = Date.UTC(2026, 9, 23);
 const settings = { rows: positive('ROWS', 20_000_000), runs: positive('RUNS', 10), warmup: positive('WARMUP', 2) };
 const total = settings.runs + settings.warmup;
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const prefix = `benchdash${Date.now().toString(36)}:`;
-const config = loadConfig({ ...process.env, REDIS_URL: redisUrl, KEY_PREFIX: prefix });
+const config = loadConfig({ ...process.env, REDIS_URL, KEY_PREFIX: prefix });
 const keep = process.env['BENCH_DATA_DIR'];
 const dataDir = keep ?? mkdtempSync(join(tmpdir(), 'bench-dashboard-'));
-const children = new Children();
-let browser: Browser | null = null;
-let redis: RedisClient | null = null;
+const teardown = new Teardown();
+if (keep === undefined) teardown.folder(dataDir);
+teardown.keys(prefix);
 
 /** Every error code the fill writes, one per run (more runs start over). */
 const CODES = ['apns_410_Unregistered', 'fcm_404_UNREGISTERED', 'timeout', 'opted_out', 'webpush_410', 'twilio_21610', 'sendgrid_400', 'connection_error', 'apns_403_InvalidProviderToken', 'fcm_429_QUOTA_EXCEEDED', 'no_subscription', 'canceled'];
@@ -78,9 +76,9 @@ function busiest(): string[] {
  * The project and REST key the bench reads with. A kept directory holds the records of a project
  * an earlier run created (its Redis keys are gone): it is created again under the same id.
  */
-async function projectFor(keystore: Keystore, existing: string | null): Promise<{ id: string; key: string; reused: boolean }> {
-  const reused = existing !== null && UUID.test(existing) && redis !== null;
-  const created = await keystore.createProject('bench-dashboard', false, reused ? existing : undefined);
+async function projectFor(redis: RedisClient, topology: Topology, existing: string | null): Promise<{ id: string; key: string; reused: boolean }> {
+  const reused = existing !== null && UUID.test(existing);
+  const created = await new Keystore(redis, topology).createProject('bench-dashboard', false, reused ? existing : undefined);
   return { id: created.project_id, key: created.rest_key, reused };
 }
 
@@ -107,20 +105,19 @@ async function runOf(i: number, base: string, key: string, page: Page, from: num
   if (bare.ids.length !== shown.table.rows || (bare.ids[0] ?? null) !== shown.table.first) {
     throw new Error(`${table.path}: the page shows ${shown.table.rows} rows from ${shown.table.first}, the API answers ${bare.ids.length} from ${bare.ids[0]}`);
   }
-  const round = (ms: number): number => Math.round(ms * 10) / 10;
-  const timing = (r: RequestTiming) => ({ path: r.path, after_action_ms: round(r.start - from), stalled_ms: round(r.stalled), waiting_ms: round(r.waiting), total_ms: round(r.end - r.start) });
+  const timing = (r: RequestTiming) => ({ path: r.path, after_action_ms: round(r.start - from, 1), stalled_ms: round(r.stalled, 1), waiting_ms: round(r.waiting, 1), total_ms: round(r.end - r.start, 1) });
   return {
     run: i,
     warmup: i < settings.warmup,
-    table_ms: round(painted - from),
-    charts_ms: probe.lastCanvas !== null && probe.lastCanvas > from ? round(probe.lastCanvas - from) : null,
+    table_ms: round(painted - from, 1),
+    charts_ms: probe.lastCanvas !== null && probe.lastCanvas > from ? round(probe.lastCanvas - from, 1) : null,
     canvases: probe.canvases,
     rows: shown.table.rows,
-    bare_ms: round(bare.ms),
+    bare_ms: round(bare.ms, 1),
     table_request: timing(table),
     stats_requests: stats.length,
     slowest_stats: stats.length === 0 ? null : timing(stats.reduce((a, b) => (b.end - b.start > a.end - a.start ? b : a))),
-    stats_done_ms: stats.length === 0 ? null : round(Math.max(...stats.map((r) => r.end)) - from),
+    stats_done_ms: stats.length === 0 ? null : round(Math.max(...stats.map((r) => r.end)) - from, 1),
     load_average: loadavg()[0] ?? 0,
   };
 }
@@ -134,26 +131,29 @@ async function opened(pageOf: () => Promise<Page>, base: string, fragment: strin
   return page;
 }
 
-async function main(): Promise<void> {
-  const startedAt = new Date();
-  const loadStart = loadavg()[0] ?? 0;
-  const busiestStart = busiest();
-  redis = createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS });
+/** The filled table, and the project the bench reads it as. */
+interface Table {
+  project: { id: string; key: string; reused: boolean };
+  /** null when a kept table was reused. */
+  fillMs: number | null;
+  settleMs: number;
+  bigRows: number;
+  /** Notifications of the project's last 20 days, one for each run of the notification_id step. */
+  notifications: string[];
+}
+
+/** Fills the embedded ClickHouse (or reuses a kept table) and closes it: the engine opens it next. */
+async function fillTable(redis: RedisClient): Promise<Table> {
   const topology = new Topology(prefix, config.PARTITIONS);
   const ch = await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto' });
-  let project: { id: string; key: string; reused: boolean };
-  let fillMs: number | null = null;
-  let settleMs = 0;
-  let notifications: string[] = [];
-  let bigRows = 0;
   try {
     await migrate(ch);
-    project = await projectFor(new Keystore(redis, topology), await bigProject(ch, settings.rows));
+    const project = await projectFor(redis, topology, await bigProject(ch, settings.rows));
     log(`${project.reused ? 'reusing' : 'filling'} ${settings.rows} rows under ${dataDir}, project ${project.id} ...`);
-    fillMs = await fill(ch, { rows: settings.rows, big: project.id, start: START }, log);
-    settleMs = await settle(ch, log);
-    bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: project.id });
-    notifications = await ch
+    const fillMs = await fill(ch, { rows: settings.rows, big: project.id, start: START }, log);
+    const settleMs = await settle(ch, log);
+    const bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: project.id });
+    const notifications = await ch
       .query({
         query: 'SELECT DISTINCT notification_id FROM message_deliveries WHERE project = {p:String} AND at >= fromUnixTimestamp64Milli({at:Int64}) LIMIT {n:UInt32}',
         query_params: { p: project.id, at: START + 10 * DAY, n: total },
@@ -161,30 +161,20 @@ async function main(): Promise<void> {
       })
       .then((r) => r.json<{ notification_id: string }>())
       .then((rows) => rows.map((r) => r.notification_id));
+    log(`${fillMs === null ? 'reused the table' : `filled in ${Math.round(fillMs / 1000)} s`}; waited ${Math.round(settleMs / 1000)} s for mutations; ${bigRows} rows in the project`);
+    return { project, fillMs, settleMs, bigRows, notifications };
   } finally {
     // One process per data directory: the engine opens it next.
     await ch.close();
   }
-  log(`${fillMs === null ? 'reused the table' : `filled in ${Math.round(fillMs / 1000)} s`}; waited ${Math.round(settleMs / 1000)} s for mutations; ${bigRows} rows in the project`);
+}
 
-  // A build older than the dashboard would answer /dashboard with 404: run the sources then.
-  if (!existsSync(join(root, 'dist/gateway/routes/dashboard.js'))) process.env['ENGINE_FROM_SOURCE'] = '1';
-  const build = await engineBuild();
-  const engine = await startEngine({ prefix, dataDir, redisUrl, roles: ['gateway'] });
-  children.add(engine.child);
-  const base = engine.base;
-  browser = await chromium.launch({ executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  const launched = browser;
-  const newContext = async () => {
-    const context = await launched.newContext({ viewport: { width: 1360, height: 900 }, timezoneId: 'UTC' });
-    await context.addInitScript({ content: probeScript(project.key) });
-    return context;
-  };
-
+/** The filter changes measured, each from a loaded table, with another value on each run where a query cache could answer a repeat. */
+function filterSteps(notifications: string[]): Step[] {
   const user = (i: number): string => `user-${(123_457 + i * 7_919) % 1_000_000}`;
   const since = (i: number): number => START + 29 * DAY + i * 60_000;
   const typed = (name: string, value: (i: number) => string) => (p: Page, i: number) => p.fill(`input[name=${name}]`, value(i)).then(() => p.press(`input[name=${name}]`, 'Enter'));
-  const steps: Step[] = [
+  return [
     { name: 'status', description: 'status=failed chosen on the unfiltered table', from: () => '', event: 'change', act: (p) => p.selectOption('select[name=status]', 'failed') },
     { name: 'channel', description: 'channel=PUSH added to status=failed', from: () => '?status=failed', event: 'change', act: (p) => p.selectOption('select[name=channel]', 'PUSH') },
     { name: 'error_code', description: 'an error code typed, Enter (another of the 12 codes each run, 0.1% to 2% of records)', from: () => '', event: 'keydown', act: typed('error_code', (i) => CODES[i % CODES.length] ?? '') },
@@ -194,71 +184,92 @@ async function main(): Promise<void> {
     { name: 'until', description: 'Until added a day after From: the last day', from: (i) => `?since=${encodeURIComponent(new Date(since(i)).toISOString())}`, event: 'change', act: (p, i) => p.fill('input[name=until]', minute(since(i) + DAY)) },
     { name: 'older', description: '"Older →" on the unfiltered table, one page further each run', from: () => '', event: 'click', act: (p) => p.click('.pager button:has-text("Older")'), chained: true },
   ];
+}
 
-  const measured: { name: string; description: string; runs: Run[] }[] = [];
-  const firstPaint: Run[] = [];
+type Measured = { name: string; description: string; runs: Run[] };
+
+/** First paint: each run in a fresh browser context, nothing cached. */
+async function firstPaint(newContext: () => Promise<BrowserContext>, base: string, key: string): Promise<Measured> {
+  const runs: Run[] = [];
   for (let i = 0; i < total; i++) {
     const context = await newContext();
     const page = await context.newPage();
     await page.goto(`${base}/dashboard#/deliveries`, { waitUntil: 'commit' });
-    firstPaint.push(await runOf(i, base, project.key, page, 0));
+    runs.push(await runOf(i, base, key, page, 0));
     await context.close();
-    log(`  first paint run ${i + 1}/${total}: ${firstPaint.at(-1)?.table_ms} ms, charts ${firstPaint.at(-1)?.charts_ms} ms`);
+    log(`  first paint run ${i + 1}/${total}: ${runs.at(-1)?.table_ms} ms, charts ${runs.at(-1)?.charts_ms} ms`);
   }
-  measured.push({ name: 'first paint', description: 'navigation start to the first rows of the unfiltered table painted, in a fresh browser context', runs: firstPaint });
+  return { name: 'first paint', description: 'navigation start to the first rows of the unfiltered table painted, in a fresh browser context', runs };
+}
 
-  const context = await newContext();
-  for (const step of steps) {
-    const runs: Run[] = [];
-    let page: Page | null = null;
-    for (let i = 0; i < total; i++) {
-      if (page === null || step.chained !== true) {
-        await page?.close();
-        page = await opened(() => context.newPage(), base, step.from(i));
-      }
-      await arm(page, step.event);
-      await step.act(page, i);
-      const action = (await tableShown(page)).action;
-      if (action === null) throw new Error(`${step.name}: the ${step.event} event was not seen`);
-      runs.push(await runOf(i, base, project.key, page, action));
+/** One filter change, from the action's event to the new rows painted; a fresh page per run unless the step is chained. */
+async function filterChange(context: BrowserContext, step: Step, base: string, key: string): Promise<Measured> {
+  const runs: Run[] = [];
+  let page: Page | null = null;
+  for (let i = 0; i < total; i++) {
+    if (page === null || step.chained !== true) {
+      await page?.close();
+      page = await opened(() => context.newPage(), base, step.from(i));
     }
-    await page?.close();
-    measured.push({ name: step.name, description: step.description, runs });
-    const kept = runs.filter((r) => !r.warmup).map((r) => r.table_ms);
-    log(`  ${step.name}: ${kept.join(', ')} ms`);
+    await arm(page, step.event);
+    await step.act(page, i);
+    const action = (await tableShown(page)).action;
+    if (action === null) throw new Error(`${step.name}: the ${step.event} event was not seen`);
+    runs.push(await runOf(i, base, key, page, action));
   }
+  await page?.close();
+  const kept = runs.filter((r) => !r.warmup).map((r) => r.table_ms);
+  log(`  ${step.name}: ${kept.join(', ')} ms`);
+  return { name: step.name, description: step.description, runs };
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadStart = loadavg()[0] ?? 0;
+  const busiestStart = busiest();
+  const redis = teardown.connection(createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS }));
+  const table = await fillTable(redis);
+  // A build older than the dashboard would answer /dashboard with 404: run the sources then.
+  if (!existsSync(join(root, 'dist/gateway/routes/dashboard.js'))) process.env['ENGINE_FROM_SOURCE'] = '1';
+  const build = await engineBuild();
+  const engine = await startEngine({ prefix, dataDir, redisUrl: REDIS_URL, roles: ['gateway'] });
+  teardown.child(engine.child);
+  const browser: Browser = await chromium.launch({ executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  teardown.add('closing the browser', () => browser.close());
+  const newContext = async (): Promise<BrowserContext> => {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, timezoneId: 'UTC' });
+    await context.addInitScript({ content: probeScript(table.project.key) });
+    return context;
+  };
+  const measured = [await firstPaint(newContext, engine.base, table.project.key)];
+  const context = await newContext();
+  for (const step of filterSteps(table.notifications)) measured.push(await filterChange(context, step, engine.base, table.project.key));
   await context.close();
 
   const busiestEnd = busiest();
-  const { results, summary, table } = summarize(measured, settings.rows);
-  for (const line of table) console.log(line);
+  const { results, summary, table: lines } = summarize(measured, settings.rows);
+  for (const line of lines) console.log(line);
   const report = {
     benchmark: 'dashboard',
     started_at: startedAt.toISOString(),
     finished_at: new Date().toISOString(),
-    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version, chromium: launched.version(), load_average_start: loadStart, load_average_end: loadavg()[0] ?? 0, busiest_at_start: busiestStart, busiest_before_report: busiestEnd },
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version, chromium: browser.version(), load_average_start: loadStart, load_average_end: loadavg()[0] ?? 0, busiest_at_start: busiestStart, busiest_before_report: busiestEnd },
     engine: build,
     settings: { ...settings, goal_ms: 1000 },
     summary,
-    data: { rows: settings.rows, project_rows: bigRows, reused: fillMs === null, fill_ms: fillMs === null ? null : Math.round(fillMs), mutations_wait_ms: Math.round(settleMs) },
+    data: { rows: settings.rows, project_rows: table.bigRows, reused: table.fillMs === null, fill_ms: table.fillMs === null ? null : Math.round(table.fillMs), mutations_wait_ms: Math.round(table.settleMs) },
     results,
-    notes: [
-      'Measures: headless Chromium (Debian, playwright-core) on the machine running the engine (`engine start --roles gateway`, embedded ClickHouse in that process); times are taken inside the page in its own clock (bench/dashboard-probe.ts), from the action event (or navigation start) to the animation frame after the rows entered the DOM.',
-      'Ceiling: the page’s own GET /api/deliveries request (same URL, filters and cursor) from Node right after each browser run, answer read and parsed: the HTTP and query share without the browser and without the charts’ requests running at the same time. Run second, it may be helped by the query condition cache; its rows are checked equal to those on screen.',
-      'Filter changes start from a page whose table and charts have loaded (fresh page per run, the browser cache warm); paging clicks "Older →" once per run on one page. The charts of a filter change load after the table (group_by status, channel, error_code, then one group_by=hour call per series, up to 16 calls); `charts_ms` is their last canvas.',
-      'Values change per run where a query cache could answer a repeat (error code, user, notification, since/until minute, page); status and channel repeat.',
-      `Machine: ${cpus().length} cores shared by ClickHouse, the gateway, Chromium, this process and other work on the host (load average per run in results).`,
-    ],
+    notes: NOTES,
   };
-  log(`report: ${await writeReport(join(root, 'bench/reports'), report)}`);
+  log(`report: ${await writeReport(report)}`);
 }
 
-async function cleanup(): Promise<void> {
-  await browser?.close().catch(() => undefined);
-  await children.stopAll();
-  redis?.disconnect();
-  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
-  if (keep === undefined) rmSync(dataDir, { recursive: true, force: true });
-}
+const NOTES = [
+  'Measures: headless Chromium (Debian, playwright-core) on the machine running the engine (`engine start --roles gateway`, embedded ClickHouse in that process); times are taken inside the page in its own clock (bench/dashboard-probe.ts), from the action event (or navigation start) to the animation frame after the rows entered the DOM.',
+  'Ceiling: the page’s own GET /api/deliveries request (same URL, filters and cursor) from Node right after each browser run, answer read and parsed: the HTTP and query share without the browser and without the charts’ requests running at the same time. Run second, it may be helped by the query condition cache; its rows are checked equal to those on screen.',
+  'Filter changes start from a page whose table and charts have loaded (fresh page per run, the browser cache warm); paging clicks "Older →" once per run on one page. The charts of a filter change load after the table (group_by status, channel, error_code, then one group_by=hour call per series, up to 16 calls); `charts_ms` is their last canvas.',
+  'Values change per run where a query cache could answer a repeat (error code, user, notification, since/until minute, page); status and channel repeat.',
+  `Machine: ${cpus().length} cores shared by ClickHouse, the gateway, Chromium, this process and other work on the host (load average per run in results).`,
+];
 
-await runBench(main, cleanup, log);
+await runBench(main, () => teardown.run());

@@ -24,7 +24,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openClickHouse, type ClickHouse } from '../engine/infra/clickhouse/client.ts';
 import { deliveryStats, listDeliveries } from '../engine/infra/clickhouse/deliveries.ts';
 import { migrate } from '../engine/infra/clickhouse/migrations.ts';
@@ -36,7 +35,7 @@ import { positive } from './settings.ts';
 
 const GOAL_P95_MS = 50;
 const BIG = 'bench-big';
-const reports = fileURLToPath(new URL('./reports', import.meta.url));
+const START = Date.UTC(2026, 9, 23);
 
 const settings = { rows: positive('ROWS', 20_000_000), runs: positive('RUNS', 30), warmup: positive('WARMUP', 5) };
 
@@ -116,6 +115,96 @@ function summaryRows(results: Result[], rows: number): SummaryRow[] {
     );
 }
 
+/** The filled, merged table: how long that took, and what it holds. */
+interface Table {
+  /** null when a kept table was reused. */
+  fillMs: number | null;
+  settleMs: number;
+  parts: number;
+  bigRows: number;
+  /** Notifications of the big project's last 20 days, one for each run of the notification_id lookup. */
+  notifications: string[];
+}
+
+async function fillTable(ch: ClickHouse, dataDir: string): Promise<Table> {
+  await migrate(ch);
+  console.log(`filling ${settings.rows} rows under ${dataDir} ...`);
+  const fillMs = await fill(ch, { rows: settings.rows, big: BIG, start: START }, console.log);
+  const settleMs = await settle(ch, console.log);
+  const parts = await count(ch, "SELECT count() AS n FROM system.parts WHERE table = 'message_deliveries' AND active");
+  const bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG });
+  // A different user and notification on every run: the query condition cache (on by default)
+  // would otherwise answer repeats of one lookup from memory, which a new lookup never gets.
+  const notifications = await ch
+    .query({
+      query: 'SELECT DISTINCT notification_id FROM message_deliveries WHERE project = {p:String} AND at >= fromUnixTimestamp64Milli({at:Int64}) LIMIT {n:UInt32}',
+      query_params: { p: BIG, at: START + 10 * DAY, n: settings.warmup + settings.runs },
+      format: 'JSONEachRow',
+    })
+    .then((r) => r.json<{ notification_id: string }>())
+    .then((rows) => rows.map((r) => r.notification_id));
+  console.log(`${fillMs === null ? 'reused' : `filled in ${Math.round(fillMs / 1000)} s`}; waited ${Math.round(settleMs / 1000)} s for mutations; ${parts} parts; ${bigRows} rows in the big project`);
+  return { fillMs, settleMs, parts, bigRows, notifications };
+}
+
+type Query = [name: string, description: string, run: (i: number) => Promise<number>];
+
+/** The dashboard's queries, the baseline count first; the stats are checked against a count of the rows before any is timed. */
+async function dashboardQueries(ch: ClickHouse, notifications: string[]): Promise<Query[]> {
+  const user = (i: number): string => `user-${(123_457 + i * 7_919) % 1_000_000}`;
+  const notification = (i: number): string => notifications[i % notifications.length] ?? '';
+  const failedPush: DeliveryFilter = { status: 'failed', channel: 'PUSH' };
+  const rare: DeliveryFilter = { error_code: 'apns_403_InvalidProviderToken' };
+  const deep = await positionAfter(ch, failedPush, 20);
+  const deepRare = await positionAfter(ch, rare, 10);
+  const lastDay = { since: START + 29 * DAY, until: START + 30 * DAY };
+  // Neither bound on an hour: the partial first and last hours are read from the table.
+  const unaligned = { since: START + 1_234_567, until: START + 30 * DAY - 2_345_678 };
+  await checkStats(ch, unaligned);
+  const page = (filter: DeliveryFilter, after: DeliveryPosition | null = null) => async () => (await listDeliveries(ch, BIG, filter, 100, after)).deliveries.length;
+  const lookup = (filter: (i: number) => DeliveryFilter) => async (i: number) => (await listDeliveries(ch, BIG, filter(i), 100, null)).deliveries.length;
+  return [
+    ['baseline', 'SELECT count() FROM message_deliveries WHERE project = big', () => count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG })],
+    ['latest', 'first page, no filter', page({})],
+    ['status+channel', 'first page, status=failed channel=PUSH', page(failedPush)],
+    ['status+channel p21', 'page 21 of the same via cursor', page(failedPush, deep)],
+    ['external_id', 'first page, one user (about 19 records in 30 days; another user each run)', lookup((i) => ({ external_id: user(i) }))],
+    ['notification_id', 'first page, one notification (about 940 records; another one each run)', lookup((i) => ({ notification_id: notification(i) }))],
+    ['error_code', 'first page, error_code=apns_403_InvalidProviderToken (0.4% of records)', page(rare)],
+    ['error_code p11', 'page 11 of the same via cursor', page(rare, deepRare)],
+    ['last day', 'first page, since/until the last 24 hours', page(lastDay)],
+    ['stats hour 30d', 'stats group_by=hour over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'hour')).length],
+    ['stats hour 1d', 'stats group_by=hour over the last 24 hours', async () => (await deliveryStats(ch, BIG, lastDay, 'hour')).length],
+    ['stats status 30d', 'stats group_by=status over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'status')).length],
+    ['stats hour 30d edges', 'stats group_by=hour, since/until inside an hour, 30 days', async () => (await deliveryStats(ch, BIG, unaligned, 'hour')).length],
+    ['stats status 30d edges', 'stats group_by=status, channel=PUSH, since/until inside an hour, 30 days', async () => (await deliveryStats(ch, BIG, { ...unaligned, channel: 'PUSH' }, 'status')).length],
+    ['stats error_code 1d', 'stats group_by=error_code, status=failed, last 24 hours', async () => (await deliveryStats(ch, BIG, { ...lastDay, status: 'failed' }, 'error_code')).length],
+  ];
+}
+
+/** Times each query in turn, each against the baseline's p95 (timed first). */
+async function timeQueries(queries: Query[]): Promise<Result[]> {
+  const results: Result[] = [];
+  let baselineP95: number | null = null;
+  for (const [query, description, run] of queries) {
+    const m = await time(run);
+    if (query === 'baseline') baselineP95 = m.p95;
+    const isBaseline = query === 'baseline';
+    results.push({
+      query,
+      description,
+      rows_returned: m.rows,
+      p50_ms: m.p50,
+      p95_ms: m.p95,
+      max_ms: m.max,
+      vs_baseline: isBaseline || baselineP95 === null || baselineP95 === 0 ? null : Math.round((m.p95 / baselineP95) * 10) / 10,
+      goal_met: isBaseline ? null : m.p95 < GOAL_P95_MS,
+    });
+    console.log(`${query.padEnd(20)} p50 ${String(m.p50).padStart(7)} ms  p95 ${String(m.p95).padStart(7)} ms  max ${String(m.max).padStart(7)} ms  rows ${m.rows}`);
+  }
+  return results;
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
   const loadStart = loadavg()[0];
@@ -123,99 +212,36 @@ async function main(): Promise<void> {
   const dataDir = keep ?? mkdtempSync(join(tmpdir(), 'bench-deliveries-'));
   const ch = await openClickHouse({ DATA_DIR: dataDir, CLICKHOUSE_SANDBOX: 'auto' });
   try {
-    await migrate(ch);
-    const start = Date.UTC(2026, 9, 23);
-    console.log(`filling ${settings.rows} rows under ${dataDir} ...`);
-    const fillMs = await fill(ch, { rows: settings.rows, big: BIG, start }, console.log);
-    const settleMs = await settle(ch, console.log);
-    const parts = await count(ch, "SELECT count() AS n FROM system.parts WHERE table = 'message_deliveries' AND active");
-    const bigRows = await count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG });
-    // A different user and notification on every run: the query condition cache (on by default)
-    // would otherwise answer repeats of one lookup from memory, which a new lookup never gets.
-    const notifications = await ch
-      .query({
-        query: 'SELECT DISTINCT notification_id FROM message_deliveries WHERE project = {p:String} AND at >= fromUnixTimestamp64Milli({at:Int64}) LIMIT {n:UInt32}',
-        query_params: { p: BIG, at: start + 10 * DAY, n: settings.warmup + settings.runs },
-        format: 'JSONEachRow',
-      })
-      .then((r) => r.json<{ notification_id: string }>())
-      .then((rows) => rows.map((r) => r.notification_id));
-    const user = (i: number): string => `user-${(123_457 + i * 7_919) % 1_000_000}`;
-    const notification = (i: number): string => notifications[i % notifications.length] ?? '';
-    console.log(`${fillMs === null ? 'reused' : `filled in ${Math.round(fillMs / 1000)} s`}; waited ${Math.round(settleMs / 1000)} s for mutations; ${parts} parts; ${bigRows} rows in the big project`);
-
-    const failedPush: DeliveryFilter = { status: 'failed', channel: 'PUSH' };
-    const rare: DeliveryFilter = { error_code: 'apns_403_InvalidProviderToken' };
-    const deep = await positionAfter(ch, failedPush, 20);
-    const deepRare = await positionAfter(ch, rare, 10);
-    const lastDay = { since: start + 29 * DAY, until: start + 30 * DAY };
-    // Neither bound on an hour: the partial first and last hours are read from the table.
-    const unaligned = { since: start + 1_234_567, until: start + 30 * DAY - 2_345_678 };
-    await checkStats(ch, unaligned);
-    const page = (filter: DeliveryFilter, after: DeliveryPosition | null = null) => async () => (await listDeliveries(ch, BIG, filter, 100, after)).deliveries.length;
-    const lookup = (filter: (i: number) => DeliveryFilter) => async (i: number) => (await listDeliveries(ch, BIG, filter(i), 100, null)).deliveries.length;
-    const queries: [string, string, (i: number) => Promise<number>][] = [
-      ['baseline', 'SELECT count() FROM message_deliveries WHERE project = big', () => count(ch, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: BIG })],
-      ['latest', 'first page, no filter', page({})],
-      ['status+channel', 'first page, status=failed channel=PUSH', page(failedPush)],
-      ['status+channel p21', 'page 21 of the same via cursor', page(failedPush, deep)],
-      ['external_id', 'first page, one user (about 19 records in 30 days; another user each run)', lookup((i) => ({ external_id: user(i) }))],
-      ['notification_id', 'first page, one notification (about 940 records; another one each run)', lookup((i) => ({ notification_id: notification(i) }))],
-      ['error_code', 'first page, error_code=apns_403_InvalidProviderToken (0.4% of records)', page(rare)],
-      ['error_code p11', 'page 11 of the same via cursor', page(rare, deepRare)],
-      ['last day', 'first page, since/until the last 24 hours', page(lastDay)],
-      ['stats hour 30d', 'stats group_by=hour over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'hour')).length],
-      ['stats hour 1d', 'stats group_by=hour over the last 24 hours', async () => (await deliveryStats(ch, BIG, lastDay, 'hour')).length],
-      ['stats status 30d', 'stats group_by=status over all 30 days', async () => (await deliveryStats(ch, BIG, {}, 'status')).length],
-      ['stats hour 30d edges', 'stats group_by=hour, since/until inside an hour, 30 days', async () => (await deliveryStats(ch, BIG, unaligned, 'hour')).length],
-      ['stats status 30d edges', 'stats group_by=status, channel=PUSH, since/until inside an hour, 30 days', async () => (await deliveryStats(ch, BIG, { ...unaligned, channel: 'PUSH' }, 'status')).length],
-      ['stats error_code 1d', 'stats group_by=error_code, status=failed, last 24 hours', async () => (await deliveryStats(ch, BIG, { ...lastDay, status: 'failed' }, 'error_code')).length],
-    ];
-    const results: Result[] = [];
-    let baselineP95: number | null = null;
-    for (const [query, description, run] of queries) {
-      const m = await time(run);
-      if (query === 'baseline') baselineP95 = m.p95;
-      const isBaseline = query === 'baseline';
-      results.push({
-        query,
-        description,
-        rows_returned: m.rows,
-        p50_ms: m.p50,
-        p95_ms: m.p95,
-        max_ms: m.max,
-        vs_baseline: isBaseline || baselineP95 === null || baselineP95 === 0 ? null : Math.round((m.p95 / baselineP95) * 10) / 10,
-        goal_met: isBaseline ? null : m.p95 < GOAL_P95_MS,
-      });
-      console.log(`${query.padEnd(20)} p50 ${String(m.p50).padStart(7)} ms  p95 ${String(m.p95).padStart(7)} ms  max ${String(m.max).padStart(7)} ms  rows ${m.rows}`);
-    }
-    const summary = summaryRows(results, settings.rows);
+    const table = await fillTable(ch, dataDir);
+    const results = await timeQueries(await dashboardQueries(ch, table.notifications));
     const report = {
       benchmark: 'deliveries-query',
       started_at: startedAt.toISOString(),
       finished_at: new Date().toISOString(),
       machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version, load_average_start: loadStart, load_average_end: loadavg()[0] },
       settings: { ...settings, goal_p95_ms: GOAL_P95_MS },
-      summary,
-      table: { rows: settings.rows, big_project_rows: bigRows, active_parts: parts, fill_ms: fillMs === null ? null : Math.round(fillMs), mutations_wait_ms: Math.round(settleMs) },
+      summary: summaryRows(results, settings.rows),
+      table: { rows: settings.rows, big_project_rows: table.bigRows, active_parts: table.parts, fill_ms: table.fillMs === null ? null : Math.round(table.fillMs), mutations_wait_ms: Math.round(table.settleMs) },
       results,
-      notes: [
-        'Measures: one query at a time through engine/infra/clickhouse/deliveries.ts (the functions the routes call) on the embedded engine in this process, including reading the JSON rows and the receipts lookup of each page (receipts is empty here).',
-        'Baseline: SELECT count() of the big project in the same run: the cheapest read of the project, for comparing runs on other machines.',
-        'Table: merged with OPTIMIZE FINAL after the fill, as a settled table is after background merges; a table still merging fresh parts reads more parts.',
-        'Stats: whole hours are counted from the projection counts_by_hour (migration 0006), the partial first and last hours from the table (the `edges` queries); timing starts once no mutation (the projection being materialized) is running.',
-        `Machine: ${cpus().length} cores shared with whatever else runs (load average in machine); compare ratios to the baseline across machines rather than absolute times.`,
-        'Lookups of one user or one notification use another value on every run, so the query condition cache cannot answer them from an earlier run; the other queries repeat, as a dashboard refreshing does.',
-        'Pages below a cursor or `until` are read from the day below it first (engine/infra/clickhouse/deliveries.ts); lookups of one user read the projection by_user (migration 0009), materialized before timing starts.',
-      ],
+      notes: NOTES,
     };
     const failed = results.filter((r) => r.goal_met === false).map((r) => r.query);
     console.log(failed.length === 0 ? `every query met p95 < ${GOAL_P95_MS} ms` : `p95 >= ${GOAL_P95_MS} ms: ${failed.join(', ')}`);
-    console.log(`report: ${await writeReport(reports, report)}`);
+    console.log(`report: ${await writeReport(report)}`);
   } finally {
     await ch.close();
     if (keep === undefined) rmSync(dataDir, { recursive: true, force: true });
   }
 }
+
+const NOTES = [
+  'Measures: one query at a time through engine/infra/clickhouse/deliveries.ts (the functions the routes call) on the embedded engine in this process, including reading the JSON rows and the receipts lookup of each page (receipts is empty here).',
+  'Baseline: SELECT count() of the big project in the same run: the cheapest read of the project, for comparing runs on other machines.',
+  'Table: merged with OPTIMIZE FINAL after the fill, as a settled table is after background merges; a table still merging fresh parts reads more parts.',
+  'Stats: whole hours are counted from the projection counts_by_hour (migration 0006), the partial first and last hours from the table (the `edges` queries); timing starts once no mutation (the projection being materialized) is running.',
+  `Machine: ${cpus().length} cores shared with whatever else runs (load average in machine); compare ratios to the baseline across machines rather than absolute times.`,
+  'Lookups of one user or one notification use another value on every run, so the query condition cache cannot answer them from an earlier run; the other queries repeat, as a dashboard refreshing does.',
+  'Pages below a cursor or `until` are read from the day below it first (engine/infra/clickhouse/deliveries.ts); lookups of one user read the projection by_user (migration 0009), materialized before timing starts.',
+];
 
 await main();

@@ -8,14 +8,13 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
 import { RECORDER_GROUP } from '../engine/infra/redis/topology.ts';
 import { APPLY_GROUP, type Topology } from '../engine/infra/redis/topology.ts';
 import { startChild, type Child } from './child.ts';
+import { root } from './paths.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const engineBin = join(root, 'bin/engine.js');
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -121,6 +120,27 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(every);
   }
+}
+
+/**
+ * Waits until segment All counts at least `users`: the users mirror in ClickHouse, which fan-out
+ * reads, holds every user registered. `heard` gets each count read.
+ */
+export async function waitMirrored(
+  engine: { base: string; restKey: string },
+  users: number,
+  wait: { ms: number; every: number; heard?: (count: number) => void },
+): Promise<void> {
+  await waitFor(
+    'the users mirror in ClickHouse',
+    async () => {
+      const count = ((await call(`${engine.base}/api/segments/All/count`, 'GET', engine.restKey)).body as { count?: number }).count ?? -1;
+      wait.heard?.(count);
+      return count >= users ? true : undefined;
+    },
+    wait.ms,
+    wait.every,
+  );
 }
 
 /**

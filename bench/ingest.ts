@@ -8,21 +8,20 @@
  * deletes its Redis key prefix at the end.
  */
 import { cpus } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { cleanupPrefix } from './redis.ts';
 import { loadConfig } from '../engine/infra/process/config.ts';
 import { Keystore } from '../engine/state/keys/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { Children, startChild, type Child } from './child.ts';
+import { startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';
-import { printTable, writeReport, type Report } from './report.ts';
-import { log, runBench } from './run.ts';
+import { root } from './paths.ts';
+import { writeReport } from './report.ts';
+import { log, runBench, Teardown } from './run.ts';
 import type { SummaryRow } from './summary.ts';
 import { positive } from './settings.ts';
+import { printRows } from './table.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL = 0.75;
 const USERS_IN_EVENTS = 10_000;
 
@@ -33,7 +32,27 @@ const settings: LoadSettings = {
 };
 const prefix = `bench${Date.now().toString(36)}:`;
 const config = loadConfig({ ...process.env, KEY_PREFIX: prefix });
-const children = new Children();
+const teardown = new Teardown();
+teardown.keys(prefix, config.REDIS_URL.split(',')[0]);
+
+type Measured = Measurement & { ratio_to_ceiling: number | null };
+
+interface Report {
+  benchmark: string;
+  started_at: string;
+  finished_at: string;
+  machine: { cpus: number; cpu_model: string; node: string };
+  settings: Record<string, number>;
+  /** The gateway should reach at least this share of the ceiling's requests/s. */
+  goal_ratio: number;
+  results: Measured[];
+  /** Entries found in the ingest streams after the gateway runs (warm-up included); null if not measured. */
+  ingest_entries_appended: number | null;
+  /** Why the gateway was not measured, or null. */
+  gateway_error: string | null;
+  summary: SummaryRow[];
+  notes: string[];
+}
 
 const notes = [
   'Measures: one gateway process accepting buffered SDK writes (auth, validation, XADD to the Redis ingest log, 202) over HTTP/1.1 keep-alive, one request in flight per connection (no pipelining).',
@@ -73,20 +92,8 @@ async function main(): Promise<void> {
   log(`bench: ${settings.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.seconds} s per load`);
   // Both servers run from the start (an idle one costs nothing) so that each gateway load is
   // measured right after its ceiling: background work on the machine then skews both alike.
-  const bare = await children.track(startChild('bare', ['--import', 'tsx', `${root}bench/bare-server.ts`], {}, { timeoutMs: 30_000 }));
-  let gateway: Child | null = null;
-  let gatewayError: string | null = null;
-  try {
-    gateway = await children.track(
-      startChild('gateway', [`${root}bin/engine.js`, 'start', '--roles', 'gateway', '--port', '0'], { KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, {
-        readyMsg: 'started',
-        timeoutMs: 30_000,
-      }),
-    );
-  } catch (err) {
-    gatewayError = err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
-    log(`bench: gateway not measured: ${gatewayError}`);
-  }
+  const bare = teardown.child(await startChild('bare', ['--import', 'tsx', `${root}bench/bare-server.ts`], {}, { timeoutMs: 30_000 }));
+  const { gateway, gatewayError } = await startGateway();
   for (const { load, path, body } of loads) {
     for (const [server, child] of [['ceiling', bare], ['gateway', gateway]] as const) {
       if (child === null) continue;
@@ -95,7 +102,7 @@ async function main(): Promise<void> {
       results.push(await measure(target, settings, () => sampleCpu(child.proc.pid ?? 0, redis)));
     }
   }
-  await children.stopAll();
+  await Promise.all([bare.stop(), gateway?.stop()]);
   const appended = gateway === null ? null : await ingestLength(redis, topology);
   redis.disconnect();
 
@@ -120,17 +127,32 @@ async function main(): Promise<void> {
     notes,
   };
   printTable(report);
-  const file = await writeReport(`${root}bench/reports`, report);
+  const file = await writeReport(report);
   log(`bench: report written to ${file}`);
   // A run that could not measure the gateway did not do its job: say so in the exit status too.
   if (gatewayError) process.exitCode = 1;
+}
+
+/** `engine start --roles gateway`; when it does not start, the run goes on with the ceiling alone and says why. */
+async function startGateway(): Promise<{ gateway: Child | null; gatewayError: string | null }> {
+  try {
+    const gateway = await startChild('gateway', [`${root}bin/engine.js`, 'start', '--roles', 'gateway', '--port', '0'], { KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, {
+      readyMsg: 'started',
+      timeoutMs: 30_000,
+    });
+    return { gateway: teardown.child(gateway), gatewayError: null };
+  } catch (err) {
+    const gatewayError = err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
+    log(`bench: gateway not measured: ${gatewayError}`);
+    return { gateway: null, gatewayError };
+  }
 }
 
 /**
  * Each gateway run's requests/s over the ceiling's for the same load; null when most answers were
  * not 2xx (then the rate means nothing).
  */
-function withRatios(results: Measurement[]): (Measurement & { ratio_to_ceiling: number | null })[] {
+function withRatios(results: Measurement[]): Measured[] {
   return results.map((r) => {
     const ceiling = results.find((c) => c.server === 'ceiling' && c.load === r.load)?.requests_per_sec ?? 0;
     const valid = r.server !== 'ceiling' && ceiling > 0 && r.status_2xx >= r.requests * 0.99;
@@ -139,7 +161,7 @@ function withRatios(results: Measurement[]): (Measurement & { ratio_to_ceiling: 
 }
 
 /** One summary row per gateway load, next to the bare server's rate for the same load. */
-function summaryRows(results: (Measurement & { ratio_to_ceiling: number | null })[]): SummaryRow[] {
+function summaryRows(results: Measured[]): SummaryRow[] {
   return results
     .filter((r) => r.server === 'gateway')
     .map((r) => {
@@ -163,11 +185,36 @@ async function ingestLength(redis: RedisClient, topology: Topology): Promise<num
   return lengths.reduce((a, b) => a + b, 0);
 }
 
-async function cleanup(): Promise<void> {
-  await children.stopAll();
-  await cleanupPrefix(prefix, config.REDIS_URL.split(',')[0]);
+/** Prints the results as a table on stdout, then what the figures mean. */
+function printTable(report: Report): void {
+  printRows([
+    ['server', 'load', 'path', 'req/s', 'p50 ms', 'p99 ms', '2xx', 'non-2xx', 'errors', 'cores gen/srv/redis', 'vs ceiling'],
+    ...report.results.map((r) => [
+      r.server,
+      r.load,
+      r.path,
+      String(r.requests_per_sec),
+      String(r.p50_ms),
+      String(r.p99_ms),
+      String(r.status_2xx),
+      String(r.non_2xx),
+      String(r.errors + r.timeouts),
+      `${r.cpu_cores.load_generator.toFixed(2)}/${r.cpu_cores.server.toFixed(2)}/${r.cpu_cores.redis.toFixed(2)}`,
+      r.server === 'ceiling' ? '' : ratioText(r.ratio_to_ceiling, report.goal_ratio),
+    ]),
+  ]);
+  if (report.gateway_error) console.log(`gateway not measured: ${report.gateway_error}`);
+  if (report.ingest_entries_appended !== null) {
+    const accepted = report.results.filter((r) => r.server === 'gateway').reduce((sum, r) => sum + r.status_2xx + r.warmup_2xx, 0);
+    const verdict = report.ingest_entries_appended >= accepted ? 'every 202 is in the log' : 'FEWER entries than 202 answers';
+    console.log(`ingest log: ${report.ingest_entries_appended} entries for ${accepted} gateway 2xx answers, warm-up included (${verdict})`);
+  }
+  for (const note of report.notes) console.log(`- ${note}`);
 }
 
+function ratioText(ratio: number | null, goal: number): string {
+  if (ratio === null) return 'n/a (answers not 2xx)';
+  return `${Math.round(ratio * 100)}% (goal ${Math.round(goal * 100)}%: ${ratio >= goal ? 'met' : 'not met'})`;
+}
 
-
-await runBench(main, cleanup, log);
+await runBench(main, () => teardown.run());

@@ -105,6 +105,20 @@ export interface SocketTarget {
   frame: (seq: number) => string;
 }
 
+/** What the sockets counted so far, and in which phase of the load they are. */
+interface SocketState {
+  phase: 'warmup' | 'measured' | 'done';
+  /** Frames accepted during the warm-up. */
+  warmup: number;
+  accepted: number;
+  refused: number;
+  errors: number;
+  /** Refused frames by their first error code. */
+  codes: Record<string, number>;
+  /** Of each accepted frame of the measured phase, ms. */
+  latencies: number[];
+}
+
 /**
  * Like measure, over WebSocket: warms up, then counts answers over the measured seconds. In the
  * Measurement, `status_2xx` counts accepted frames, `non_2xx` frames answered with errors (by first
@@ -126,68 +140,67 @@ export async function measureSocket<C extends CpuShare>(
         }),
     ),
   );
-  const counts = { warmup: 0, accepted: 0, refused: 0, errors: 0 };
-  const codes: Record<string, number> = {};
-  const latencies: number[] = [];
-  let phase: 'warmup' | 'measured' | 'done' = 'warmup';
-  const loops = sockets.map(
-    (ws) =>
-      new Promise<void>((resolve) => {
-        let seq = 0;
-        let sentAt = 0;
-        const send = (): void => {
-          if (phase === 'done' || ws.readyState !== WebSocket.OPEN) return resolve();
-          seq += 1;
-          sentAt = performance.now();
-          ws.send(target.frame(seq));
-        };
-        ws.on('message', (data: WebSocket.RawData) => {
-          const answer = JSON.parse(data.toString()) as { accepted?: boolean; errors?: { code: string }[] };
-          if (phase === 'warmup' && answer.accepted === true) counts.warmup += 1;
-          if (phase === 'measured' && answer.accepted === true) {
-            counts.accepted += 1;
-            latencies.push(performance.now() - sentAt);
-          } else if (phase === 'measured') {
-            counts.refused += 1;
-            const code = answer.errors?.[0]?.code ?? 'unknown';
-            codes[code] = (codes[code] ?? 0) + 1;
-          }
-          send();
-        });
-        ws.once('close', () => resolve());
-        ws.on('error', () => {
-          if (phase === 'measured') counts.errors += 1;
-        });
-        send();
-      }),
-  );
+  const state: SocketState = { phase: 'warmup', warmup: 0, accepted: 0, refused: 0, errors: 0, codes: {}, latencies: [] };
+  const loops = sockets.map((ws) => socketLoop(ws, target, state));
   await sleep(settings.warmupSeconds * 1000);
   const cpu = await sampleCpu();
-  phase = 'measured';
+  state.phase = 'measured';
   const started = performance.now();
   await sleep(settings.seconds * 1000);
   const wall = (performance.now() - started) / 1000;
-  phase = 'done';
+  state.phase = 'done';
   const cores = await cpu.stop();
   // Each socket stops once its frame in flight is answered; a stuck one is closed after 10 s.
   await Promise.race([Promise.all(loops), sleep(10_000)]);
   for (const ws of sockets) ws.close();
-  latencies.sort((a, b) => a - b);
-  const quantile = (q: number): number => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 100) / 100;
+  state.latencies.sort((a, b) => a - b);
+  const quantile = (q: number): number => Math.round((state.latencies[Math.min(state.latencies.length - 1, Math.floor(q * state.latencies.length))] ?? 0) * 100) / 100;
   return {
     server: target.server,
     load: target.load,
     path: new URL(target.url).pathname,
-    requests_per_sec: Math.round(counts.accepted / wall),
+    requests_per_sec: Math.round(state.accepted / wall),
     p50_ms: quantile(0.5),
     p99_ms: quantile(0.99),
-    requests: counts.accepted + counts.refused,
-    status_2xx: counts.accepted,
-    non_2xx: counts.refused,
-    errors: counts.errors,
+    requests: state.accepted + state.refused,
+    status_2xx: state.accepted,
+    non_2xx: state.refused,
+    errors: state.errors,
     timeouts: 0,
-    status_codes: { accepted: counts.accepted, ...codes },
-    warmup_2xx: counts.warmup,
+    status_codes: { accepted: state.accepted, ...state.codes },
+    warmup_2xx: state.warmup,
     cpu_cores: cores,
   };
+}
+
+/** One socket's frames, one in flight: the next goes once the last one's answer came; resolves once the load is done or the socket closed. */
+function socketLoop(ws: WebSocket, target: SocketTarget, state: SocketState): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let seq = 0;
+    let sentAt = 0;
+    const send = (): void => {
+      if (state.phase === 'done' || ws.readyState !== WebSocket.OPEN) return resolve();
+      seq += 1;
+      sentAt = performance.now();
+      ws.send(target.frame(seq));
+    };
+    ws.on('message', (data: WebSocket.RawData) => {
+      const answer = JSON.parse(data.toString()) as { accepted?: boolean; errors?: { code: string }[] };
+      if (state.phase === 'warmup' && answer.accepted === true) state.warmup += 1;
+      if (state.phase === 'measured' && answer.accepted === true) {
+        state.accepted += 1;
+        state.latencies.push(performance.now() - sentAt);
+      } else if (state.phase === 'measured') {
+        state.refused += 1;
+        const code = answer.errors?.[0]?.code ?? 'unknown';
+        state.codes[code] = (state.codes[code] ?? 0) + 1;
+      }
+      send();
+    });
+    ws.once('close', () => resolve());
+    ws.on('error', () => {
+      if (state.phase === 'measured') state.errors += 1;
+    });
+    send();
+  });
 }

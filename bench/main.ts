@@ -10,15 +10,13 @@
 import { spawn } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { reportsDir, root } from './paths.ts';
 import { goalLines, markdownTable, svgChart, type Source } from './render.ts';
 import { reportFile } from './report.ts';
 import { scenarios, type Run } from './scenarios.ts';
 import type { SummaryRow } from './summary.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const reportsDir = join(root, 'bench/reports');
 const docFile = join(root, 'docs/performance.md');
 const chartFile = join(root, 'docs/performance-summary.svg');
 const START = '<!-- bench summary: start (written by `make bench`) -->';

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import type { Write } from './sdk-mix.ts';
+import { round } from './table.ts';
 
 /**
  * An open-loop load at a constant rate: what was asked, and what the server answered, the
@@ -110,8 +111,8 @@ export async function paced(opts: PacedOptions): Promise<PacedResult> {
     non_2xx: non2xx,
     errors,
     accepted_per_sec: Math.round(accepted / opts.seconds),
-    p50_ms: round(percentile(latencies, 0.5)),
-    p99_ms: round(percentile(latencies, 0.99)),
+    p50_ms: round(percentile(latencies, 0.5), 1),
+    p99_ms: round(percentile(latencies, 0.99), 1),
   };
 }
 
@@ -120,5 +121,3 @@ export function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
 }
-
-const round = (v: number): number => Math.round(v * 10) / 10;

@@ -3,6 +3,7 @@ import { Pool } from 'undici';
 import { sleep } from './deployment.ts';
 import { percentile, type PacedOptions } from './paced.ts';
 import { probeWrite, type Write } from './sdk-mix.ts';
+import { round } from './table.ts';
 
 /** The apply lag of the probes of one load. */
 export interface LagFigures {
@@ -68,9 +69,9 @@ export class LagProbes {
       samples: this.lags.length + this.notVisible,
       visible: this.lags.length,
       not_visible: this.notVisible,
-      p50_ms: round(percentile(this.lags, 0.5)),
-      p99_ms: round(percentile(this.lags, 0.99)),
-      max_ms: round(this.lags.at(-1) ?? 0),
+      p50_ms: round(percentile(this.lags, 0.5), 1),
+      p99_ms: round(percentile(this.lags, 0.99), 1),
+      max_ms: round(this.lags.at(-1) ?? 0, 1),
       polls: this.answers,
     };
   }
@@ -94,5 +95,3 @@ export class LagProbes {
     }
   }
 }
-
-const round = (v: number): number => Math.round(v * 10) / 10;

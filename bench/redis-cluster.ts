@@ -161,7 +161,8 @@ async function freeNodePort(): Promise<number> {
   }
 }
 
-function bindable(port: number): Promise<boolean> {
+/** Whether a port of 127.0.0.1 is free to listen on now. */
+export function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));

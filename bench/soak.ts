@@ -14,26 +14,23 @@
  * at the end over its value at the warm mark; the same over the second half of the run is reported
  * too. Writes bench/reports/soak.json.
  */
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { cleanupPrefix } from './redis.ts';
-import type { Child } from './child.ts';
-import { call, metrics, sleep, startEngine, startSimulators, waitApplied, waitFor, type Engine, type Project } from './deployment.ts';
+import { call, metrics, sleep, startEngine, startSimulators, waitApplied, waitFor, waitMirrored, type Engine, type Project } from './deployment.ts';
 import { measureMax, type MaxRate } from './max-rate.ts';
 import { paced, type PacedResult } from './paced.ts';
+import { REDIS_URL } from './redis.ts';
 import { writeReport } from './report.ts';
-import { runBench } from './run.ts';
+import { log, runBench, Teardown } from './run.ts';
 import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { SummaryRow } from './summary.ts';
-import { machine, printRows } from './table.ts';
+import { machine, printRows, round } from './table.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL_GROWTH_PCT = 5;
 const SAMPLE_MS = 10_000;
 const BROADCAST_EVERY_MS = 60_000;
@@ -63,14 +60,10 @@ const settings = {
 };
 if (settings.minutes < 2) throw new Error('--minutes must be at least 2: the first minute is warm-up');
 
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const prefix = `benchsoak${Date.now().toString(36)}:`;
 const partitions = Number(process.env['PARTITIONS'] ?? 64);
-const children: Child[] = [];
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const round = (v: number, digits = 1): number => Math.round(v * 10 ** digits) / 10 ** digits;
-let work = '';
-let redis: Redis | null = null;
+const teardown = new Teardown();
+teardown.keys(prefix);
 
 interface Sample {
   /** Seconds since the load started. */
@@ -106,9 +99,9 @@ async function sample(engine: Engine, client: Redis, topology: Topology, t: numb
     }),
   ]);
   const streams = Object.fromEntries(STREAMS.map((kind, i) => [kind, lengths[i] ?? 0])) as Sample['streams'];
-  const mb = (bytes: number | undefined): number => round((bytes ?? 0) / 2 ** 20);
+  const mb = (bytes: number | undefined): number => round((bytes ?? 0) / 2 ** 20, 1);
   return {
-    t: round(t / 1000),
+    t: round(t / 1000, 1),
     rss_mb: mb(m.get('process_resident_memory_bytes')),
     heap_used_mb: mb(m.get('nodejs_heap_size_used_bytes')),
     redis_used_memory_mb: mb(Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0)),
@@ -135,7 +128,7 @@ async function broadcast(engine: Engine, project: Project, t: number): Promise<B
   });
   if (answer.status !== 201) throw new Error(`POST /api/notifications answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
   const body = answer.body as { id: string; recipients: number; status: string };
-  return { id: body.id, at: round(t / 1000), recipients: body.recipients, status: body.status, counts: {} };
+  return { id: body.id, at: round(t / 1000, 1), recipients: body.recipients, status: body.status, counts: {} };
 }
 
 async function refresh(engine: Engine, project: Project, b: Broadcast): Promise<void> {
@@ -189,7 +182,7 @@ function growthOf(samples: Sample[], totalSeconds: number): Growth[] {
   return series.map(([name, measure, unit, pick]) => {
     const whole = trendOver(samples, pick, warm, totalSeconds);
     const late = trendOver(samples, pick, totalSeconds / 2, totalSeconds);
-    return { series: name, measure, unit, warm: round(whole.start), end: round(whole.end), growth_pct: round(pct(whole)), second_half_growth_pct: round(pct(late)) };
+    return { series: name, measure, unit, warm: round(whole.start, 1), end: round(whole.end, 1), growth_pct: round(pct(whole), 1), second_half_growth_pct: round(pct(late), 1) };
   });
 }
 
@@ -214,49 +207,90 @@ function summarize(growth: Growth[]): SummaryRow[] {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  work = await mkdtemp(join(tmpdir(), 'svc-bench-soak-'));
-  const client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-  redis = client;
+  const work = await mkdtemp(join(tmpdir(), 'svc-bench-soak-'));
+  teardown.folder(work);
+  const client = teardown.connection(new Redis(REDIS_URL, { maxRetriesPerRequest: 2 }));
   const topology = new Topology(prefix, partitions);
-
-  const sims = await startSimulators(join(work, 'sims'));
-  children.push(sims.child);
-  const engine = await startEngine({ prefix, dataDir: join(work, 'engine'), redisUrl, env: { PROVIDER_CA_FILE: sims.caFile } });
-  children.push(engine.child);
-  const project = await engine.createProject('bench-soak');
-  await engine.cli('providers', 'set', project.project_id, 'apns', '--file', sims.credentials('apns'));
-  log(`bench: engine pid ${engine.pid} on ${engine.base}, simulators pid ${sims.child.proc.pid ?? 0}, work dir ${work}`);
-
+  const { engine, project } = await startDeployment(work);
   const mix = new SdkMix(settings.users, 'soak-');
-  for (let from = 0; from < settings.users; from += BATCH_USERS) {
-    const answer = await call(`${engine.base}/api/sdk/batch`, 'POST', project.sdk_key, mix.registration(from, Math.min(settings.users, from + BATCH_USERS)));
-    if (answer.status !== 202) throw new Error(`batch answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
-  }
-  await waitApplied(client, topology, 5 * 60_000);
-  await waitFor(
-    'the users mirror in ClickHouse',
-    async () => {
-      const count = ((await call(`${engine.base}/api/segments/All/count`, 'GET', project.rest_key)).body as { count?: number }).count ?? -1;
-      return count >= settings.users ? true : undefined;
-    },
-    5 * 60_000,
-    1000,
-  );
-  log(`bench: ${settings.users} users registered with one IOS_PUSH token each`);
+  await registerUsers(engine, project, mix, { client, topology });
 
   const system = { name: 'engine', base: engine.base, sdkKey: project.sdk_key, restKey: project.rest_key, pids: [engine.pid], settle: () => waitApplied(client, topology, 5 * 60_000) };
   const max: MaxRate | null = settings.rate_given === null ? await measureMax(system, mix, settings.max_seconds, log) : null;
   const rate = settings.rate_given ?? Math.max(1, Math.round((max?.max_per_sec ?? 0) / 2));
   const totalMs = settings.minutes * 60_000;
   log(`bench: soak: ${rate} writes/s for ${settings.minutes} min, a broadcast to segment All every minute`);
+  const { load, samples, broadcasts } = await soak(engine, project, mix, { rate, totalMs, client, topology });
+  await waitFor(
+    'every broadcast to complete',
+    async () => {
+      for (const b of broadcasts) await refresh(engine, project, b);
+      return broadcasts.every((b) => b.status === 'completed') ? true : undefined;
+    },
+    5 * 60_000,
+    1000,
+  );
+  const growth = growthOf(samples, totalMs / 1000);
+  const report = {
+    benchmark: 'soak',
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    machine: machine(),
+    settings: { ...settings, rate, partitions },
+    max,
+    load,
+    broadcasts,
+    growth,
+    samples,
+    summary: summarize(growth),
+    notes: NOTES,
+  };
+  printGrowth(growth);
+  console.log(
+    `load: ${load.accepted_per_sec} writes/s accepted of ${rate} asked (${load.skipped} skipped, ${load.non_2xx + load.errors} not 2xx), p99 ${load.p99_ms} ms; broadcasts: ${broadcasts.map((b) => `${b.recipients} ${b.status}`).join(', ')}`,
+  );
+  const file = await writeReport(report);
+  log(`bench: report written to ${file}`);
+}
 
+/** The simulators, and the engine with the simulator's APNs credentials. */
+async function startDeployment(work: string): Promise<{ engine: Engine; project: Project }> {
+  const sims = await startSimulators(join(work, 'sims'));
+  teardown.child(sims.child);
+  const engine = await startEngine({ prefix, dataDir: join(work, 'engine'), redisUrl: REDIS_URL, env: { PROVIDER_CA_FILE: sims.caFile } });
+  teardown.child(engine.child);
+  const project = await engine.createProject('bench-soak');
+  await engine.cli('providers', 'set', project.project_id, 'apns', '--file', sims.credentials('apns'));
+  log(`bench: engine pid ${engine.pid} on ${engine.base}, simulators pid ${sims.child.proc.pid ?? 0}, work dir ${work}`);
+  return { engine, project };
+}
+
+/** Every user of the mix with its IOS_PUSH token, applied and in the users mirror (so each broadcast reaches them all). */
+async function registerUsers(engine: Engine, project: Project, mix: SdkMix, { client, topology }: { client: Redis; topology: Topology }): Promise<void> {
+  for (let from = 0; from < settings.users; from += BATCH_USERS) {
+    const answer = await call(`${engine.base}/api/sdk/batch`, 'POST', project.sdk_key, mix.registration(from, Math.min(settings.users, from + BATCH_USERS)));
+    if (answer.status !== 202) throw new Error(`batch answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
+  }
+  await waitApplied(client, topology, 5 * 60_000);
+  await waitMirrored({ base: engine.base, restKey: project.rest_key }, settings.users, { ms: 5 * 60_000, every: 1000 });
+  log(`bench: ${settings.users} users registered with one IOS_PUSH token each`);
+}
+
+/** The load at `rate` for `totalMs`, sampled every SAMPLE_MS, with a broadcast every BROADCAST_EVERY_MS. */
+async function soak(
+  engine: Engine,
+  project: Project,
+  mix: SdkMix,
+  run: { rate: number; totalMs: number; client: Redis; topology: Topology },
+): Promise<{ load: PacedResult; samples: Sample[]; broadcasts: Broadcast[] }> {
+  const { totalMs } = run;
   const samples: Sample[] = [];
   const broadcasts: Broadcast[] = [];
   const t0 = Date.now();
   const load: Promise<PacedResult> = paced({
     url: engine.base,
     headers: { authorization: `Bearer ${project.sdk_key}` },
-    rate,
+    rate: run.rate,
     seconds: totalMs / 1000,
     connections: settings.connections,
     maxInFlight: 4096,
@@ -275,45 +309,17 @@ async function main(): Promise<void> {
     }
     if (now >= nextSample) {
       nextSample += SAMPLE_MS;
-      const s = await sample(engine, client, topology, now - t0);
+      const s = await sample(engine, run.client, run.topology, now - t0);
       samples.push(s);
       log(
         `bench: ${s.t} s: RSS ${s.rss_mb} MB, heap ${s.heap_used_mb} MB, Redis ${s.redis_used_memory_mb} MB, streams ${STREAMS.map((k) => `${k} ${s.streams[k]}`).join(', ')}, journal ${s.journal_bytes} B, unapplied ${s.ingest_lag}, broadcasts ${broadcasts.length}`,
       );
     }
   }
-  const loadResult = await load;
-  await waitFor(
-    'every broadcast to complete',
-    async () => {
-      for (const b of broadcasts) await refresh(engine, project, b);
-      return broadcasts.every((b) => b.status === 'completed') ? true : undefined;
-    },
-    5 * 60_000,
-    1000,
-  );
-  const growth = growthOf(samples, totalMs / 1000);
-  const summary = summarize(growth);
-  const report = {
-    benchmark: 'soak',
-    started_at: startedAt.toISOString(),
-    finished_at: new Date().toISOString(),
-    machine: machine(),
-    settings: { ...settings, rate, partitions },
-    max,
-    load: loadResult,
-    broadcasts,
-    growth,
-    samples,
-    summary,
-    notes: [
-      'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) and the provider simulators (APNs in demo mode), under an open-loop SDK mix at a fixed rate (bench/sdk-mix.ts: events, tag updates, identifies, token re-registrations over a fixed set of users, so the user state does not grow by design) and a broadcast to segment All every minute.',
-      'Growth: per series, the least-squares line through its samples after the first minute (warm), read at the end over its value at the warm mark, in percent: a leak is a slope, while the sawtooth of trimming and of each broadcast averages out. Stream lengths are summed over the partitions. second_half_growth_pct: the same read over the second half of the run alone (not a goal): what still grows once caches and allocators have filled up.',
-      'Redis used_memory is the whole instance: other work on the same Redis counts too. RSS and heap come from the engine\'s /metrics (prom-client process metrics); RSS includes the embedded ClickHouse.',
-      'Does not measure: a ClickHouse server, more than one process, providers other than APNs, the growth of ClickHouse tables on disk (expected: they hold every event and delivery).',
-      `Machine: ${machine().cpus} cores shared by this process (the load), the engine, the simulators and Redis.`,
-    ],
-  };
+  return { load: await load, samples, broadcasts };
+}
+
+function printGrowth(growth: Growth[]): void {
   printRows([
     ['series', 'unit', 'warm', 'end', 'growth', `goal < ${GOAL_GROWTH_PCT}%`, 'second half'],
     ...growth.map((g) => [
@@ -326,19 +332,14 @@ async function main(): Promise<void> {
       `${g.second_half_growth_pct}%`,
     ]),
   ]);
-  console.log(
-    `load: ${loadResult.accepted_per_sec} writes/s accepted of ${rate} asked (${loadResult.skipped} skipped, ${loadResult.non_2xx + loadResult.errors} not 2xx), p99 ${loadResult.p99_ms} ms; broadcasts: ${broadcasts.map((b) => `${b.recipients} ${b.status}`).join(', ')}`,
-  );
-  const file = await writeReport(join(root, 'bench/reports'), report);
-  log(`bench: report written to ${file}`);
 }
 
-async function cleanup(): Promise<void> {
-  // The engine first, then the simulators it sends to.
-  for (const child of [...children].reverse()) await child.stop();
-  redis?.disconnect();
-  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
-  if (work !== '') await rm(work, { recursive: true, force: true });
-}
+const NOTES = [
+  'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) and the provider simulators (APNs in demo mode), under an open-loop SDK mix at a fixed rate (bench/sdk-mix.ts: events, tag updates, identifies, token re-registrations over a fixed set of users, so the user state does not grow by design) and a broadcast to segment All every minute.',
+  'Growth: per series, the least-squares line through its samples after the first minute (warm), read at the end over its value at the warm mark, in percent: a leak is a slope, while the sawtooth of trimming and of each broadcast averages out. Stream lengths are summed over the partitions. second_half_growth_pct: the same read over the second half of the run alone (not a goal): what still grows once caches and allocators have filled up.',
+  'Redis used_memory is the whole instance: other work on the same Redis counts too. RSS and heap come from the engine\'s /metrics (prom-client process metrics); RSS includes the embedded ClickHouse.',
+  'Does not measure: a ClickHouse server, more than one process, providers other than APNs, the growth of ClickHouse tables on disk (expected: they hold every event and delivery).',
+  `Machine: ${machine().cpus} cores shared by this process (the load), the engine, the simulators and Redis.`,
+];
 
-await runBench(main, cleanup, log);
+await runBench(main, () => teardown.run());

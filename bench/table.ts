@@ -8,13 +8,18 @@ export function printRows(rows: string[][]): void {
   console.log('');
 }
 
+/** A figure as a report gives it: rounded to `digits` decimals. */
+export function round(value: number, digits: number): number {
+  return Math.round(value * 10 ** digits) / 10 ** digits;
+}
+
 /** The machine a report's figures come from. */
 export function machine(): { cpus: number; cpu_model: string; memory_gb: number; node: string; load_average: number } {
   return {
     cpus: cpus().length,
     cpu_model: cpus()[0]?.model ?? 'unknown',
-    memory_gb: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    memory_gb: round(totalmem() / 2 ** 30, 1),
     node: process.version,
-    load_average: Math.round((loadavg()[0] ?? 0) * 10) / 10,
+    load_average: round(loadavg()[0] ?? 0, 1),
   };
 }

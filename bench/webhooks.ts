@@ -12,10 +12,9 @@
  * Environment: BENCH_EVENTS (per shape, default 40000), REDIS_URL, ENGINE_FROM_SOURCE=1. Writes
  * bench/reports/webhooks.json; deletes its key prefix and data.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { loadConfig } from '../engine/infra/process/config.ts';
@@ -25,12 +24,13 @@ import { WebhookRegistry } from '../engine/state/webhooks/registry.ts';
 import type { OutcomeEntry } from '../schemas/outcomes.ts';
 import { startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
-import { cleanupPrefix } from './redis.ts';
+import { appendOutcomes } from './outcomes.ts';
+import { root } from './paths.ts';
 import { writeReport } from './report.ts';
+import { runBench, Teardown } from './run.ts';
 import { positive } from './settings.ts';
 import type { SummaryRow } from './summary.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const GOAL = 2000;
 const EVENTS = positive('BENCH_EVENTS', 40_000);
 const CEILING = 'bare loop: standardwebhooks signing and undici POSTs, as many in flight';
@@ -39,6 +39,9 @@ const dataDir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
 const env = { ...process.env, KEY_PREFIX: prefix, DATA_DIR: dataDir, LOG_LEVEL: 'info', OUTBOUND_ALLOW_PRIVATE: 'true', SQL_PORT: '0' } as Record<string, string>;
 const config = loadConfig(env);
 const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
+const teardown = new Teardown();
+teardown.folder(dataDir);
+teardown.keys(prefix, config.REDIS_URL.split(',')[0]);
 
 type Shape = 'many notifications' | 'one notification';
 
@@ -62,17 +65,6 @@ function outcome(project: string, shape: Shape, n: number): OutcomeEntry {
   };
 }
 
-async function fill(redis: RedisClient, project: string, shape: Shape): Promise<void> {
-  for (let n = 0; n < EVENTS; n += 5000) {
-    const pipeline = redis.pipeline();
-    for (let i = n; i < Math.min(EVENTS, n + 5000); i++) {
-      const o = outcome(project, shape, i);
-      pipeline.xadd(topology.outcomes(topology.partitionOf(project, o.external_id)), '*', 'd', JSON.stringify(o));
-    }
-    await pipeline.exec();
-  }
-}
-
 async function received(receiver: Child): Promise<{ events: number; posts: number }> {
   const res = await request(`http://127.0.0.1:${receiver.port}/count`);
   return (await res.body.json()) as { events: number; posts: number };
@@ -92,8 +84,8 @@ async function measure(redis: RedisClient, receiver: Child, shape: Shape, index:
   const registry = new WebhookRegistry(redis, topology);
   const before = await received(receiver);
   const hook = await registry.create(project, { url: `http://127.0.0.1:${receiver.port}/hook`, events: ['delivery.sent'] });
-  await fill(redis, project, shape);
-  const engine = await startChild('webhooks', [join(root, 'bin/engine.js'), 'start', '--roles', 'webhooks'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false });
+  await appendOutcomes(redis, topology, EVENTS, (n) => outcome(project, shape, n));
+  const engine = teardown.child(await startChild('webhooks', [join(root, 'bin/engine.js'), 'start', '--roles', 'webhooks'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false }));
   try {
     const cpu = await sampleCpu(engine.proc.pid ?? 0, redis);
     const t0 = performance.now();
@@ -146,69 +138,62 @@ async function ceiling(receiver: Child, inFlight: number): Promise<{ events_per_
 
 async function main(): Promise<void> {
   const started = new Date().toISOString();
-  const redis = createRedis(config);
-  const receiver = await startChild('receiver', ['--import', 'tsx', join(root, 'bench/webhook-receiver.ts')], env, { timeoutMs: 30_000 });
-  try {
-    const bare = await ceiling(receiver, config.WEBHOOK_CONCURRENCY);
-    const shapes: Shape[] = ['many notifications', 'one notification'];
-    const runs: Measured[] = [];
-    for (const [i, shape] of shapes.entries()) runs.push(await measure(redis, receiver, shape, i));
-    const summary: SummaryRow[] = runs.flatMap((run) => [
-      {
-        scenario: 'webhooks',
-        measure: `events delivered, ${run.shape}`,
-        value: run.events_per_sec,
-        unit: 'events/s',
-        better: 'higher' as const,
-        ceiling: { name: CEILING, value: bare.events_per_sec },
-        baseline: null,
-        goal: { text: `at least ${GOAL} events/s per process`, met: run.events_per_sec >= GOAL },
-      },
-      {
-        scenario: 'webhooks',
-        measure: `webhooks process CPU per event, ${run.shape}`,
-        value: run.cpu_us_per_event.webhooks_process,
-        unit: 'µs/event',
-        better: 'lower' as const,
-        ceiling: { name: CEILING, value: bare.cpu_us_per_event },
-        baseline: null,
-        goal: null,
-      },
-    ]);
-    const report = {
-      benchmark: 'webhooks',
-      started_at: started,
-      finished_at: new Date().toISOString(),
-      machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version },
-      settings: { events_per_shape: EVENTS, partitions: topology.partitions, concurrency: config.WEBHOOK_CONCURRENCY },
-      summary,
-      runs,
-      ceiling: { name: CEILING, ...bare },
-      notes: [
-        'Measures: one `engine start --roles webhooks` process turning delivery outcomes already in the Redis streams into events, queuing them per endpoint, signing and POSTing them to a receiver in its own process that answers 204 at once, from the receiver\'s view: from the process start until it has every event.',
-        '`many notifications`: 500 notifications, so up to WEBHOOK_CONCURRENCY POSTs are in flight; `one notification`: every event of one notification, which go one after another (their order).',
-        `Ceiling: ${CEILING}, from this process, with the same concurrency; CPU of this process only.`,
-        `Machine: ${cpus().length} cores shared by Redis, the webhooks process, the receiver and this benchmark.`,
-      ],
-    };
-    console.log(`ceiling, ${CEILING}: ${bare.events_per_sec} events/s, ${bare.cpu_us_per_event} µs CPU per event`);
-    for (const run of runs) {
-      const met = run.events_per_sec >= GOAL ? 'met' : 'not met';
-      console.log(
-        `webhooks, ${run.shape}: ${run.events_per_sec} events/s (goal ${GOAL}: ${met}; ${Math.round((run.events_per_sec / bare.events_per_sec) * 100)}% of the ceiling), ` +
-          `${run.cpu_us_per_event.webhooks_process} µs CPU per event in the webhooks process, ${run.cpu_us_per_event.redis} µs in Redis; ${run.posts} POSTs`,
-      );
-    }
-    console.log(`report: ${await writeReport(join(root, 'bench/reports'), report)}`);
-  } finally {
-    await receiver.stop();
-    redis.disconnect();
+  const redis = teardown.connection(createRedis(config));
+  const receiver = teardown.child(await startChild('receiver', ['--import', 'tsx', join(root, 'bench/webhook-receiver.ts')], env, { timeoutMs: 30_000 }));
+  const bare = await ceiling(receiver, config.WEBHOOK_CONCURRENCY);
+  const shapes: Shape[] = ['many notifications', 'one notification'];
+  const runs: Measured[] = [];
+  for (const [i, shape] of shapes.entries()) runs.push(await measure(redis, receiver, shape, i));
+  const report = {
+    benchmark: 'webhooks',
+    started_at: started,
+    finished_at: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version },
+    settings: { events_per_shape: EVENTS, partitions: topology.partitions, concurrency: config.WEBHOOK_CONCURRENCY },
+    summary: summaryRows(runs, bare),
+    runs,
+    ceiling: { name: CEILING, ...bare },
+    notes: [
+      'Measures: one `engine start --roles webhooks` process turning delivery outcomes already in the Redis streams into events, queuing them per endpoint, signing and POSTing them to a receiver in its own process that answers 204 at once, from the receiver\'s view: from the process start until it has every event.',
+      '`many notifications`: 500 notifications, so up to WEBHOOK_CONCURRENCY POSTs are in flight; `one notification`: every event of one notification, which go one after another (their order).',
+      `Ceiling: ${CEILING}, from this process, with the same concurrency; CPU of this process only.`,
+      `Machine: ${cpus().length} cores shared by Redis, the webhooks process, the receiver and this benchmark.`,
+    ],
+  };
+  console.log(`ceiling, ${CEILING}: ${bare.events_per_sec} events/s, ${bare.cpu_us_per_event} µs CPU per event`);
+  for (const run of runs) {
+    const met = run.events_per_sec >= GOAL ? 'met' : 'not met';
+    console.log(
+      `webhooks, ${run.shape}: ${run.events_per_sec} events/s (goal ${GOAL}: ${met}; ${Math.round((run.events_per_sec / bare.events_per_sec) * 100)}% of the ceiling), ` +
+        `${run.cpu_us_per_event.webhooks_process} µs CPU per event in the webhooks process, ${run.cpu_us_per_event.redis} µs in Redis; ${run.posts} POSTs`,
+    );
   }
+  console.log(`report: ${await writeReport(report)}`);
 }
 
-try {
-  await main();
-} finally {
-  await cleanupPrefix(prefix, config.REDIS_URL.split(',')[0]);
-  rmSync(dataDir, { recursive: true, force: true });
+function summaryRows(runs: Measured[], bare: { events_per_sec: number; cpu_us_per_event: number }): SummaryRow[] {
+  return runs.flatMap((run): SummaryRow[] => [
+    {
+      scenario: 'webhooks',
+      measure: `events delivered, ${run.shape}`,
+      value: run.events_per_sec,
+      unit: 'events/s',
+      better: 'higher',
+      ceiling: { name: CEILING, value: bare.events_per_sec },
+      baseline: null,
+      goal: { text: `at least ${GOAL} events/s per process`, met: run.events_per_sec >= GOAL },
+    },
+    {
+      scenario: 'webhooks',
+      measure: `webhooks process CPU per event, ${run.shape}`,
+      value: run.cpu_us_per_event.webhooks_process,
+      unit: 'µs/event',
+      better: 'lower',
+      ceiling: { name: CEILING, value: bare.cpu_us_per_event },
+      baseline: null,
+      goal: null,
+    },
+  ]);
 }
+
+await runBench(main, () => teardown.run());

@@ -25,26 +25,25 @@
  * recorder (one core for both, or one each). An empty `--rates` or `--max` skips that part;
  * without wrk on PATH its runs are skipped. Writes bench/reports/write-cost.json.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/infra/process/config.ts';
 import { createRedis } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { cleanupPrefix } from './redis.ts';
-import { Children } from './child.ts';
 import type { CommandCosts } from './commandstats.ts';
 import { costSample, costsBetween, type CostSample, type Costs } from './cost-window.ts';
 import { profileAtExit, summarizeProfile, type ProfileSummary } from './cpuprofile.ts';
 import { backlog, drainSeconds, engineBuild, recorderProgress, sleep, startEngine, type Engine } from './deployment.ts';
 import { paced, type PacedResult } from './paced.ts';
+import { root, reportsDir } from './paths.ts';
 import { LagProbes, type LagFigures } from './probes.ts';
+import { REDIS_URL } from './redis.ts';
 import { reportFile, writeReport } from './report.ts';
-import { log, runBench } from './run.ts';
+import { log, runBench, Teardown } from './run.ts';
 import { wholeFlag } from './settings.ts';
 import { SdkMix } from './sdk-mix.ts';
 import type { SummaryRow } from './summary.ts';
@@ -52,8 +51,6 @@ import { machine, printRows } from './table.ts';
 import { autocannonLoad, writeMixRequests, wrkInstalled, wrkLoad, type MixLoad } from './mix-load.ts';
 import { deploymentName, measureMax, pinTo, printMax, startSplit, summarizeMax, type MaxContext, type MaxDeployment, type MaxResult } from './write-cost-max.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const reportsDir = join(root, 'bench/reports');
 const GOAL_RATE = 10_000;
 /** The share of GOAL_RATE that counts as sustaining it: the load generator's own jitter. */
 const GOAL_RATE_SHARE = 0.98;
@@ -98,20 +95,19 @@ const settings = {
   autocannon_connections: wholeFlag('autocannon-connections', values['autocannon-connections']),
 };
 
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const prefix = `benchcost${Date.now().toString(36)}:`;
 const topology = new Topology(prefix, Number(process.env['PARTITIONS'] ?? 64));
-const children = new Children();
-const infoRedis = createRedis(loadConfig({ REDIS_URL: redisUrl }));
-const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-let work = '';
+const teardown = new Teardown();
+teardown.keys(prefix);
+const infoRedis = teardown.connection(createRedis(loadConfig({ REDIS_URL })));
+const redis = teardown.connection(new Redis(REDIS_URL, { maxRetriesPerRequest: 2 }));
 /** Set once the engines are meant to stop, so their exit is not reported as a crash. */
 let stopping = false;
 /** Engines stopped on purpose before the end. */
 const stoppedOnPurpose = new WeakSet<Engine>();
 
 function watch(engine: Engine, name: string): void {
-  children.add(engine.child);
+  teardown.child(engine.child);
   engine.child.proc.once('exit', (code, signal) => {
     if (!stopping && !stoppedOnPurpose.has(engine)) log(`bench: the ${name} process exited (${signal ?? code ?? ''}); its last output:\n${engine.child.output()}`);
   });
@@ -314,7 +310,7 @@ function print(results: RateResult[], profile: ProfileSummary | null): void {
 }
 
 /** The closed-loop measurements' context, with one period of the mix written for the load generators. */
-async function maxContext(sdkKey: string, mix: SdkMix): Promise<MaxContext> {
+async function maxContext(work: string, sdkKey: string, mix: SdkMix): Promise<MaxContext> {
   const requests = join(work, 'mix-requests.txt');
   await writeMixRequests(requests, mix);
   return {
@@ -335,47 +331,17 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const build = await engineBuild();
   if (build.newer_than_build.length > 0) log(`bench: WARNING: dist/ is older than ${build.newer_than_build.length} source files (npm run build): ${build.newer_than_build.slice(0, 5).join(', ')}`);
-  work = await mkdtemp(join(tmpdir(), 'svc-bench-write-cost-'));
+  const work = await mkdtemp(join(tmpdir(), 'svc-bench-write-cost-'));
+  teardown.folder(work);
   const profileDir = join(work, 'profile');
-  const dataDir = join(work, 'engine');
-  const engine = await startEngine({ prefix, dataDir, redisUrl, nodeFlags: settings.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] });
+  const engine = await startEngine({ prefix, dataDir: join(work, 'engine'), redisUrl: REDIS_URL, nodeFlags: settings.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] });
   watch(engine, 'engine');
   const project = await engine.createProject('bench-write-cost');
   log(`bench: engine pid ${engine.pid} on ${engine.base} (${build.from}, ${build.commit}${build.uncommitted.length > 0 ? ', uncommitted changes' : ''}), ${topology.partitions} partitions`);
   const mix = new SdkMix(USERS, 'cost-');
   const results: RateResult[] = [];
   for (const rate of settings.rates) results.push(await measureRate(engine, { rest: project.rest_key, sdk: project.sdk_key }, mix, rate));
-
-  const closedLoop: MaxResult[] = [];
-  const loads = { wrk: wrkLoad(settings.wrk_threads, settings.wrk_connections), autocannon: autocannonLoad(settings.autocannon_connections) };
-  const noWrk = !wrkInstalled() && settings.max.some((name) => !name.endsWith('-autocannon'));
-  const maxSkipped = settings.max.length === 0 ? '--max is empty' : noWrk ? 'wrk is not on PATH (scripts/bench.sh installs it with apt-get): its runs are skipped' : null;
-  if (maxSkipped !== null) log(`bench: closed-loop maximum: ${maxSkipped}`);
-  const runs = settings.max
-    .map((name) => ({ deployment: name.replace(/-autocannon$/, ''), load: name.endsWith('-autocannon') ? loads.autocannon : loads.wrk }))
-    .filter((run) => !noWrk || run.load !== loads.wrk);
-  const loadsOn = (deployment: 'one' | 'split'): MixLoad[] => runs.filter((run) => run.deployment === deployment).map((run) => run.load);
-  const ctx = runs.length > 0 ? await maxContext(project.sdk_key, mix) : null;
-  if (ctx !== null && loadsOn('one').length > 0) {
-    const cpus = await pinTo(engine, settings.cores === null ? null : `0-${settings.cores - 1}`);
-    const one: MaxDeployment = { name: deploymentName('one process', settings.cores), base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus }] };
-    for (const load of loadsOn('one')) closedLoop.push(await measureMax(one, load, ctx));
-  }
-  stoppedOnPurpose.add(engine);
-  let profile: ProfileSummary | null = null;
-  if (settings.profile) {
-    const kept = reportFile(reportsDir, 'write-cost', 'cpuprofile');
-    const missing = await profileAtExit(engine.child.proc, profileDir, kept, 60_000);
-    if (missing === null) profile = await summarizeProfile(kept, root);
-    log(missing === null ? `bench: profile written to ${kept}` : `bench: no profile: ${missing}`);
-  }
-  await engine.child.stop();
-  if (ctx !== null && loadsOn('split').length > 0) {
-    const split = await startSplit({ prefix, dataDir, redisUrl, cores: settings.cores });
-    split.engines.forEach((e, i) => watch(e, split.deployment.processes[i]?.name ?? 'split'));
-    log(`bench: split: ${split.deployment.processes.map((p) => `${p.name} pid ${p.pid}${p.cpus === null ? '' : ` on CPU ${p.cpus}`}`).join(', ')}`);
-    for (const load of loadsOn('split')) closedLoop.push(await measureMax(split.deployment, load, ctx));
-  }
+  const { closedLoop, skipped, profile } = await closedLoopMaximum(engine, work, project.sdk_key, mix);
   stopping = true;
 
   const summary = [...results.flatMap(summarize), ...summarizeMax(closedLoop, { rate: GOAL_RATE, share: GOAL_RATE_SHARE, usPerWrite: GOAL_US_PER_WRITE })];
@@ -391,32 +357,73 @@ async function main(): Promise<void> {
     engine: build,
     results,
     closed_loop: closedLoop,
-    closed_loop_skipped: maxSkipped,
+    closed_loop_skipped: skipped,
     profile,
     summary,
-    notes: [
-      'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) under the SDK mix of bench/sdk-mix.ts (of every 10 writes 4 events, 3 tag updates, 2 identifies, 1 token re-registration) over 100 000 users, sent open loop at each rate (bench/paced.ts, 64 keep-alive connections) after a warm-up; the window is `seconds` long and everything per second or per write is over it.',
-      'Per write means per 2xx answer received in the window. CPU from /proc (the engine; by thread: the main thread, ClickHouse\'s threads, node\'s other threads) and INFO cpu (Redis); the goal figure is engine + Redis, the load generator (this process: load, probes and their polls) apart. Work left over at the window\'s end (backlog_at_end, done_after_load_s) is not in the per-write figures.',
-      'applied: svc_applied_entries_total; recorded rows: svc_recorded_rows_total by table (a user\'s changes in one recorder batch are one row); changes appended and recorded: XINFO GROUPS of the changes streams, group recorder (entries-read + lag, entries-read - pending), each the average of five samples over the first and over the last second of the window, as the recorder inserts in rounds every half linger. carried/s = accepted/s x min(1, applied / accepted) x min(1, changes recorded / appended): the writes taken all the way while the load lasted.',
-      'Redis commands: INFO commandstats of the whole Redis server over the window, per write. Redis counts the commands a script calls too, under their own names, and their time also inside evalsha\'s; so calls_per_write is every command executed, not round trips. The probes\' GET /api/users polls (lag.polls) and this benchmark\'s XINFO GROUPS samples are counted in, and so would other clients of the same Redis server be.',
-      'Apply lag: about probes_per_sec writes a second are tag writes with a unique value to a user of their own; from the 202, GET /api/users/{id} is polled every poll_ms until it shows (bench/probes.ts). The lag includes up to poll_ms and one GET.',
-      'Closed loop (closed_loop): a load generator in a process of its own sends the same mix, one period of SdkMix precomputed, as fast as answers come, for warmup_seconds (then its backlog is let drain) and for `seconds` measured: wrk (C, LuaJIT; bench/wrk-mix.lua, wrk_threads threads) over wrk_connections connections, or autocannon (bench/autocannon-mix.ts) over autocannon_connections connections, one request in flight on each. accepted: svc_accepted_writes_total of the gateway over the window; carried/s: those writes over the window plus the seconds until every one was applied and recorded, i.e. what reached ClickHouse per second of wall time; null when that took over drain_ms. CPU per write runs from the window\'s start until all was recorded (idle drain time and the XINFO GROUPS polls that time it included); the load generator\'s is over its run, the second or so it spends starting and building its requests left out; cores are over the window. wrk counts non_2xx as statuses above 399, autocannon as any but 2xx. The goal "writes end to end" is read on autocannon against the one process: at least 10 000 writes/s carried at no more than 100 µs of engine + Redis CPU per write.',
-      'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --cores N, taskset pins every thread of the one process to CPUs 0..N-1 and, of the split, the gateway to CPU 0 and apply + recorder to CPU N-1 (one core for both, or one each); Redis, the load generator and this process are not pinned.',
-      'With --profile the engine runs under --cpu-prof (its main thread only, start-up, drains and the one-process closed loop included), which costs it some CPU: compare CPU figures between runs of the same kind.',
-      `Machine: ${machine().cpus} cores shared by the engine, Redis and the load generator; other work on the host moves the figures (load_average in machine).`,
-    ],
+    notes: NOTES,
   };
-  const file = await writeReport(reportsDir, report);
+  const file = await writeReport(report);
   log(`bench: report written to ${file}`);
 }
 
-async function cleanup(): Promise<void> {
-  stopping = true;
-  await children.stopAll();
-  infoRedis.disconnect();
-  redis.disconnect();
-  await cleanupPrefix(prefix, redisUrl).catch((err: unknown) => log(`bench: cleanup of ${prefix}* failed: ${String(err)}`));
-  if (work !== '') await rm(work, { recursive: true, force: true });
+/**
+ * The closed-loop runs --max names: those of the one process first, then that process is stopped
+ * (its profile kept, with --profile) and the split's started for theirs. wrk's runs are skipped
+ * when it is not on PATH.
+ */
+async function closedLoopMaximum(engine: Engine, work: string, sdkKey: string, mix: SdkMix): Promise<{ closedLoop: MaxResult[]; skipped: string | null; profile: ProfileSummary | null }> {
+  const closedLoop: MaxResult[] = [];
+  const loads = { wrk: wrkLoad(settings.wrk_threads, settings.wrk_connections), autocannon: autocannonLoad(settings.autocannon_connections) };
+  const noWrk = !wrkInstalled() && settings.max.some((name) => !name.endsWith('-autocannon'));
+  const skipped = settings.max.length === 0 ? '--max is empty' : noWrk ? 'wrk is not on PATH (scripts/bench.sh installs it with apt-get): its runs are skipped' : null;
+  if (skipped !== null) log(`bench: closed-loop maximum: ${skipped}`);
+  const runs = settings.max
+    .map((name) => ({ deployment: name.replace(/-autocannon$/, ''), load: name.endsWith('-autocannon') ? loads.autocannon : loads.wrk }))
+    .filter((run) => !noWrk || run.load !== loads.wrk);
+  const loadsOn = (deployment: 'one' | 'split'): MixLoad[] => runs.filter((run) => run.deployment === deployment).map((run) => run.load);
+  const ctx = runs.length > 0 ? await maxContext(work, sdkKey, mix) : null;
+  if (ctx !== null && loadsOn('one').length > 0) {
+    const cpus = await pinTo(engine, settings.cores === null ? null : `0-${settings.cores - 1}`);
+    const one: MaxDeployment = { name: deploymentName('one process', settings.cores), base: engine.base, processes: [{ name: 'engine', pid: engine.pid, roles: 'every role', cpus }] };
+    for (const load of loadsOn('one')) closedLoop.push(await measureMax(one, load, ctx));
+  }
+  const profile = await stopEngine(engine, join(work, 'profile'));
+  if (ctx !== null && loadsOn('split').length > 0) {
+    const split = await startSplit({ prefix, dataDir: engine.dataDir, redisUrl: REDIS_URL, cores: settings.cores });
+    split.engines.forEach((e, i) => watch(e, split.deployment.processes[i]?.name ?? 'split'));
+    log(`bench: split: ${split.deployment.processes.map((p) => `${p.name} pid ${p.pid}${p.cpus === null ? '' : ` on CPU ${p.cpus}`}`).join(', ')}`);
+    for (const load of loadsOn('split')) closedLoop.push(await measureMax(split.deployment, load, ctx));
+  }
+  return { closedLoop, skipped, profile };
 }
 
-await runBench(main, cleanup, log);
+/** Stops the one-process engine; with --profile, keeps its profile as bench/reports/write-cost.cpuprofile and sums it up. */
+async function stopEngine(engine: Engine, profileDir: string): Promise<ProfileSummary | null> {
+  stoppedOnPurpose.add(engine);
+  let profile: ProfileSummary | null = null;
+  if (settings.profile) {
+    const kept = reportFile(reportsDir, 'write-cost', 'cpuprofile');
+    const missing = await profileAtExit(engine.child.proc, profileDir, kept, 60_000);
+    if (missing === null) profile = await summarizeProfile(kept, root);
+    log(missing === null ? `bench: profile written to ${kept}` : `bench: no profile: ${missing}`);
+  }
+  await engine.child.stop();
+  return profile;
+}
+
+const NOTES = [
+  'Measures: one `engine start` process with every role (gateway, apply, fan-out, dispatch, recorder with embedded ClickHouse in a temp DATA_DIR, scheduler) under the SDK mix of bench/sdk-mix.ts (of every 10 writes 4 events, 3 tag updates, 2 identifies, 1 token re-registration) over 100 000 users, sent open loop at each rate (bench/paced.ts, 64 keep-alive connections) after a warm-up; the window is `seconds` long and everything per second or per write is over it.',
+  'Per write means per 2xx answer received in the window. CPU from /proc (the engine; by thread: the main thread, ClickHouse\'s threads, node\'s other threads) and INFO cpu (Redis); the goal figure is engine + Redis, the load generator (this process: load, probes and their polls) apart. Work left over at the window\'s end (backlog_at_end, done_after_load_s) is not in the per-write figures.',
+  'applied: svc_applied_entries_total; recorded rows: svc_recorded_rows_total by table (a user\'s changes in one recorder batch are one row); changes appended and recorded: XINFO GROUPS of the changes streams, group recorder (entries-read + lag, entries-read - pending), each the average of five samples over the first and over the last second of the window, as the recorder inserts in rounds every half linger. carried/s = accepted/s x min(1, applied / accepted) x min(1, changes recorded / appended): the writes taken all the way while the load lasted.',
+  'Redis commands: INFO commandstats of the whole Redis server over the window, per write. Redis counts the commands a script calls too, under their own names, and their time also inside evalsha\'s; so calls_per_write is every command executed, not round trips. The probes\' GET /api/users polls (lag.polls) and this benchmark\'s XINFO GROUPS samples are counted in, and so would other clients of the same Redis server be.',
+  'Apply lag: about probes_per_sec writes a second are tag writes with a unique value to a user of their own; from the 202, GET /api/users/{id} is polled every poll_ms until it shows (bench/probes.ts). The lag includes up to poll_ms and one GET.',
+  'Closed loop (closed_loop): a load generator in a process of its own sends the same mix, one period of SdkMix precomputed, as fast as answers come, for warmup_seconds (then its backlog is let drain) and for `seconds` measured: wrk (C, LuaJIT; bench/wrk-mix.lua, wrk_threads threads) over wrk_connections connections, or autocannon (bench/autocannon-mix.ts) over autocannon_connections connections, one request in flight on each. accepted: svc_accepted_writes_total of the gateway over the window; carried/s: those writes over the window plus the seconds until every one was applied and recorded, i.e. what reached ClickHouse per second of wall time; null when that took over drain_ms. CPU per write runs from the window\'s start until all was recorded (idle drain time and the XINFO GROUPS polls that time it included); the load generator\'s is over its run, the second or so it spends starting and building its requests left out; cores are over the window. wrk counts non_2xx as statuses above 399, autocannon as any but 2xx. The goal "writes end to end" is read on autocannon against the one process: at least 10 000 writes/s carried at no more than 100 µs of engine + Redis CPU per write.',
+  'split: the one-process engine stopped, `engine start --roles apply,recorder` (its embedded ClickHouse in the same DATA_DIR) and `engine start --roles gateway` on the same KEY_PREFIX, the state the runs before left (users, ClickHouse tables) kept; fan-out, dispatch and scheduler do not run (no SDK write needs them). With --cores N, taskset pins every thread of the one process to CPUs 0..N-1 and, of the split, the gateway to CPU 0 and apply + recorder to CPU N-1 (one core for both, or one each); Redis, the load generator and this process are not pinned.',
+  'With --profile the engine runs under --cpu-prof (its main thread only, start-up, drains and the one-process closed loop included), which costs it some CPU: compare CPU figures between runs of the same kind.',
+  `Machine: ${machine().cpus} cores shared by the engine, Redis and the load generator; other work on the host moves the figures (load_average in machine).`,
+];
+
+await runBench(main, async () => {
+  stopping = true;
+  await teardown.run();
+});
