@@ -181,7 +181,7 @@ async function lookupWith(answers: LookupAddress[]): Promise<ReturnType<typeof g
   const fake = (_host: string, _options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void): void => {
     setImmediate(() => callback(null, answers));
   };
-  const mocked = await t.mockImport<typeof import('../../engine/infra/outbound/guard.ts')>('../../engine/outbound/guard.ts', { 'node:dns': { lookup: fake } });
+  const mocked = await t.mockImport<typeof import('../../engine/infra/outbound/guard.ts')>('../../engine/infra/outbound/guard.ts', { 'node:dns': { lookup: fake } });
   return mocked.guardedLookup(strict);
 }
 

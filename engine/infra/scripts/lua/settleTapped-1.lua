@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
 --[[
-  Settles entries the webhooks role has turned into queued events (engine/webhooks/tap.ts):
+  Settles entries the webhooks role has turned into queued events (actors/webhooks/tap.ts):
   acknowledges them in its group, then trims the stream below the last of them, but never below
   an entry still pending in any group nor past what a group has not read.
 

@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
 --[[
-  Takes one token from a key's rate-limit bucket (gateway/rate-limit.ts): a token bucket that
+  Takes one token from a key's rate-limit bucket (gateway/server/rate-limit.ts): a token bucket that
   holds at most `burst` tokens and refills at `rate` tokens a second. The clock is Redis's own
   (TIME), so every gateway of a deployment sees one bucket, whatever its local clock says.
 
