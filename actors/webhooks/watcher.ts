@@ -65,7 +65,7 @@ export class NotificationWatcher {
     this.closed = true;
     clearTimeout(this.timer);
     await this.ticking;
-    await this.leases.release(this.key('lease:webhooks:watcher'));
+    await this.leases.release(this.keys.lease);
   }
 
   private async tick(): Promise<void> {
@@ -78,19 +78,19 @@ export class NotificationWatcher {
   }
 
   private holdLease(): Promise<boolean> {
-    return this.leases.hold(this.key('lease:webhooks:watcher'));
+    return this.leases.hold(this.keys.lease);
   }
 
   /** Puts the project's notifications created since it was last read on the watch list. */
   private async follow(project: string): Promise<void> {
     const { redis, notifications, endpoints } = this.opts;
-    const cursorKey = this.key(`webhooks:watch:${project}`);
+    const cursorKey = this.keys.cursor(project);
     const stored = await redis.get(cursorKey);
     const from = stored === null ? endpoints.firstTaking(project, END_TYPES) : Number(stored);
     const created = await notifications.createdSince(project, from, WATCH_MAX);
     if (created.length === 0) return;
     const args = created.flatMap(({ id, createdAt }) => [createdAt, member(project, id)]);
-    await redis.zadd(this.key('webhooks:watch'), ...args);
+    await redis.zadd(this.keys.watch, ...args);
     const last = created[created.length - 1]?.createdAt ?? from;
     // A full page all of one millisecond would be read again forever: step past it.
     await redis.set(cursorKey, String(created.length === WATCH_MAX && last === created[0]?.createdAt ? last + 1 : last));
@@ -99,7 +99,7 @@ export class NotificationWatcher {
   /** Queues the end of every watched notification that has ended. */
   private async look(projects: ReadonlySet<string>): Promise<void> {
     const { redis, notifications } = this.opts;
-    const watch = this.key('webhooks:watch');
+    const watch = this.keys.watch;
     const watched = await redis.zrange(watch, 0, WATCH_MAX - 1, 'WITHSCORES');
     const [seconds, micros] = await redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
@@ -150,12 +150,12 @@ export class NotificationWatcher {
   }
 
   /**
-   * The watcher's keys, named only here: its lease (`lease:webhooks:watcher`), the notifications it
-   * watches (`webhooks:watch`, sorted set of `project id` by created_at) and per project how far
-   * its list was read (`webhooks:watch:<project>`).
+   * The watcher's keys, named only here: its lease, the notifications it watches (sorted set of
+   * `project id` by created_at) and per project how far its list was read.
    */
-  private key(name: string): string {
-    return this.opts.topology.named(name);
+  private get keys(): { lease: string; watch: string; cursor: (project: string) => string } {
+    const { topology } = this.opts;
+    return { lease: topology.named('lease:webhooks:watcher'), watch: topology.named('webhooks:watch'), cursor: (project) => topology.named(`webhooks:watch:${project}`) };
   }
 }
 

@@ -89,11 +89,6 @@ function newKey(type: AnyKeyType): string {
   return `${type}_${randomBytes(24).toString('base64url')}`;
 }
 
-/** When project `id` was created (ISO text), or null when there is no such project. */
-export async function projectCreatedAt(redis: Pick<RedisClient, 'hget'>, topology: Topology, id: string): Promise<string | null> {
-  return redis.hget(topology.own(ProjectKeys).project(id), 'created_at');
-}
-
 export class Keystore {
   constructor(
     private readonly redis: RedisClient,

@@ -2,7 +2,7 @@ import { ALL_SEGMENT, type Segment } from '../../../schemas/segments.ts';
 import type { FilterEntry } from '../../../schemas/filters.ts';
 import type { RedisClient } from '../../infra/redis/client.ts';
 import type { Topology } from '../../infra/redis/topology.ts';
-import { projectCreatedAt } from '../keys/keystore.ts';
+import { Keystore } from '../keys/keystore.ts';
 
 /**
  * Segment definitions of each project (docs/api.md#segments), one Redis hash per project (name -> JSON
@@ -71,8 +71,8 @@ export class SegmentStore {
   }
 
   private async all(project: string): Promise<Segment> {
-    const createdAt = await projectCreatedAt(this.redis, this.topology, project);
-    return { name: ALL_SEGMENT, filters: [], created_at: createdAt ?? '' };
+    const stored = await new Keystore(this.redis, this.topology).getProject(project);
+    return { name: ALL_SEGMENT, filters: [], created_at: stored?.created_at ?? '' };
   }
 
   /** A project's segments (hash: name to JSON); only this store names it. */
