@@ -45,6 +45,8 @@ export interface BroadcastOptions {
   out: string | undefined;
   /** --peer as given, for the report's settings. */
   peerFlag: string | undefined;
+  /** --against-release: the release of releases.json (bench/release.ts) broadcasts too, after this tree. */
+  againstRelease: boolean;
 }
 
 export function parseOptions(): BroadcastOptions {
@@ -64,6 +66,7 @@ export function parseOptions(): BroadcastOptions {
       cluster: { type: 'string', default: '0' },
       keep: { type: 'boolean', default: false },
       peer: { type: 'string' },
+      'against-release': { type: 'boolean', default: false },
     },
   });
   const dispatchProcesses = Number(values['dispatch-processes']);
@@ -100,6 +103,7 @@ export function parseOptions(): BroadcastOptions {
     keep: values.keep,
     out: values.out,
     peerFlag: values.peer,
+    againstRelease: values['against-release'],
   };
 }
 

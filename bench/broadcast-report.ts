@@ -15,6 +15,8 @@ const GOAL_RSS_GROWTH_MB = 250;
 /** The goals of --peer minimal: throughput at least this share of the bare loop's, CPU per push at most this multiple. */
 const PEER_GOAL_RATIO = 0.8;
 const PEER_GOAL_CPU = 2;
+/** At 1M users of the three types: at least this multiple of the release's pushes/s (--against-release). */
+const RELEASE_GOAL_FACTOR = 2.5;
 
 export interface BroadcastReport {
   benchmark: 'broadcast';
@@ -30,7 +32,16 @@ export interface BroadcastReport {
   ceiling: Ceiling;
   ceilings: Ceiling[];
   engine: BroadcastResult;
+  /** With --against-release: the release's broadcast, same options, same run. */
+  release: ReleaseBroadcast | null;
   notes: string[];
+}
+
+/** The same broadcast on a release (bench/release.ts), run after this tree's. */
+export interface ReleaseBroadcast {
+  version: string;
+  commit: string;
+  result: BroadcastResult;
 }
 
 export interface Measured {
@@ -41,6 +52,7 @@ export interface Measured {
   result: BroadcastResult;
   /** Unrounded: the ratio to the ceiling is over it. */
   deliveriesPerSec: number;
+  release: ReleaseBroadcast | null;
 }
 
 /** What the rows and notes say of the run, worked out once. */
@@ -57,6 +69,7 @@ interface Run {
   cpuRatio: number;
   /** How the run is spread, for the measures: empty for one engine process on one Redis. */
   deployment: string;
+  release: ReleaseBroadcast | null;
 }
 
 /** Sets the result's ratio to the faster ceiling, and builds the report around it. */
@@ -78,6 +91,7 @@ export function broadcastReport(options: BroadcastOptions, measured: Measured): 
     bareCpu,
     cpuRatio: round(result.cpu_us_per_delivery_engine_and_redis / bareCpu, 2),
     deployment,
+    release: measured.release,
   };
   return {
     benchmark: 'broadcast',
@@ -92,6 +106,7 @@ export function broadcastReport(options: BroadcastOptions, measured: Measured): 
     ceiling,
     ceilings: [before, after],
     engine: result,
+    release: measured.release,
     notes: notes(run),
   };
 }
@@ -126,6 +141,7 @@ function summaryRows(run: Run): SummaryRow[] {
       better: 'lower',
       ceiling: null,
       baseline: null,
+      release: run.release === null ? null : { name: run.release.version, value: run.release.result.rss_mb.growth },
       goal: options.users >= 1_000_000 ? { text: `under ${GOAL_RSS_GROWTH_MB} MB at 1M users`, met: result.rss_mb.growth < GOAL_RSS_GROWTH_MB } : null,
     },
   ];
@@ -142,7 +158,15 @@ function throughputRow(run: Run): SummaryRow {
   const goal = options.peer
     ? { text: `at least ${PEER_GOAL_RATIO} of a bare node:http2 loop`, met: result.ratio_to_ceiling >= PEER_GOAL_RATIO }
     : { text: `at least ${GOAL_RATIO * 100}% of the ceiling`, met: result.ratio_to_ceiling >= GOAL_RATIO };
-  return { scenario: 'broadcast', measure, value: result.deliveries_per_sec, unit: 'pushes/s', better: 'higher', ceiling, baseline: null, goal };
+  const row: SummaryRow = { scenario: 'broadcast', measure, value: result.deliveries_per_sec, unit: 'pushes/s', better: 'higher', ceiling, baseline: null, goal };
+  if (run.release === null) return row;
+  const theirs = run.release.result.deliveries_per_sec;
+  row.release = { name: run.release.version, value: theirs };
+  // The goal against the release is set at 1M users of the three types (docs/performance.md).
+  if (options.users >= 1_000_000 && !options.peer) {
+    row.goal = { text: `${goal.text}, and at least ${RELEASE_GOAL_FACTOR}x ${run.release.version}'s pushes/s`, met: goal.met && result.deliveries_per_sec >= RELEASE_GOAL_FACTOR * theirs };
+  }
+  return row;
 }
 
 function peerCpuRow(run: Run): SummaryRow {
@@ -154,6 +178,7 @@ function peerCpuRow(run: Run): SummaryRow {
     better: 'lower',
     ceiling: { name: 'bare node:http2 loop', value: run.bareCpu },
     baseline: null,
+    release: run.release === null ? null : { name: run.release.version, value: run.release.result.cpu_us_per_delivery_engine_and_redis },
     goal: { text: `CPU per push at most ${PEER_GOAL_CPU}x the bare loop's`, met: run.cpuRatio <= PEER_GOAL_CPU },
   };
 }
@@ -234,6 +259,9 @@ export function printTable(report: BroadcastReport, options: BroadcastOptions): 
       String(e.cpu_us_per_delivery.redis),
       String(e.load_average),
     ],
+    ...(report.release === null
+      ? []
+      : [[`${report.release.version} (to ClickHouse)`, String(report.release.result.recipients), String(report.release.result.recorded_seconds), String(report.release.result.deliveries_per_sec), '', String(report.release.result.cpu_us_per_delivery.engine), String(report.release.result.cpu_us_per_delivery[provider] ?? ''), String(report.release.result.cpu_us_per_delivery.redis), String(report.release.result.load_average)]]),
   ]);
   console.log('* the faster ceiling, which the ratio is over; load avg: the host\'s 1-minute load average at the end of the run');
   const cpuRatio = report.cpu_ratio_to_ceiling;

@@ -7,7 +7,7 @@
  *
  * `node --import tsx bench/broadcast.ts [--users N] [--types ios,android,web] [--out file] [--audience all|ids]
  *  [--ceiling-count N] [--ceiling-inflight K] [--engine-root DIR] [--cpu-prof DIR]
- *  [--node-flags "FLAGS"] [--dispatch-processes N] [--cluster N] [--peer minimal] [--keep]`
+ *  [--node-flags "FLAGS"] [--dispatch-processes N] [--cluster N] [--peer minimal] [--keep] [--against-release]`
  * (`npm run bench:broadcast -- --users N`).
  *
  * Steps: the provider simulators and the engine (`bin/engine.js start`, the dist/ build when there
@@ -42,6 +42,10 @@
  * persistence) and uses it instead of REDIS_URL; it is stopped and its directory removed at the end.
  * With more than one engine process or Redis node, the summary has a CPU per push row for each
  * process (the main one, each dispatch process, Redis summed over its nodes).
+ * `--against-release` then runs the same broadcast (users, types, processes, Redis) on the release
+ * of releases.json (bench/release.ts, BENCH_RELEASE overrides), after this tree's deployment
+ * stopped; the rows give its figures beside this tree's, and at 1M users the goal is 2.5 times its
+ * pushes/s.
  *
  * Its steps, each in a file of its own: broadcast-options.ts (the flags), broadcast-deployment.ts
  * (the processes), broadcast-users.ts (the audience), broadcast-ceiling.ts (the bare clients),
@@ -53,20 +57,40 @@ import { join, resolve } from 'node:path';
 import { runCeiling } from './broadcast-ceiling.ts';
 import { startDeployment } from './broadcast-deployment.ts';
 import { parseOptions } from './broadcast-options.ts';
-import { broadcastReport, printTable } from './broadcast-report.ts';
+import { broadcastReport, printTable, type ReleaseBroadcast } from './broadcast-report.ts';
 import { measureBroadcast } from './broadcast-send.ts';
 import { registerUsers } from './broadcast-users.ts';
+import { buildRelease, releaseNamed } from './release.ts';
 import { writeReport } from './report.ts';
 import { log, runBench, Teardown } from './run.ts';
 
 const options = parseOptions();
 const teardown = new Teardown();
 
+/** The release's broadcast under the same options, its deployment stopped and its keys removed after. */
+async function measureRelease(): Promise<ReleaseBroadcast> {
+  const built = await buildRelease(await releaseNamed());
+  const own = new Teardown();
+  teardown.add(`stopping ${built.version}'s deployment`, () => own.run());
+  const work = await mkdtemp(join(tmpdir(), 'svc-bench-broadcast-release-'));
+  own.folder(work);
+  const releaseOptions = { ...options, engineRoot: built.root, fromSource: false, cpuProf: undefined };
+  log(`bench: the same broadcast on ${built.version} (${built.root})`);
+  const deployment = await startDeployment(releaseOptions, work, own);
+  await registerUsers(deployment, releaseOptions);
+  const { result } = await measureBroadcast(deployment, releaseOptions);
+  await own.run();
+  return { version: built.version, commit: built.commit, result };
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date();
   const work = await mkdtemp(join(tmpdir(), 'svc-bench-broadcast-'));
   if (!options.keep) teardown.folder(work);
-  const deployment = await startDeployment(options, work, teardown);
+  // This tree's deployment stops before the release's starts, so neither takes CPU from the other.
+  const own = new Teardown();
+  teardown.add('stopping the deployment', () => own.run());
+  const deployment = await startDeployment(options, work, own);
   const registration = await registerUsers(deployment, options);
   // Other work on the host moves the figures: the ceiling runs before and after the engine's
   // broadcast, and the faster of the two is the one the ratio is over.
@@ -74,7 +98,9 @@ async function main(): Promise<void> {
   const { result, deliveriesPerSec } = await measureBroadcast(deployment, options);
   if (!options.peer) await deployment.forget();
   const after = await runCeiling(deployment, options, 'after');
-  const report = broadcastReport(options, { startedAt, registration, before, after, result, deliveriesPerSec });
+  await own.run();
+  const release = options.againstRelease ? await measureRelease() : null;
+  const report = broadcastReport(options, { startedAt, registration, before, after, result, deliveriesPerSec, release });
   printTable(report, options);
   const file = await writeReport(report, options.out ? resolve(options.out) : undefined);
   log(`bench: report written to ${file}`);

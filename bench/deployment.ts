@@ -15,8 +15,6 @@ import { APPLY_GROUP, type Topology } from '../engine/infra/redis/topology.ts';
 import { startChild, type Child } from './child.ts';
 import { root } from './paths.ts';
 
-const engineBin = join(root, 'bin/engine.js');
-
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The provider simulators (simulators/main.ts) and the files they wrote into `dir`. */
@@ -68,6 +66,8 @@ export interface EngineOptions {
   env?: Record<string, string>;
   /** Node flags after those of ENGINE_NODE_FLAGS (for example `--cpu-prof`). */
   nodeFlags?: string[];
+  /** The checkout whose engine runs (a release built by bench/release.ts); default this tree. */
+  engineRoot?: string;
 }
 
 /**
@@ -83,9 +83,11 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   const nodeFlags = [...(process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== ''), ...(opts.nodeFlags ?? [])];
   // A process without the gateway listens nowhere: it is started once it logged `started`.
   const listens = opts.roles === undefined || opts.roles.includes('gateway');
+  const engineRoot = opts.engineRoot ?? root;
+  const engineBin = join(engineRoot, 'bin/engine.js');
   const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000, listens });
   const cli = async (...args: string[]): Promise<string> =>
-    (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: root })).stdout;
+    (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: engineRoot })).stdout;
   return {
     child,
     base: `http://127.0.0.1:${child.port}`,

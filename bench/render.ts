@@ -24,15 +24,16 @@ function ratioCell(row: SummaryRow, reference: SummaryRow['ceiling'], asMultiple
 /** The Markdown table of every summary row, one line per row, with the report each comes from. */
 export function markdownTable(sources: Source[]): string {
   const lines = [
-    '| scenario | measure | this engine | ceiling | vs ceiling | usual alternative | vs it | goal | report |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| scenario | measure | this engine | ceiling | vs ceiling | usual alternative | vs it | last release | vs it | goal | report |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const source of sources) {
     for (const row of source.rows) {
-      const reference = (r: SummaryRow['ceiling']): string => (r === null ? '' : `${r.name}: ${figure(r.value)}`);
+      const reference = (r: SummaryRow['ceiling'] | undefined): string => (r === null || r === undefined ? '' : `${r.name}: ${figure(r.value)}`);
+      const release = row.release ?? null;
       const goal = row.goal === null ? '' : `${row.goal.text}: ${row.goal.met ? '**met**' : '**not met**'}`;
       lines.push(
-        `| ${row.scenario} | ${row.measure} | ${figure(row.value)} ${row.unit} | ${reference(row.ceiling)} | ${ratioCell(row, row.ceiling, false)} | ${reference(row.baseline)} | ${ratioCell(row, row.baseline, true)} | ${goal} | \`${source.file}\` |`,
+        `| ${row.scenario} | ${row.measure} | ${figure(row.value)} ${row.unit} | ${reference(row.ceiling)} | ${ratioCell(row, row.ceiling, false)} | ${reference(row.baseline)} | ${ratioCell(row, row.baseline, true)} | ${reference(release)} | ${ratioCell(row, release, true)} | ${goal} | \`${source.file}\` |`,
       );
     }
   }
@@ -49,6 +50,7 @@ export function goalLines(sources: Source[]): string[] {
     const against = [
       { reference: row.ceiling, cell: ratioCell(row, row.ceiling, false), of: 'of' },
       { reference: row.baseline, cell: ratioCell(row, row.baseline, true), of: 'against' },
+      { reference: row.release ?? null, cell: ratioCell(row, row.release ?? null, true), of: 'against' },
     ].flatMap(({ reference, cell, of }) => (reference === null || cell === '' ? [] : [`${cell} ${of} ${reference.name} (${figure(reference.value)})`]));
     const status = row.goal?.met === true ? 'met' : 'NOT MET';
     return `${status.padEnd(7)} ${row.scenario}: ${row.measure}: ${figure(row.value)} ${row.unit}${against.length > 0 ? `, ${against.join(', ')}` : ''}; goal ${row.goal?.text ?? ''} (${file})`;

@@ -27,6 +27,11 @@ export const scenarios: Scenario[] = [
     runs: [{ title: 'SDK ingest mix', script: 'sdk-ingest.ts', args: [], report: 'sdk-ingest', takesOut: false }],
   },
   {
+    name: 'release-writes',
+    about: 'SDK identify with tags and the SDK mix, autocannon 100 connections, every role in one process: this tree beside the release of releases.json (built in a worktree of its own), writes/s, CPU and Redis commands per write, accept to recorded',
+    runs: [{ title: 'SDK writes against the last release', script: 'release-writes.ts', args: [], report: 'release-writes', takesOut: false }],
+  },
+  {
     name: 'gateway',
     about: 'the gateway alone (no apply, no recorder) against bare uWebSockets.js',
     runs: [{ title: 'gateway alone', script: 'ingest.ts', args: [], report: 'ingest', takesOut: false }],
@@ -48,16 +53,16 @@ export const scenarios: Scenario[] = [
     runs: [
       { title: 'broadcast to 200 000 users', script: 'broadcast.ts', args: ['--users', '200000', '--ceiling-count', '100000'], report: 'broadcast-200k', takesOut: true },
       {
-        title: 'broadcast to 1 000 000 users, dispatch in its own process',
+        title: 'broadcast to 1 000 000 users, dispatch in its own process, then on the last release',
         script: 'broadcast.ts',
-        args: ['--users', '1000000', '--dispatch-processes', '1', '--ceiling-count', '100000'],
+        args: ['--users', '1000000', '--dispatch-processes', '1', '--ceiling-count', '100000', '--against-release'],
         report: 'broadcast-1m',
         takesOut: true,
       },
       {
-        title: 'broadcast to 30 000 iOS users against a minimal HTTP/2 peer',
+        title: 'broadcast to 30 000 iOS users against a minimal HTTP/2 peer, then on the last release',
         script: 'broadcast.ts',
-        args: ['--users', '30000', '--types', 'ios', '--peer', 'minimal'],
+        args: ['--users', '30000', '--types', 'ios', '--peer', 'minimal', '--against-release'],
         report: 'broadcast-h2peer',
         takesOut: true,
       },

@@ -22,6 +22,8 @@ export interface SummaryRow {
   ceiling: Reference | null;
   /** The usual alternative measured in the same run, or null where none applies. */
   baseline: Reference | null;
+  /** The release measured beside this tree in the same run (bench/release.ts); absent where none ran. */
+  release?: Reference | null;
   /** The goal as a sentence, and whether this run met it; null where there is none. */
   goal: { text: string; met: boolean } | null;
 }

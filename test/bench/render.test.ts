@@ -64,3 +64,10 @@ t.test('the goals are listed with their figure, ratio and status, the missed one
     'met     sdk-ingest: lag: 20 ms, 10.0× against Fastify (200); goal at least 10x better (bench/reports/broadcast.json)',
   ]);
 });
+
+t.test('a row measured beside the last release shows its figure and the multiple, in the table and the goals', async (t) => {
+  const rows = [row({ scenario: 'release-writes', measure: 'CPU per write', value: 50, unit: 'µs/write', better: 'lower', release: { name: '0.11.1', value: 125 }, goal: { text: 'at most 0.4x', met: true } })];
+  const [, , line] = markdownTable([{ file: 'bench/reports/release-writes.json', started_at: '', rows }]).split('\n');
+  t.match(line, /\| 50 µs\/write \| {2}\| {2}\| {2}\| {2}\| 0\.11\.1: 125 \| 2\.5× \|.*\*\*met\*\*/);
+  t.match(goalLines([{ file: 'f', started_at: '', rows }])[1] ?? '', /2\.5× against 0\.11\.1 \(125\)/);
+});
