@@ -18,6 +18,9 @@ export interface PartitionActorOptions {
   metrics: Pick<Metrics, 'appliedEntries'>;
 }
 
+/** Entries applied in a partition between two reads of its stream's length (applyBatch trims past 512). */
+const TRIM_EVERY = 256;
+
 /**
  * The partition actor: applies a batch of a partition's ingest entries to the
  * user state through its owner (engine/state/users/apply.ts: one script call, fenced by the lease,
@@ -27,6 +30,10 @@ export interface PartitionActorOptions {
 export class PartitionActor implements PartitionHandler {
   /** The layout upgrade, run once per process before its first partition is applied; again after a failure. */
   private upgraded: Promise<void> | null = null;
+  /** Partitions whose outbox may hold registrations not settled: a call or a settlement failed. */
+  private readonly unsettled = new Set<number>();
+  /** Entries applied per partition since its stream's length was last read, for trimming. */
+  private readonly sinceTrim = new Map<number, number>();
 
   constructor(private readonly opts: PartitionActorOptions) {}
 
@@ -43,7 +50,10 @@ export class PartitionActor implements PartitionHandler {
   async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
     const { redis, topology, workerId, log, metrics } = this.opts;
     const entriesIn = entries.map((entry) => ({ id: entry.id, json: fieldOf(entry, 'd') ?? '' }));
-    const { code, applied, invalid, appliedId, outbox, pending } = await applyEntries(redis, topology, partition, workerId, entriesIn);
+    const mayTrim = (this.sinceTrim.get(partition) ?? TRIM_EVERY) >= TRIM_EVERY;
+    const readOutbox = this.unsettled.has(partition);
+    this.unsettled.add(partition);
+    const { code, applied, invalid, appliedId, outbox, pending } = await applyEntries(redis, topology, partition, workerId, entriesIn, { readOutbox, mayTrim });
     switch (code) {
       case ApplyCode.NotOwner:
         return { kind: 'lost' };
@@ -52,11 +62,14 @@ export class PartitionActor implements PartitionHandler {
       case ApplyCode.Ok:
         break;
     }
+    this.sinceTrim.set(partition, mayTrim ? 0 : (this.sinceTrim.get(partition) ?? 0) + entriesIn.length);
     metrics.appliedEntries.inc(applied);
     if (invalid > 0) log.warn('invalid ingest entries skipped', { partition, invalid, appliedId });
     // The outbox's length, not this call's registrations: a call whose reply was lost and that
-    // ioredis sent again finds nothing new to apply, yet the first run's registrations wait there.
+    // ioredis sent again finds nothing new to apply, yet the first run's registrations wait there
+    // (the script reads it then, and whenever a call or settlement of this partition failed).
     if (outbox > 0) await this.opts.settler.settle(partition);
+    this.unsettled.delete(partition);
     return pending > 0 ? { kind: 'applied', pending } : { kind: 'applied' };
   }
 }

@@ -35,7 +35,7 @@ t.test('headers parse into named KEYS and ARGV, the trailing list and the reply 
     variadic: { first: 5, name: 'ids', item: [] },
     returns: ['pending', 'trimmedTo'],
   });
-  t.same(parseHeader(source('applyBatch-5.lua')).variadic, { first: 10, name: 'entries', item: ['id', 'json'] });
+  t.same(parseHeader(source('applyBatch-5.lua')).variadic, { first: 12, name: 'entries', item: ['id', 'json'] });
 });
 
 t.test('a declaration that disagrees with its header is refused', async (t) => {
@@ -44,7 +44,7 @@ t.test('a declaration that disagrees with its header is refused', async (t) => {
   t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, keys }), [/KEYS: header lists \[lease, applied, ingest/]);
   t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, args: apply.args.slice(0, -1) }), [
     /ARGV: header lists/,
-    /variadic ARGV starts at 10, declared after ARGV\[8\]/,
+    /variadic ARGV starts at 12, declared after ARGV\[10\]/,
   ]);
   t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, variadic: { name: 'entries' } }), [/item: header \{id, json\}, declared \{\}/]);
   const withoutIds = { name: settle.name, keys: settle.keys, args: settle.args, oom: settle.oom, reply: settle.reply };

@@ -29,7 +29,7 @@ export const applyBatch = defineScript({
   name: 'applyBatch',
   oom: 'allow', // the only way accepted writes leave the ingest log
   keys: ['lease', 'applied', 'ingest', 'changes', 'outbox'],
-  args: ['worker', 'keyPrefixes', 'subscriptionTypes', 'receiptKinds', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions', 'windowMs'],
+  args: ['worker', 'keyPrefixes', 'subscriptionTypes', 'receiptKinds', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions', 'windowMs', 'readOutbox', 'mayTrim'],
   variadic: {
     name: 'entries',
     item: ['id', 'json'],

@@ -63,10 +63,13 @@ export class TokenIndex {
   /**
    * Moves a token's record of 0.11.1 into the index, with the detaches it owed, then deletes it and
    * its id key: a claim on the same token runs only after, so the newest registration still wins.
+   * A token without such a record costs one read: an id key alone (a settlement of 0.11.1 cut
+   * short) names nothing the index misses, and the layout upgrade deletes those.
    */
   async adoptLegacy(project: string, ref: SubscriptionRef): Promise<void> {
     const key = this.topology.own(UserKeys).legacyToken(project, ref.type, ref.token);
     const record = await this.redis.hgetall(key);
+    if (Object.keys(record).length === 0) return;
     const owner = record['owner'];
     if (owner !== undefined) {
       const owed = Object.entries(record).flatMap(([field, at]) => (field.startsWith('d:') ? [{ externalId: field.slice(2), registeredAt: at }] : []));

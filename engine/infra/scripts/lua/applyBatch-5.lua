@@ -49,7 +49,11 @@
   ARGV[7] maxTags           most tags per user
   ARGV[8] maxSubscriptions  most subscriptions per user
   ARGV[9] windowMs          idempotency window: a copy within this many ms of the original is dropped
-  ARGV[10], ARGV[11], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
+  ARGV[10] readOutbox       "1": read the outbox's length even when this batch registered nothing
+                            (the caller is not sure its last settlement went through)
+  ARGV[11] mayTrim          "1": trim the stream if it holds more than 512 entries (the caller says
+                            so every few hundred entries applied; a length read per batch costs)
+  ARGV[12], ARGV[13], ...  entries {id, json}  stream ID, entry JSON; pairs in ascending ID order
 
   The idempotency window of partition N (docs/architecture.md, "The idempotency window"): per UTC
   day d of an event's `at`, a linear hash table (include/lhash.lua) at `window..d`, mapping the
@@ -58,7 +62,8 @@
 
   Returns {code, applied, invalid, appliedId, outbox, pending}: code 0 ok, 1 not the lease owner,
   2 gap; appliedId is the partition's last applied ID after the call; outbox is the length of
-  outbox:{pN} (the caller settles it when above 0, also after a reply lost and the call resent);
+  outbox:{pN} (the caller settles it when above 0), read when the batch registered a subscription,
+  applied nothing new (a reply lost and the call resent) or ARGV[10] asks, else 0;
   pending is how many entries the group still has pending after the acks (above 0: a read whose
   reply was lost left entries that no batch holds, and the caller claims them).
 ]]
@@ -67,19 +72,22 @@
 -- #include lhash
 
 local OK, NOT_OWNER, GAP = 0, 1, 2
-local FIRST_ENTRY = 10
+local FIRST_ENTRY = 12
 local TRIM_ABOVE = 512
 
 local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local worker, keyPrefixes, group = ARGV[1], cjson.decode(ARGV[2]), ARGV[5]
 local idemTtl, maxTags, maxSubs = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local windowMs = tonumber(ARGV[9])
+local readOutbox, mayTrim = ARGV[10] == '1', ARGV[11] == '1'
 
-if redis.call('GET', leaseKey) ~= worker then
+-- One read for both (they share the partition's slot): each command costs a small batch.
+local fence = redis.call('MGET', leaseKey, appliedKey)
+if fence[1] ~= worker then
   return { NOT_OWNER, 0, 0, '', 0, 0 }
 end
 
-local applied = redis.call('GET', appliedKey) or '0-0'
+local applied = fence[2] or '0-0'
 local lastMs, lastSeq = idParts(applied)
 local fresh = {}
 for i = FIRST_ENTRY, #ARGV, 2 do
@@ -252,6 +260,7 @@ local function subscribe(e, user)
   local count = 0
   for _ in pairs(user.s) do count = count + 1 end
   if count > maxSubs then dropOldestSubs(user.s, field) end
+  readOutbox = true
   redis.call('XADD', outboxKey, '*', 'd', cjson.encode({
     project = e.project, external_id = e.external_id, type = e.type, token = e.token, registered_at = e.at,
   }))
@@ -398,12 +407,14 @@ if #fresh > 0 then
   redis.call('SET', appliedKey, applied)
 end
 -- Trimming reads every group's progress (XINFO GROUPS, XPENDING): a third of a small batch's
--- cost. So the stream keeps up to TRIM_ABOVE entries, and below that only the count is read.
+-- cost. So the stream keeps up to TRIM_ABOVE entries, and its length is read only when asked.
 local pending
-if redis.call('XLEN', ingestKey) > TRIM_ABOVE then
+if mayTrim and redis.call('XLEN', ingestKey) > TRIM_ABOVE then
   pending = select(2, trimSafely(ingestKey, applied, group))
 else
   pending = redis.call('XPENDING', ingestKey, group)[1]
 end
 
-return { OK, appliedCount, invalid, applied, redis.call('XLEN', outboxKey), pending }
+local outbox = 0
+if readOutbox or #fresh == 0 then outbox = redis.call('XLEN', outboxKey) end
+return { OK, appliedCount, invalid, applied, outbox, pending }

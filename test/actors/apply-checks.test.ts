@@ -1,0 +1,78 @@
+import t, { type Test } from 'tap';
+import { loadConfig } from '../../engine/infra/process/config.ts';
+import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
+import { APPLY_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
+import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
+import { applyEntries, type ApplyChecks } from '../../engine/state/users/apply.ts';
+import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
+
+/**
+ * What applyBatch reads besides the batch, on the caller's word (engine/state/users/apply.ts): the
+ * outbox's length when the batch registered a subscription, applied nothing new or the caller
+ * asks; the stream's length, to trim it, only when the caller asks. Against a real Redis, under a
+ * key prefix of its own.
+ */
+
+const PARTITION = 0;
+const WORKER = 'worker-a';
+const PROJECT = 'p1';
+
+interface Setup {
+  redis: RedisClient;
+  topology: Topology;
+  /** External ids of partition 0. */
+  users: string[];
+}
+
+async function setup(t: Test): Promise<Setup> {
+  const prefix = testPrefix();
+  const redis = createRedis(loadConfig({ REDIS_URL, KEY_PREFIX: prefix, PARTITIONS: '4' }));
+  t.teardown(async () => {
+    redis.disconnect();
+    await cleanupPrefix(prefix);
+  });
+  const topology = new Topology(prefix, 4);
+  await redis.set(topology.lease(PARTITION), WORKER);
+  await redis.xgroup('CREATE', topology.ingest(PARTITION), APPLY_GROUP, '0', 'MKSTREAM');
+  const users: string[] = [];
+  for (let i = 0; users.length < 3; i++) if (topology.partitionOf(PROJECT, `u${i}`) === PARTITION) users.push(`u${i}`);
+  return { redis, topology, users };
+}
+
+/** Appends entries, reads them as the apply's consumer would, and applies them with `checks`. */
+async function applyNew({ redis, topology }: Setup, entries: object[], checks: ApplyChecks): Promise<{ outbox: number; batch: { id: string; json: string }[] }> {
+  const stream = topology.ingest(PARTITION);
+  for (const entry of entries) await redis.xadd(stream, '*', 'd', JSON.stringify(entry));
+  const read = (await redis.xreadgroup('GROUP', APPLY_GROUP, WORKER, 'COUNT', 1000, 'STREAMS', stream, '>')) as [string, [string, string[]][]][] | null;
+  const batch = (read?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, json: fields[1] ?? '' }));
+  const reply = await applyEntries(redis, topology, PARTITION, WORKER, batch, checks);
+  if (reply.code !== ApplyCode.Ok) throw new Error(`applyBatch answered ${reply.code}`);
+  return { outbox: reply.outbox, batch };
+}
+
+const identify = (external_id: string): object => ({ op: 'identify', project: PROJECT, external_id, at: Date.now(), tags: { plan: 'pro' } });
+const subscribe = (external_id: string): object => ({ op: 'subscribe', project: PROJECT, external_id, at: Date.now(), type: 'IOS_PUSH', token: `tok-${external_id}` });
+const plain: ApplyChecks = { readOutbox: false, mayTrim: false };
+
+t.test('the outbox is read when the batch registers, when asked, and when a resent call applies nothing', async (t) => {
+  const s = await setup(t);
+  const [a = '', b = ''] = s.users;
+  t.equal((await applyNew(s, [subscribe(a)], plain)).outbox, 1, 'a registration: its length');
+  t.equal((await applyNew(s, [identify(b)], plain)).outbox, 0, 'no registration, not asked: not read');
+  t.equal(await s.redis.xlen(s.topology.outbox(PARTITION)), 1, 'though the registration still waits there');
+  const asked = await applyNew(s, [identify(a)], { readOutbox: true, mayTrim: false });
+  t.equal(asked.outbox, 1, 'asked (a settlement that may have failed): read');
+  const resent = await applyEntries(s.redis, s.topology, PARTITION, WORKER, asked.batch, plain);
+  t.same([resent.code, resent.applied, resent.outbox], [ApplyCode.Ok, 0, 1], 'a call sent again applies nothing and reads it');
+});
+
+t.test('the stream is trimmed only when the caller asks, past 512 entries', async (t) => {
+  const s = await setup(t);
+  const stream = s.topology.ingest(PARTITION);
+  const many = Array.from({ length: 700 }, (_, i) => identify(s.users[i % s.users.length] ?? ''));
+  await applyNew(s, many, plain);
+  t.equal(await s.redis.xlen(stream), 700, 'not asked: left as it is');
+  await applyNew(s, [identify(s.users[0] ?? '')], { readOutbox: false, mayTrim: true });
+  const left = await s.redis.xlen(stream);
+  t.ok(left < 512, `asked: trimmed below what was applied (${left} left)`);
+});
