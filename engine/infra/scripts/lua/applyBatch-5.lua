@@ -81,8 +81,20 @@ local idemTtl, maxTags, maxSubs = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local windowMs = tonumber(ARGV[9])
 local readOutbox, mayTrim = ARGV[10] == '1', ARGV[11] == '1'
 
--- One read for both (they share the partition's slot): each command costs a small batch.
-local fence = redis.call('MGET', leaseKey, appliedKey)
+-- Entries decoded once, up front: their writers' sequences are read with the lease and the
+-- applied ID in one MGET (the keys share the partition's slot), since each command costs a small
+-- batch as much as an entry does.
+local decoded, writerKeys, writerAt = {}, {}, {}
+for i = FIRST_ENTRY + 1, #ARGV, 2 do
+  local ok, e = pcall(cjson.decode, ARGV[i])
+  decoded[i] = ok and e
+  if ok and type(e) == 'table' and type(e.w) == 'string' and not writerAt[e.w] then
+    writerKeys[#writerKeys + 1] = keyPrefixes.writer .. e.w
+    writerAt[e.w] = #writerKeys + 2
+  end
+end
+
+local fence = redis.call('MGET', leaseKey, appliedKey, unpack(writerKeys))
 if fence[1] ~= worker then
   return { NOT_OWNER, 0, 0, '', 0, 0 }
 end
@@ -345,7 +357,7 @@ local function writerKey(w) return keyPrefixes.writer .. w end
 
 local function isCopy(e)
   if not isStr(e.w) or type(e.n) ~= 'number' then return false end
-  local seen = writerSeq[e.w] or tonumber(redis.call('GET', writerKey(e.w))) or -1
+  local seen = writerSeq[e.w] or tonumber(fence[writerAt[e.w]]) or -1
   writerSeq[e.w] = seen
   if e.n <= seen then return true end
   writerSeq[e.w], writerMoved[e.w] = e.n, true
@@ -354,8 +366,8 @@ end
 
 local appliedCount, invalid = 0, 0
 for _, i in ipairs(fresh) do
-  local ok, e = pcall(cjson.decode, ARGV[i + 1])
-  if not (ok and valid(e)) then
+  local e = decoded[i + 1]
+  if not (e and valid(e)) then
     invalid = invalid + 1
   elseif not isCopy(e) then
     local op = e.op
