@@ -3,7 +3,7 @@ import type { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
-import { applyEntries } from '../../engine/state/users/apply.ts';
+import { ApplyRounds } from '../../engine/state/users/apply.ts';
 import { upgradeLayout, upgradeUsers } from '../../engine/state/users/layout.ts';
 import { fieldOf, type BatchOutcome, type PartitionHandler, type StreamEntry } from '../../engine/infra/runner/types.ts';
 import type { OutboxSettler } from './outbox-settler.ts';
@@ -35,7 +35,11 @@ export class PartitionActor implements PartitionHandler {
   /** Entries applied per partition since its stream's length was last read, for trimming. */
   private readonly sinceTrim = new Map<number, number>();
 
-  constructor(private readonly opts: PartitionActorOptions) {}
+  private readonly rounds: ApplyRounds;
+
+  constructor(private readonly opts: PartitionActorOptions) {
+    this.rounds = new ApplyRounds(opts.redis, opts.topology, opts.workerId);
+  }
 
   async open(partition: number): Promise<void> {
     const { redis, topology } = this.opts;
@@ -48,12 +52,12 @@ export class PartitionActor implements PartitionHandler {
   }
 
   async apply(partition: number, entries: StreamEntry[]): Promise<BatchOutcome> {
-    const { redis, topology, workerId, log, metrics } = this.opts;
+    const { log, metrics } = this.opts;
     const entriesIn = entries.map((entry) => ({ id: entry.id, json: fieldOf(entry, 'd') ?? '' }));
     const mayTrim = (this.sinceTrim.get(partition) ?? TRIM_EVERY) >= TRIM_EVERY;
     const readOutbox = this.unsettled.has(partition);
     this.unsettled.add(partition);
-    const { code, applied, invalid, appliedId, outbox, pending } = await applyEntries(redis, topology, partition, workerId, entriesIn, { readOutbox, mayTrim });
+    const { code, applied, invalid, appliedId, outbox, pending } = await this.rounds.apply(partition, entriesIn, { readOutbox, mayTrim });
     switch (code) {
       case ApplyCode.NotOwner:
         return { kind: 'lost' };

@@ -4,13 +4,14 @@ import { createRedis, type RedisClient } from '../../engine/infra/redis/client.t
 import { APPLY_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
 import { applyEntries, type ApplyChecks } from '../../engine/state/users/apply.ts';
+import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
 
 /**
  * What applyBatch reads besides the batch, on the caller's word (engine/state/users/apply.ts): the
  * outbox's length when the batch registered a subscription, applied nothing new or the caller
- * asks; the stream's length, to trim it, only when the caller asks. Against a real Redis, under a
- * key prefix of its own.
+ * asks; the stream's length, to trim it, only when the caller asks; and several partitions in one
+ * call, each on its own. Against a real Redis, under a key prefix of its own.
  */
 
 const PARTITION = 0;
@@ -45,8 +46,8 @@ async function applyNew({ redis, topology }: Setup, entries: object[], checks: A
   for (const entry of entries) await redis.xadd(stream, '*', 'd', JSON.stringify(entry));
   const read = (await redis.xreadgroup('GROUP', APPLY_GROUP, WORKER, 'COUNT', 1000, 'STREAMS', stream, '>')) as [string, [string, string[]][]][] | null;
   const batch = (read?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, json: fields[1] ?? '' }));
-  const reply = await applyEntries(redis, topology, PARTITION, WORKER, batch, checks);
-  if (reply.code !== ApplyCode.Ok) throw new Error(`applyBatch answered ${reply.code}`);
+  const [reply] = await applyEntries(redis, topology, WORKER, [{ partition: PARTITION, entries: batch, checks }]);
+  if (reply?.code !== ApplyCode.Ok) throw new Error(`applyBatch answered ${String(reply?.code)}`);
   return { outbox: reply.outbox, batch };
 }
 
@@ -62,8 +63,8 @@ t.test('the outbox is read when the batch registers, when asked, and when a rese
   t.equal(await s.redis.xlen(s.topology.outbox(PARTITION)), 1, 'though the registration still waits there');
   const asked = await applyNew(s, [identify(a)], { readOutbox: true, mayTrim: false });
   t.equal(asked.outbox, 1, 'asked (a settlement that may have failed): read');
-  const resent = await applyEntries(s.redis, s.topology, PARTITION, WORKER, asked.batch, plain);
-  t.same([resent.code, resent.applied, resent.outbox], [ApplyCode.Ok, 0, 1], 'a call sent again applies nothing and reads it');
+  const [resent] = await applyEntries(s.redis, s.topology, WORKER, [{ partition: PARTITION, entries: asked.batch, checks: plain }]);
+  t.same([resent?.code, resent?.applied, resent?.outbox], [ApplyCode.Ok, 0, 1], 'a call sent again applies nothing and reads it');
 });
 
 t.test('the stream is trimmed only when the caller asks, past 512 entries', async (t) => {
@@ -75,4 +76,36 @@ t.test('the stream is trimmed only when the caller asks, past 512 entries', asyn
   await applyNew(s, [identify(s.users[0] ?? '')], { readOutbox: false, mayTrim: true });
   const left = await s.redis.xlen(stream);
   t.ok(left < 512, `asked: trimmed below what was applied (${left} left)`);
+});
+
+t.test('one call applies several partitions, each fenced and checked on its own', async (t) => {
+  const s = await setup(t);
+  const other = 1;
+  await s.redis.xgroup('CREATE', s.topology.ingest(other), APPLY_GROUP, '0', 'MKSTREAM');
+  await s.redis.set(s.topology.lease(other), 'worker-b');
+  let otherUser = '';
+  for (let i = 0; otherUser === ''; i++) if (s.topology.partitionOf(PROJECT, `v${i}`) === other) otherUser = `v${i}`;
+  const readOne = async (partition: number, entry: object): Promise<{ id: string; json: string }[]> => {
+    const stream = s.topology.ingest(partition);
+    await s.redis.xadd(stream, '*', 'd', JSON.stringify(entry));
+    const read = (await s.redis.xreadgroup('GROUP', APPLY_GROUP, WORKER, 'COUNT', 10, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+    return (read[0]?.[1] ?? []).map(([id, fields]) => ({ id, json: fields[1] ?? '' }));
+  };
+  const mine = await readOne(PARTITION, identify(s.users[0] ?? ''));
+  const theirs = await readOne(other, identify(otherUser));
+  const replies = await applyEntries(s.redis, s.topology, WORKER, [
+    { partition: other, entries: theirs, checks: plain },
+    { partition: PARTITION, entries: mine, checks: plain },
+  ]);
+  t.same(
+    replies.map((r) => [r.code, r.applied]),
+    [
+      [ApplyCode.NotOwner, 0],
+      [ApplyCode.Ok, 1],
+    ],
+    'in the order given: the partition another worker holds is refused, the other applied',
+  );
+  t.equal(await s.redis.get(s.topology.applied(PARTITION)), mine[0]?.id, "the held partition's applied ID moved");
+  t.equal(await s.redis.get(s.topology.applied(other)), null, "the other's did not");
+  t.equal(await s.redis.exists(s.topology.own(UserKeys).user(PROJECT, otherUser)), 0, "nor was the other's user written");
 });

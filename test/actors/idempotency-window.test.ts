@@ -4,7 +4,7 @@ import { Harness } from './harness.ts';
 import type { IngestEntry } from '../../schemas/ingest.ts';
 import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
-// The idempotency window of engine/infra/scripts/lua/applyBatch-5.lua: copies within 7 days of the original are
+// The idempotency window of engine/infra/scripts/lua/applyBatch-n.lua: copies within 7 days of the original are
 // dropped, exactly; it costs a few dozen bytes per event, in listpack-encoded buckets.
 const d = await deployment(t);
 const h = new Harness(d.env);

@@ -1,9 +1,12 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { summaryRows, type Figures } from '../../bench/release-writes-report.ts';
 import { releaseNamed } from '../../bench/release.ts';
 import { root } from '../../bench/paths.ts';
-import releases from '../../releases.json' with { type: 'json' };
+
+const releases = JSON.parse(readFileSync(join(root, 'releases.json'), 'utf8')) as { bench_against: string; releases: { version: string; commit: string }[] };
 
 t.test('every release of releases.json is the commit whose package.json carries its version', async (t) => {
   t.ok(releases.releases.some((r) => r.version === releases.bench_against), 'the release the goals are set against is listed');

@@ -35,18 +35,22 @@ t.test('headers parse into named KEYS and ARGV, the trailing list and the reply 
     variadic: { first: 5, name: 'ids', item: [] },
     returns: ['pending', 'trimmedTo'],
   });
-  t.same(parseHeader(source('applyBatch-5.lua')).variadic, { first: 12, name: 'entries', item: ['id', 'json'] });
+  t.same(parseHeader(source('applyBatch-n.lua')).variadic, { first: 10, name: 'entries', item: ['id', 'json'] });
+  t.same(parseHeader(source('applyBatch-n.lua')).keyList, { name: 'partitions', item: ['lease', 'applied', 'ingest', 'changes', 'outbox'] });
 });
 
 t.test('a declaration that disagrees with its header is refused', async (t) => {
-  const keys = [...apply.keys];
-  [keys[1], keys[2]] = [keys[2] ?? '', keys[1] ?? ''];
-  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, keys }), [/KEYS: header lists \[lease, applied, ingest/]);
-  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, args: apply.args.slice(0, -1) }), [
-    /ARGV: header lists/,
-    /variadic ARGV starts at 12, declared after ARGV\[10\]/,
+  const item = [...(apply.keyList?.item ?? [])];
+  [item[1], item[2]] = [item[2] ?? '', item[1] ?? ''];
+  t.match(headerProblems('applyBatch-n.lua', source('applyBatch-n.lua'), { ...apply, keyList: { name: 'partitions', item } }), [
+    /key list: header partitions \{lease, applied, ingest, changes, outbox\}, declared partitions \{lease, ingest, applied/,
   ]);
-  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-5.lua'), { ...apply, variadic: { name: 'entries' } }), [/item: header \{id, json\}, declared \{\}/]);
+  t.match(headerProblems('applyBatch-5.lua', source('applyBatch-n.lua'), apply), [/file name says 5 keys, declared key list partitions needs -n/]);
+  t.match(headerProblems('applyBatch-n.lua', source('applyBatch-n.lua'), { ...apply, args: apply.args.slice(0, -1) }), [
+    /ARGV: header lists/,
+    /variadic ARGV starts at 10, declared after ARGV\[8\]/,
+  ]);
+  t.match(headerProblems('applyBatch-n.lua', source('applyBatch-n.lua'), { ...apply, variadic: { name: 'entries' } }), [/item: header \{id, json\}, declared \{\}/]);
   const withoutIds = { name: settle.name, keys: settle.keys, args: settle.args, oom: settle.oom, reply: settle.reply };
   t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), withoutIds), [/ids from 5, none declared/]);
   t.match(headerProblems('settleBatch-2.lua', source('settleBatch-2.lua'), { ...settle, reply: { fields: ['trimmedTo', 'pending'] } }), [/reply: header returns \{pending, trimmedTo\}/]);
@@ -91,7 +95,7 @@ t.test('a script without a declaration, or a declaration without a script, is re
 });
 
 t.test('applyBatch: its Lua code constants are ApplyCode, and entries start right after the declared ARGV', async (t) => {
-  const lua = source('applyBatch-5.lua');
+  const lua = source('applyBatch-n.lua');
   const codes = /^local ([A-Z_, ]+) = ([\d, ]+)$/m.exec(lua);
   const names = (codes?.[1] ?? '').split(', ').map((n) => n.toLowerCase().replace(/(^|_)(\w)/g, (_, _s: string, c: string) => c.toUpperCase()));
   const values = (codes?.[2] ?? '').split(', ').map(Number);

@@ -16,6 +16,22 @@ export interface ApplyEntry {
   json: string;
 }
 
+/** One partition's keys and entries in a call; what it reads besides goes in the `batches` argument. */
+export interface PartitionBatch {
+  keys: { lease: string; applied: string; ingest: string; changes: string; outbox: string };
+  entries: readonly ApplyEntry[];
+}
+
+/** One partition's result, in the order of the call's batches. */
+export interface ApplyReply {
+  code: ApplyCode;
+  applied: number;
+  invalid: number;
+  appliedId: string;
+  outbox: number;
+  pending: number;
+}
+
 const replyFields = ['code', 'applied', 'invalid', 'appliedId', 'outbox', 'pending'] as const;
 
 function applyCode(value: unknown): ApplyCode {
@@ -24,29 +40,46 @@ function applyCode(value: unknown): ApplyCode {
   return code as ApplyCode;
 }
 
-/** engine/infra/scripts/lua/applyBatch-5.lua: applies a batch of one partition's ingest entries, fenced and deduplicated. */
+function replyOf(raw: unknown[]): ApplyReply {
+  const r = fields('applyBatch', replyFields, raw);
+  return {
+    code: applyCode(r.code),
+    applied: int('applyBatch applied', r.applied),
+    invalid: int('applyBatch invalid', r.invalid),
+    appliedId: str('applyBatch appliedId', r.appliedId),
+    outbox: int('applyBatch outbox', r.outbox),
+    pending: int('applyBatch pending', r.pending),
+  };
+}
+
+/** engine/infra/scripts/lua/applyBatch-n.lua: applies a batch of ingest entries for each of several partitions, each fenced and deduplicated. */
 export const applyBatch = defineScript({
   name: 'applyBatch',
   oom: 'allow', // the only way accepted writes leave the ingest log
-  keys: ['lease', 'applied', 'ingest', 'changes', 'outbox'],
-  args: ['worker', 'keyPrefixes', 'subscriptionTypes', 'receiptKinds', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions', 'windowMs', 'readOutbox', 'mayTrim'],
+  keys: [],
+  keyList: {
+    name: 'partitions',
+    item: ['lease', 'applied', 'ingest', 'changes', 'outbox'],
+    spread: (call: { batches: readonly PartitionBatch[] }) => call.batches.flatMap(({ keys: k }) => [k.lease, k.applied, k.ingest, k.changes, k.outbox]),
+  },
+  args: ['worker', 'subscriptionTypes', 'receiptKinds', 'group', 'idempotencyMs', 'maxTags', 'maxSubscriptions', 'windowMs', 'batches'],
   variadic: {
     name: 'entries',
     item: ['id', 'json'],
-    spread: (call: { entries: readonly ApplyEntry[] }) => call.entries.flatMap((e) => [e.id, e.json]),
+    spread: (call: { batches: readonly PartitionBatch[] }) => {
+      const out: string[] = [];
+      for (const batch of call.batches) for (const e of batch.entries) out.push(e.id, e.json);
+      return out;
+    },
   },
   reply: {
+    // The fields of each partition's part of the list.
     fields: replyFields,
-    parse: (raw) => {
-      const r = fields('applyBatch', replyFields, raw);
-      return {
-        code: applyCode(r.code),
-        applied: int('applyBatch applied', r.applied),
-        invalid: int('applyBatch invalid', r.invalid),
-        appliedId: str('applyBatch appliedId', r.appliedId),
-        outbox: int('applyBatch outbox', r.outbox),
-        pending: int('applyBatch pending', r.pending),
-      };
+    parse: (raw): ApplyReply[] => {
+      if (!Array.isArray(raw) || raw.length % replyFields.length !== 0) throw new Error(`applyBatch: expected a list of replies, got ${JSON.stringify(raw)}`);
+      const out: ApplyReply[] = [];
+      for (let i = 0; i < raw.length; i += replyFields.length) out.push(replyOf(raw.slice(i, i + replyFields.length)));
+      return out;
     },
   },
 });

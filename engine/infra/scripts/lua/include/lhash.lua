@@ -1,5 +1,5 @@
 -- Linear hash tables of 16-byte fingerprints, for sets that must cost a few dozen bytes an entry
--- (docs/architecture.md, "The idempotency window" and "The token index"): the window (applyBatch-5.lua) and the
+-- (docs/architecture.md, "The idempotency window" and "The token index"): the window (applyBatch-n.lua) and the
 -- token index (claimToken-2.lua). A table is a hash at its key M holding its level L, split
 -- pointer s and count n, and buckets M:<i>, hashes of fingerprint to value, each small enough to
 -- stay listpack-encoded. Inlined where a script says `-- #include lhash`.
@@ -69,13 +69,15 @@ local function lhashSet(t, fp, value, expireAt)
   if t.n > LHASH_LOAD * (2 ^ t.L + t.s) then lhashSplit(t, expireAt) end
 end
 
--- Writes back the state of every table the call changed. expireAt(t) gives a table's expiry, or nil.
+-- Writes back the state of every table changed since the last save. expireAt(t) gives a table's
+-- expiry, or nil.
 local function lhashSave(expireAt)
   for key, t in pairs(lhashTables) do
     if t.dirty then
       redis.call('HSET', key, 'L', t.L, 's', t.s, 'n', t.n)
       local at = expireAt and expireAt(t)
       if at then redis.call('PEXPIREAT', key, at) end
+      t.dirty = false
     end
   end
 end

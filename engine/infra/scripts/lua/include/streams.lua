@@ -12,11 +12,11 @@ local function idBelow(a, b)
   return ams < bms or (ams == bms and aseq < bseq)
 end
 
--- Acknowledges ARGV[first], ARGV[first + step], ... in `group`, in chunks: unpack is bounded by
--- the Lua C stack.
-local function ackArgs(stream, group, first, step)
+-- Acknowledges ARGV[first], ARGV[first + step], ... up to ARGV[last] (default the last) in
+-- `group`, in chunks: unpack is bounded by the Lua C stack.
+local function ackArgs(stream, group, first, step, last)
   local ids = {}
-  for i = first, #ARGV, step do
+  for i = first, last or #ARGV, step do
     ids[#ids + 1] = ARGV[i]
     if #ids == 1000 then
       redis.call('XACK', stream, group, unpack(ids))
