@@ -1,3 +1,5 @@
+import type { RedisClient } from '../engine/infra/redis/client.ts';
+
 /** Redis's counters per command so far (INFO commandstats): calls and µs spent in it. */
 export type CommandStats = Map<string, { calls: number; usec: number }>;
 
@@ -19,7 +21,7 @@ export interface CommandCosts {
   commands: CommandCost[];
 }
 
-export async function commandStats(redis: { info(section: 'commandstats'): Promise<string> }): Promise<CommandStats> {
+export async function commandStats(redis: RedisClient): Promise<CommandStats> {
   const out: CommandStats = new Map();
   for (const line of (await redis.info('commandstats')).split('\n')) {
     const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line);

@@ -16,8 +16,8 @@ export interface Figures {
   p99_ms: number;
   writes: number;
   failed: number;
-  /** CPU seconds over the window: the engine's processes and Redis. */
-  cpu_seconds: { engine: number; redis: number };
+  /** Cores used over the window (bench/cost-window.ts): the engine's processes and Redis. */
+  cpu_cores: { engine: number; redis: number };
   cpu_us_per_write: { engine: number; redis: number; total: number };
   /** Seconds from the end of the load until everything accepted was applied and recorded. */
   drain_seconds: number;

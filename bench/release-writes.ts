@@ -17,11 +17,12 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { loadConfig } from '../engine/infra/process/config.ts';
+import { Redis } from 'ioredis';
+import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { commandCosts, commandStats } from './commandstats.ts';
-import { processesCpu, redisCpu } from './cpu.ts';
+import { costSample, costsBetween, type CostSample } from './cost-window.ts';
+import type { CpuShare } from './cpu.ts';
 import { backlog, startEngine, waitFor, type Engine, type Project } from './deployment.ts';
 import { measure, type LoadSettings, type Target } from './load.ts';
 import { root } from './paths.ts';
@@ -78,27 +79,31 @@ function loadTarget(load: LoadName, subject: Subject): Target {
 }
 
 /** Loads one engine, then waits until it applied and recorded everything: the figures of the window. */
-async function measureOne(redis: Redis, subject: Subject, load: LoadName): Promise<Figures> {
+/** CPU and Redis's counters are read with the engine's client; the streams' progress with a plain one. */
+interface Connections {
+  redis: RedisClient;
+  plain: Redis;
+}
+
+async function measureOne({ redis, plain }: Connections, subject: Subject, load: LoadName): Promise<Figures> {
   log(`bench: ${LOADS[load]}: ${subject.name}`);
-  let start: { engine: number; redis: number; stats: Awaited<ReturnType<typeof commandStats>> } | null = null;
-  const sampleStart = async (): Promise<{ stop(): Promise<{ load_generator: number; server: number; redis: number }> }> => {
-    const [engine, redisSeconds, stats] = await Promise.all([processesCpu([subject.engine.pid]), redisCpu(redis), commandStats(redis)]);
-    start = { engine, redis: redisSeconds, stats };
+  let start: CostSample | null = null;
+  // The window opens when the measured seconds start (after the warm-up) and closes once the
+  // engine applied and recorded everything, so the apply and recorder's share of the writes is in.
+  const openWindow = async (): Promise<{ stop(): Promise<CpuShare> }> => {
+    start = await costSample(subject.engine, redis);
     return { stop: () => Promise.resolve({ load_generator: 0, server: 0, redis: 0 }) };
   };
-  const m = await measure(loadTarget(load, subject), settings, sampleStart);
+  const m = await measure(loadTarget(load, subject), settings, openWindow);
   const loaded = Date.now();
   await waitFor(`${subject.name} to apply and record its backlog`, async () => {
-    const left = await backlog(redis, subject.topology);
+    const left = await backlog(plain, subject.topology);
     return left.unapplied_entries + left.unrecorded_changes === 0 ? true : undefined;
   }, DRAIN_MS);
   const drainSeconds = round((Date.now() - loaded) / 1000, 1);
-  const [engine, redisSeconds, stats] = await Promise.all([processesCpu([subject.engine.pid]), redisCpu(redis), commandStats(redis)]);
-  if (start === null) throw new Error('the load ran without its CPU sample');
-  const from: { engine: number; redis: number; stats: Awaited<ReturnType<typeof commandStats>> } = start;
+  if (start === null) throw new Error('the load ran without its cost sample');
   const writes = m.status_2xx;
-  const per = (seconds: number): number => (writes > 0 ? round((seconds * 1e6) / writes, 1) : 0);
-  const cpu = { engine: engine - from.engine, redis: redisSeconds - from.redis };
+  const costs = costsBetween(subject.engine.pid, start, await costSample(subject.engine, redis), writes);
   return {
     engine: subject.name,
     load,
@@ -106,10 +111,10 @@ async function measureOne(redis: Redis, subject: Subject, load: LoadName): Promi
     p99_ms: m.p99_ms,
     writes,
     failed: m.non_2xx + m.errors + m.timeouts,
-    cpu_seconds: { engine: round(cpu.engine, 2), redis: round(cpu.redis, 2) },
-    cpu_us_per_write: { engine: per(cpu.engine), redis: per(cpu.redis), total: per(cpu.engine + cpu.redis) },
+    cpu_cores: { engine: costs.cpu_cores.engine, redis: costs.cpu_cores.redis },
+    cpu_us_per_write: { engine: costs.cpu_us_per_write.engine, redis: costs.cpu_us_per_write.redis, total: costs.cpu_us_per_write.engine_and_redis },
     drain_seconds: drainSeconds,
-    redis_commands: commandCosts(from.stats, stats, writes),
+    redis_commands: costs.redis_commands,
   };
 }
 
@@ -128,13 +133,16 @@ async function main(): Promise<void> {
   const release: BuiltRelease = await buildRelease(await releaseNamed(flags.release));
   const work = await mkdtemp(join(tmpdir(), 'svc-bench-release-writes-'));
   teardown.folder(work);
-  const redis = teardown.connection(new Redis(redisUrl, { maxRetriesPerRequest: 2 }));
+  const connections: Connections = {
+    redis: teardown.connection(createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS })),
+    plain: teardown.connection(new Redis(redisUrl, { maxRetriesPerRequest: 2 })),
+  };
   const current = 'this tree';
   const subjects = [await startSubject(current, root, work, 0), await startSubject(release.version, release.root, work, 1)];
   const figures: Figures[] = [];
   // Each load on both engines in turn, so what else the host does moves both alike.
   for (const load of ['identify', 'mix'] as const) {
-    for (const subject of subjects) figures.push(await measureOne(redis, subject, load));
+    for (const subject of subjects) figures.push(await measureOne(connections, subject, load));
   }
   const rows = summaryRows(figures, current, release.version);
   print(figures);
