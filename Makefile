@@ -22,6 +22,8 @@ lint: deps
 typecheck: deps
 	npx tsc --noEmit -p tsconfig.json
 	npx tsc --noEmit -p gateway/dashboard/client/tsconfig.json
+	npx tsc --noEmit -p sdk/web/tsconfig.json
+	npx tsc --noEmit -p sdk/web/tsconfig.worker.json
 
 # The browser tests drive Debian's chromium, which setup installs when it is missing.
 browser: setup

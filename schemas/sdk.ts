@@ -193,6 +193,11 @@ export const SocketAnswer = Type.Union([
 
 export const Accepted = Type.Object({ accepted: Type.Literal(true) });
 export const BatchAccepted = Type.Object({ accepted: Type.Literal(true), count: Type.Integer() });
+/** What the web SDK needs to subscribe a browser (docs/api.md#web-push-for-the-web-sdk). */
+export const WebPushSettings = Type.Object({
+  vapid_public_key: Type.String({ description: "The project's VAPID public key (base64url): the applicationServerKey of pushManager.subscribe" }),
+  delivered_receipts: Type.Boolean({ description: 'Whether the worker sends a `delivered` receipt for each push it shows' }),
+});
 export const ConsentAnswer = Type.Object({
   external_id: Type.String(),
   subscription_type: SubscriptionTypeSchema,

@@ -87,7 +87,7 @@ export async function startSimulators(opts: StartOptions = {}): Promise<Simulato
         tokenRequests: async () => (await control(fcmTarget, 'GET', '/__sim/token-requests')) as SimRequest[],
         expireAccessTokens: async () => void (await control(fcmTarget, 'POST', '/__sim/expire-tokens')),
       },
-      webpush: { ...surface(webpushServer), credentials: webpush.credentials, subscription: webpush.subscription },
+      webpush: { ...surface(webpushServer), credentials: webpush.credentials, subscription: webpush.subscription, receiver: webpush.receiver },
       twilio: {
         ...surface(twilioServer),
         credentials: twilio.credentials,

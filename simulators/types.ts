@@ -77,6 +77,8 @@ export interface Simulators {
   webpush: Sim<WebPushCredentials> & {
     /** A new browser-like subscription whose private key the simulator keeps, to decrypt. */
     subscription(): WebPushSubscription;
+    /** An endpoint for keys a browser (a test) holds: its pushes are logged encrypted, body `{ encrypted: <base64url> }`. */
+    receiver(keys: { web_p256: string; web_auth: string }): WebPushSubscription;
   };
   twilio: Sim<TwilioCredentials> & {
     /** With `From` (default) or with a messaging service sid the simulator also accepts. */

@@ -12,8 +12,9 @@ const MAX_VAPID_TTL_S = 24 * 60 * 60;
 const MAX_BODY = 4096;
 const URGENCIES = new Set(['very-low', 'low', 'normal', 'high']);
 
+/** A subscription's keys; without `ecdh` a browser (a test) holds the private key and decrypts, not the simulator. */
 interface Receiver {
-  ecdh: ECDH;
+  ecdh?: ECDH;
   auth: Buffer;
 }
 
@@ -22,6 +23,8 @@ export interface WebPushSim {
   bind(baseUrl: string): void;
   credentials(): WebPushCredentials;
   subscription(): WebPushSubscription;
+  /** An endpoint for keys held elsewhere (a browser's): its pushes are taken and logged encrypted, `{ encrypted: <base64url> }`. */
+  receiver(keys: { web_p256: string; web_auth: string }): WebPushSubscription;
 }
 
 /** A push service (RFC 8030) that plays the browser too: it holds each subscription's keys and decrypts. */
@@ -36,9 +39,10 @@ export function webPushSimulator(reuse?: WebPushCredentials): WebPushSim {
     return [id, receivers.get(id)];
   };
 
-  const decrypt = (req: Incoming): string | undefined => {
+  const decrypt = (req: Incoming): string | { encrypted: string } | undefined => {
     const [, receiver] = receiverOf(req);
     if (!receiver || req.headers['content-encoding'] !== 'aes128gcm') return undefined;
+    if (!receiver.ecdh) return { encrypted: req.raw.toString('base64url') };
     try {
       return ece.decrypt(req.raw, { version: 'aes128gcm', privateKey: receiver.ecdh, authSecret: receiver.auth }).toString('utf8');
     } catch {
@@ -53,6 +57,12 @@ export function webPushSimulator(reuse?: WebPushCredentials): WebPushSim {
     const id = randomBytes(16).toString('base64url');
     receivers.set(id, { ecdh, auth });
     return { token: `${baseUrl}/push/${id}`, web_auth: auth.toString('base64url'), web_p256: ecdh.getPublicKey().toString('base64url') };
+  };
+
+  const receiver = (keys: { web_p256: string; web_auth: string }): WebPushSubscription => {
+    const id = randomBytes(16).toString('base64url');
+    receivers.set(id, { auth: Buffer.from(keys.web_auth, 'base64url') });
+    return { token: `${baseUrl}/push/${id}`, ...keys };
   };
 
   const checkVapid = async (req: Incoming): Promise<Answer | null> => {
@@ -115,6 +125,11 @@ export function webPushSimulator(reuse?: WebPushCredentials): WebPushSim {
     },
     control: {
       'POST subscriptions': () => ({ status: 201, body: subscription() }),
+      'POST receivers': (body) => {
+        const keys = body as { web_p256?: unknown; web_auth?: unknown } | null;
+        if (typeof keys?.web_p256 !== 'string' || typeof keys.web_auth !== 'string') return { status: 400, body: { error: 'web_p256 and web_auth (base64url) are required' } };
+        return { status: 201, body: receiver({ web_p256: keys.web_p256, web_auth: keys.web_auth }) };
+      },
     },
   };
 
@@ -125,6 +140,7 @@ export function webPushSimulator(reuse?: WebPushCredentials): WebPushSim {
     },
     credentials: () => ({ vapid_public_key: vapid.publicKey, vapid_private_key: vapid.privateKey, subject }),
     subscription,
+    receiver,
   };
 }
 

@@ -26,6 +26,7 @@ export const projectUpdate = defineCommand({
     },
     burst: { kind: 'integer', value: '<n>', help: 'calls a key may make at once under --rate-limit (default: the rate, rounded up)' },
     timezone: { kind: 'string', value: '<zone>', help: 'time zone of users without a timezone tag, for local-time sends (default: UTC)' },
+    'web-delivered-receipts': { kind: 'string', choices: ['on', 'off'], help: "the web SDK's worker reports each push it shows as delivered (default: off)" },
     'frequency-cap': {
       kind: 'string',
       value: '[<channel>:]<n>/<hours>h|[<channel>:]off',
@@ -40,5 +41,6 @@ export const projectUpdate = defineCommand({
       burst: options.burst,
       timezone: options.timezone,
       cap: options['frequency-cap'],
+      delivered: options['web-delivered-receipts'],
     }),
 });

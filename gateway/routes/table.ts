@@ -24,6 +24,7 @@ import { sdkSubscriptions } from './sdk-subscriptions.ts';
 import { sdkTags } from './sdk-tags.ts';
 import { sdkUsers } from './sdk-users.ts';
 import { sdkSocket } from './sdk-ws.ts';
+import { sdkWebPush } from './sdk-web-push.ts';
 import { segmentCount } from './segment-count.ts';
 import { segmentDelete } from './segment-delete.ts';
 import { segmentGet } from './segment-get.ts';
@@ -34,6 +35,7 @@ import { templateGet } from './template-get.ts';
 import { templatesCreate } from './templates-create.ts';
 import { templatesList } from './templates-list.ts';
 import { usersGet } from './users-get.ts';
+import { webSdk, webSdkDemo } from './web-sdk.ts';
 import { webhookDelete } from './webhook-delete.ts';
 import { webhookGet } from './webhook-get.ts';
 import { webhooksCreate } from './webhooks-create.ts';
@@ -51,6 +53,7 @@ export const routes: readonly Route[] = [
   sdkOptOut,
   sdkOptIn,
   sdkSocket,
+  sdkWebPush,
   usersGet,
   deliveries,
   deliveriesStats,
@@ -83,4 +86,6 @@ export const routes: readonly Route[] = [
   openapi,
   dashboard,
   dashboardAssets,
+  webSdk,
+  webSdkDemo,
 ];

@@ -15,6 +15,8 @@ export interface Caller {
   timezone: string;
   /** The project's frequency caps by channel (docs/api.md#frequency-caps). */
   frequencyCaps: FrequencyCaps;
+  /** The web SDK's worker reports shown pushes as delivered (docs/web-sdk.md). */
+  webDeliveredReceipts: boolean;
 }
 
 interface Entry {
@@ -82,6 +84,7 @@ export class CallerCache {
             rateLimit: project.rate_limit,
             timezone: project.timezone,
             frequencyCaps: project.frequency_caps,
+            webDeliveredReceipts: project.web_delivered_receipts,
           }
         : null;
     if (this.ttlMs > 0) {

@@ -67,6 +67,8 @@ export class Exchange {
     this.metric.inc(status);
     // Browsers may call the API from any origin: keys travel in Authorization, never in cookies.
     const all: Header[] = [...headers, ['Access-Control-Allow-Origin', '*']];
+    // A page of another origin reads Retry-After only when it is exposed.
+    if (headers.some(([name]) => name === 'Retry-After')) all.push(['Access-Control-Expose-Headers', 'Retry-After']);
     if (status !== 204) all.push(['Content-Type', contentType]);
     this.res.end(status, all, body);
   }

@@ -85,7 +85,7 @@ function limited(t: Test, answer: Answer, what: string): number {
 }
 
 function caller(rateLimit: Caller['rateLimit']): Caller {
-  return { project: 'p', type: 'sdk', verifyIdentity: false, identitySecret: '', keyHash: 'h', rateLimit, timezone: 'UTC', frequencyCaps: {} };
+  return { project: 'p', type: 'sdk', verifyIdentity: false, identitySecret: '', keyHash: 'h', rateLimit, timezone: 'UTC', frequencyCaps: {}, webDeliveredReceipts: false };
 }
 
 const noMetric = { labels: () => ({ inc: () => undefined }) };

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { Test } from 'tap';
 
 /** Debian's chromium (`.ci/run` and `make test` install it when missing). */
@@ -13,6 +13,8 @@ export interface BrowserPage {
   page: Page;
   /** Every URL the page requested, in order (documents, scripts, styles, fetches, WebSockets). */
   requests: string[];
+  /** The JSON bodies the page sent (POST, PUT), in order. */
+  sent: unknown[];
   /** Every address the page was at, fragment changes included. */
   addresses: string[];
   /** Uncaught page errors and console errors but failed loads, for assertions and failure messages. */
@@ -41,17 +43,26 @@ function browser(t: Test): Promise<Browser> {
 }
 
 /**
- * A fresh browser context and page for one test (its own session storage), with every request it
- * makes recorded. `file` names the screenshot folder (the test file's base name).
+ * A fresh browser context and page for one test (its own session storage), or another page (a
+ * tab) of `context`, with every request it makes recorded. `file` names the screenshot folder
+ * (the test file's base name).
  */
-export async function openPage(t: Test, file: string): Promise<BrowserPage> {
-  const context = await (await browser(t)).newContext({ viewport: { width: 1360, height: 900 } });
-  t.teardown(() => context.close());
-  const page = await context.newPage();
+export async function openPage(t: Test, file: string, context?: BrowserContext): Promise<BrowserPage> {
+  const own = context ?? (await (await browser(t)).newContext({ viewport: { width: 1360, height: 900 } }));
+  if (!context) t.teardown(() => own.close());
+  // tsx compiles the tests with esbuild's keepNames: a function passed to evaluate may call its
+  // __name helper, which pages lack.
+  if (!context) await own.addInitScript({ content: 'globalThis.__name ??= (f) => f;' });
+  const page = await own.newPage();
   const requests: string[] = [];
+  const sent: unknown[] = [];
   const addresses: string[] = [];
   const errors: string[] = [];
-  page.on('request', (r) => void requests.push(r.url()));
+  page.on('request', (r) => {
+    requests.push(r.url());
+    const body = r.postData();
+    if (body !== null && r.headers()['content-type']?.startsWith('application/json')) sent.push(JSON.parse(body));
+  });
   page.on('websocket', (ws) => void requests.push(ws.url()));
   page.on('framenavigated', (f) => void addresses.push(f.url()));
   page.on('pageerror', (e) => void errors.push(e.message));
@@ -64,6 +75,7 @@ export async function openPage(t: Test, file: string): Promise<BrowserPage> {
   return {
     page,
     requests,
+    sent,
     addresses,
     errors,
     screenshot: async (name) => {

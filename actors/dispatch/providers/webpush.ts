@@ -42,7 +42,9 @@ export function webPushPayload(message: PushMessage): string {
     url: o.web_url ?? o.url,
     actions: o.web_buttons?.map((b) => ({ action: b.id, title: b.text, icon: b.icon, url: b.url })),
   };
-  return JSON.stringify({ notification_id: message.notificationId, title: message.title, body: message.body, data: message.data, ...shown });
+  // A notification's pushes share a tag, so a retried or repeated one replaces the shown one.
+  const tag = message.collapseId ?? message.notificationId;
+  return JSON.stringify({ notification_id: message.notificationId, title: message.title, body: message.body, data: message.data, tag, ...shown });
 }
 
 /**

@@ -21,14 +21,15 @@ export interface ProjectUpdate {
   burst: number | undefined;
   timezone: string | undefined;
   cap: string | undefined;
+  delivered: 'on' | 'off' | undefined;
 }
 
 /** What `engine project update` does: one setting or more. */
-export async function updateProject(config: Config, id: string, { identity, rate, burst, timezone, cap }: ProjectUpdate): Promise<number> {
+export async function updateProject(config: Config, id: string, { identity, rate, burst, timezone, cap, delivered }: ProjectUpdate): Promise<number> {
   const limit = rateLimitOption(rate, burst);
   const frequency = cap === undefined ? undefined : frequencyCapOption(cap);
-  if (identity === undefined && limit === undefined && timezone === undefined && frequency === undefined) {
-    throw new UsageError('project update needs --identity-verification, --rate-limit, --timezone or --frequency-cap');
+  if (identity === undefined && limit === undefined && timezone === undefined && frequency === undefined && delivered === undefined) {
+    throw new UsageError('project update needs --identity-verification, --rate-limit, --timezone, --frequency-cap or --web-delivered-receipts');
   }
   if (timezone !== undefined && !isTimeZone(timezone)) throw new UsageError(`--timezone must be an IANA time zone (Europe/Paris) or an offset from UTC (+05:30), got "${timezone}"`);
   const found = await withKeystore(
@@ -37,7 +38,8 @@ export async function updateProject(config: Config, id: string, { identity, rate
       (identity === undefined || (await ks.setIdentityVerification(id, identity === 'on'))) &&
       (limit === undefined || (await ks.setRateLimit(id, limit))) &&
       (timezone === undefined || (await ks.setTimeZone(id, timezone))) &&
-      (frequency === undefined || (await ks.setFrequencyCap(id, frequency.channels, frequency.cap))),
+      (frequency === undefined || (await ks.setFrequencyCap(id, frequency.channels, frequency.cap))) &&
+      (delivered === undefined || (await ks.setWebDeliveredReceipts(id, delivered === 'on'))),
   );
   if (!found) {
     console.error(`engine: unknown project ${id}`);
@@ -45,6 +47,7 @@ export async function updateProject(config: Config, id: string, { identity, rate
   }
   if (identity !== undefined) console.log(`identity verification ${identity} for project ${id}`);
   if (limit !== undefined) console.log(`rate limit ${limit ? `${limit.per_second}/s per key, burst ${limit.burst}` : 'off'} for project ${id}`);
+  if (delivered !== undefined) console.log(`web delivered receipts ${delivered} for project ${id}`);
   if (timezone !== undefined) console.log(`time zone ${timezone} for project ${id}`);
   if (frequency !== undefined) {
     const what = frequency.cap === null ? 'off' : `${frequency.cap.max} per ${frequency.cap.hours} h per user`;

@@ -36,6 +36,8 @@ export interface Project {
   timezone: string;
   /** Per channel, at most so many sends to one user in a rolling window (docs/api.md#frequency-caps). */
   frequency_caps: FrequencyCaps;
+  /** The web SDK's worker sends a `delivered` receipt for each push it shows (docs/web-sdk.md). */
+  web_delivered_receipts: boolean;
   created_at: string;
 }
 
@@ -121,6 +123,7 @@ export class Keystore {
       rate_limit: rateLimitOf(h['rate_per_second'], h['rate_burst']),
       timezone: h['timezone'] ?? 'UTC',
       frequency_caps: capsOf(h),
+      web_delivered_receipts: h['web_delivered_receipts'] === '1',
       created_at: h['created_at'] ?? '',
     };
   }
@@ -129,6 +132,13 @@ export class Keystore {
   async setIdentityVerification(id: string, on: boolean): Promise<boolean> {
     if (!(await this.getProject(id))) return false;
     await this.redis.hset(this.topology.own(ProjectKeys).project(id), 'identity_verification', on ? '1' : '0');
+    return true;
+  }
+
+  /** Turns the web SDK's `delivered` receipts on or off; false when the project does not exist. */
+  async setWebDeliveredReceipts(id: string, on: boolean): Promise<boolean> {
+    if (!(await this.getProject(id))) return false;
+    await this.redis.hset(this.topology.own(ProjectKeys).project(id), 'web_delivered_receipts', on ? '1' : '0');
     return true;
   }
 

@@ -26,7 +26,7 @@ t.test('a push is VAPID-signed, aes128gcm-encrypted, with TTL, Urgency and Topic
   const [req] = await sims.webpush.requests();
   t.equal(req?.status, 201);
   t.match(req?.headers, { ttl: '3600', urgency: 'high', topic: 'inbox', 'content-encoding': 'aes128gcm', authorization: /^vapid t=[\w-]+\.[\w-]+\.[\w-]+, k=[\w-]+$/ });
-  t.same(JSON.parse(req?.body as string), { notification_id: 'n-1', title: 'Hello', body: 'World', data: { svc_message_id: 'm-1', deep_link: '/inbox', count: 3 } });
+  t.same(JSON.parse(req?.body as string), { notification_id: 'n-1', title: 'Hello', body: 'World', data: { svc_message_id: 'm-1', deep_link: '/inbox', count: 3 }, tag: 'inbox' });
 });
 
 t.test('normal priority is Urgency normal; a collapse id that is no valid Topic is left out', async (t) => {
@@ -46,7 +46,7 @@ t.test('a payload over the encrypted 4096-byte limit is refused locally', async 
 
 t.test('the largest payload that fits is accepted', async (t) => {
   const push = client(t);
-  const base = Buffer.byteLength(JSON.stringify({ notification_id: 'n-1', title: 'Hello', body: '', data: {} }));
+  const base = Buffer.byteLength(JSON.stringify({ notification_id: 'n-1', title: 'Hello', body: '', data: {}, tag: 'inbox' }));
   t.match(await push.send(subscription(), message({ data: {}, body: 'y'.repeat(WEBPUSH_MAX_PLAINTEXT - base) })), { ok: true });
 });
 
