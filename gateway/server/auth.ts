@@ -15,7 +15,7 @@ export interface Caller {
   timezone: string;
   /** The project's frequency caps by channel (docs/api.md#frequency-caps). */
   frequencyCaps: FrequencyCaps;
-  /** The web SDK's worker reports shown pushes as delivered (docs/web-sdk.md). */
+  /** The web SDK's worker reports shown pushes as delivered (sdk/web/README.md). */
   webDeliveredReceipts: boolean;
 }
 

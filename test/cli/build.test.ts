@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import t from 'tap';
+import { budgets } from '../../sdk/web/bundle.ts';
 import { freshBuild } from '../helpers/engine-build.ts';
 import { deployment, startEngine } from '../helpers/engine.ts';
 
@@ -61,6 +63,36 @@ t.test('the built gateway serves the dashboard bundled at build time, without es
   t.match(asset.headers.get('content-type'), /javascript/);
   t.ok((await asset.text()).length > 1000, 'with its content');
   t.equal(await engine.stop(), 0, 'it stops on SIGTERM');
+});
+
+t.test('the built gateway serves the web SDK, within its size budgets, and its demo page', async (t) => {
+  const d = await deployment(t);
+  const engine = await startEngine(['gateway'], { ...d.env, IMPORT_GUARD_REFUSE: devOnly }, guarded());
+  t.teardown(() => engine.kill());
+  for (const [name, budget] of Object.entries(budgets)) {
+    const file = await fetch(`${engine.url}/sdk/${name}`);
+    t.equal(file.status, 200, `${name} is served`);
+    t.match(file.headers.get('content-type'), /javascript/);
+    const gz = gzipSync(await file.text()).length;
+    t.ok(gz <= budget, `${name}: ${gz} bytes gzipped, budget ${budget}`);
+  }
+  const worker = await fetch(`${engine.url}/sdk/web-sw.js`);
+  t.equal(worker.headers.get('service-worker-allowed'), '/', 'the worker may control the whole origin');
+  t.match(await (await fetch(`${engine.url}/sdk/web.mjs`)).text(), /export\s*\{/, 'the ES module exports');
+  const demo = await (await fetch(`${engine.url}/demo`)).text();
+  t.match(demo, /src="\/sdk\/web\.js"/, 'the demo page loads the SDK');
+  t.equal((await fetch(`${engine.url}/sdk/nope.js`)).status, 404, 'an unknown file is 404');
+  t.equal(await engine.stop(), 0);
+});
+
+t.test("the web SDK build prints each file's size against its budget", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'web-sdk-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', join(root, 'sdk/web/build.ts'), dir], { cwd: root });
+  t.match(stdout, /web SDK web\.js: [\d.]+ KB minified, [\d.]+ KB gzipped \(budget 12 KB\)/);
+  t.match(stdout, /web SDK web-sw\.js: [\d.]+ KB minified, [\d.]+ KB gzipped \(budget 6 KB\)/);
+  t.notMatch(stdout, /OVER/);
+  t.same(readdirSync(dir).sort(), ['demo.js', 'web-sw.js', 'web.js', 'web.mjs']);
 });
 
 t.test('no file of the build imports a development package', async (t) => {

@@ -54,6 +54,18 @@ t.test('project update --identity-verification on|off changes the stored project
   t.equal((await keystore.getProject(created.project_id))?.identity_verification, false);
 });
 
+t.test('project update --web-delivered-receipts on|off changes the stored project', async (t) => {
+  const created = await keystore.createProject('receipts', false);
+  t.equal((await keystore.getProject(created.project_id))?.web_delivered_receipts, false, 'off by default');
+  const on = await runEngine(['project', 'update', created.project_id, '--web-delivered-receipts', 'on'], env);
+  t.equal(on.code, 0, on.stderr);
+  t.match(on.stdout, /web delivered receipts on/);
+  t.equal((await keystore.getProject(created.project_id))?.web_delivered_receipts, true);
+  const off = await runEngine(['project', 'update', created.project_id, '--web-delivered-receipts', 'off'], env);
+  t.equal(off.code, 0, off.stderr);
+  t.equal((await keystore.getProject(created.project_id))?.web_delivered_receipts, false);
+});
+
 t.test('project update of an unknown project exits 1 and names it', async (t) => {
   const { code, stderr } = await runEngine(['project', 'update', 'no-such-project', '--identity-verification', 'on'], env);
   t.equal(code, 1);

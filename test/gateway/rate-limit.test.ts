@@ -276,7 +276,7 @@ t.test('engine project update --rate-limit sets the limit and off clears it; gat
     [['--rate-limit', '1', '--burst', '0'], /--burst must be from 1/],
     [['--burst', '5'], /--burst goes with --rate-limit/],
     [['--rate-limit', 'off', '--burst', '5'], /--burst goes with --rate-limit/],
-    [[], /needs --identity-verification, --rate-limit, --timezone or --frequency-cap/],
+    [[], /needs --identity-verification, --rate-limit, --timezone, --frequency-cap or --web-delivered-receipts/],
     [['--timezone', 'Mars/Olympus'], /--timezone must be an IANA time zone/],
   ];
   const table = commandTable({});

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** What scripts/build.sh compiles, bundles or copies into dist/. */
-const inputs = ['schemas', 'engine', 'gateway', 'actors', 'bin', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.sh', 'scripts/bundle-dashboard.ts'];
+const inputs = ['schemas', 'engine', 'gateway', 'actors', 'bin', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.sh', 'scripts/bundle-dashboard.ts', 'sdk/web'];
 
 let cached: string | null | undefined;
 

@@ -36,7 +36,7 @@ export interface Project {
   timezone: string;
   /** Per channel, at most so many sends to one user in a rolling window (docs/api.md#frequency-caps). */
   frequency_caps: FrequencyCaps;
-  /** The web SDK's worker sends a `delivered` receipt for each push it shows (docs/web-sdk.md). */
+  /** The web SDK's worker sends a `delivered` receipt for each push it shows (sdk/web/README.md). */
   web_delivered_receipts: boolean;
   created_at: string;
 }
