@@ -12,7 +12,7 @@ const boundaries = (table) =>
   Object.entries(table).map(([files, names]) => ({ files: [files], rules: { 'no-restricted-imports': ['error', { patterns: [folders(names), ownersKeys] }] } }));
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.tap/**', 'dist/**', 'test-output/**', '.cache/**'] },
+  { ignores: ['node_modules/**', '.data/**', '.tap/**', 'dist/**', 'sdk/web/dist/**', 'test-output/**', '.cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
