@@ -1,4 +1,3 @@
-import { rootCertificates } from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { Notifications } from '../../engine/state/notifications/lifecycle.ts';
 import { outboundPolicy } from '../../engine/infra/outbound/guard.ts';
@@ -34,8 +33,7 @@ export const dispatchRole: RoleFactory = async (ctx) => {
   const redis = createRedis(config);
   const topology = new Topology(config.KEY_PREFIX, config.PARTITIONS);
   apnsTokens.share(new RedisTokenStore(redis, topology));
-  // An extra CA, trusted beside the public ones: with the simulators' (make run), Web Push still reaches browsers' push services.
-  const ca = config.PROVIDER_CA_FILE === undefined ? undefined : [...rootCertificates, readFileSync(config.PROVIDER_CA_FILE, 'utf8')].join('\n');
+  const ca = config.PROVIDER_CA_FILE === undefined ? undefined : readFileSync(config.PROVIDER_CA_FILE);
   const clients = new ProjectClients(redis, topology, { timeoutMs: config.PROVIDER_TIMEOUT_MS, outbound: outboundPolicy(config), ...(ca === undefined ? {} : { ca }) });
   const notifications = new Notifications(redis, topology);
   const handler = new DispatchHandler({ redis, topology, notifications, specs: new Specs(notifications), clients, log });
