@@ -23,28 +23,22 @@ import { WebhookKeys } from '../../engine/state/webhooks/redis-keys.ts';
 
 const OOM = /^OOM command not allowed/;
 
+/** How far past maxmemory the test holds Redis: well over what buffers and lazy frees move between two commands. */
+const PAST_LIMIT = 1024 * 1024;
+
 async function fullRedis(t: Test): Promise<{ url: string; raw: Redis }> {
-  const server = await PrivateRedis.start({ maxmemory: '4mb' });
+  const server = await PrivateRedis.start({ maxmemory: '64mb' });
   const raw = new Redis(server.url, { maxRetriesPerRequest: 0 });
   t.teardown(async () => {
     raw.disconnect();
     await server.stop();
   });
-  // Values until Redis refuses one, then smaller ones (a large one is refused early: its query
-  // buffer counts too); Redis checks the limit before a command, so the last one accepted takes it
-  // past maxmemory.
-  let i = 0;
-  for (const size of [256 * 1024, 16 * 1024, 1024, 64]) {
-    const ballast = 'x'.repeat(size);
-    while ((await raw.set(`ballast:${i++}`, ballast).catch(() => null)) === 'OK');
-  }
-  // Memory moves a little between commands (buffers, lazy frees): top up until the probes that
-  // follow are refused too, each one a write that would itself take room.
-  for (let tries = 0; tries < 1000; tries++) {
-    const grew = await Promise.all([raw.zadd('probe:z', 1, `a${tries}`).then(() => true, () => false), raw.xadd('probe', '*', 'd', '1').then(() => true, () => false)]);
-    if (!grew.includes(true)) break;
-    await raw.set(`ballast:${i++}`, 'x'.repeat(64)).catch(() => null);
-  }
+  // Filling up to the limit leaves Redis a few bytes either side of it, where a command may be
+  // refused and the next one taken. Some ballast, then the limit set below what Redis holds:
+  // every write that may grow memory is refused, whatever moves between commands.
+  for (let i = 0; i < 32; i++) await raw.set(`ballast:${i}`, 'x'.repeat(64 * 1024));
+  const used = Number(/used_memory:(\d+)/.exec(await raw.info('memory'))?.[1]);
+  await raw.config('SET', 'maxmemory', String(used - PAST_LIMIT));
   await t.rejects(raw.xadd('probe', '*', 'd', '1'), OOM, 'a plain XADD is refused: Redis is full');
   await t.rejects(raw.zadd('probe:z', 1, 'a'), OOM, 'so is a plain ZADD');
   return { url: server.url, raw };
