@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { bundleFromSources } from '../static/bundled.ts';
 import { htmlPage, mediaType, type StaticFile } from '../static/files.ts';
 
 /** A built file of the dashboard: its text and media type. */
@@ -51,9 +51,6 @@ async function readBundle(): Promise<ReadonlyMap<string, Asset>> {
   return new Map(await Promise.all(names.map(async (name) => [name, { body: await readFile(new URL(name, prebuilt), 'utf8'), type: mediaType(name) }] as const)));
 }
 
-async function bundleSources(): Promise<ReadonlyMap<string, Asset>> {
-  if (!existsSync(bundler)) throw new Error(`the dashboard's bundle is missing from this build: ${fileURLToPath(prebuilt)} (scripts/build.sh writes it)`);
-  // Not a literal: the compiler must not carry the bundler, and esbuild with it, into the build.
-  const { bundleDashboard } = (await import(bundler.href)) as { bundleDashboard: DashboardBundler };
-  return bundleDashboard();
+function bundleSources(): Promise<ReadonlyMap<string, Asset>> {
+  return bundleFromSources<ReadonlyMap<string, Asset>>(bundler, 'bundleDashboard', prebuilt, "the dashboard's bundle");
 }

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { bundleFromSources } from './bundled.ts';
 import { mediaType, type StaticFile } from './files.ts';
 
 /** The web SDK's files scripts/build.sh writes into the build, next to this module. */
@@ -30,9 +30,6 @@ async function readBuilt(): Promise<Map<string, string>> {
   return new Map(await Promise.all(names.map(async (name) => [name, await readFile(new URL(name, prebuilt), 'utf8')] as const)));
 }
 
-async function bundleSources(): Promise<Map<string, string>> {
-  if (!existsSync(bundler)) throw new Error(`the web SDK is missing from this build: ${fileURLToPath(prebuilt)} (scripts/build.sh writes it)`);
-  // Not a literal: the compiler must not carry the bundler, and esbuild with it, into the build.
-  const { bundleWebSdk } = (await import(bundler.href)) as { bundleWebSdk: () => Promise<Map<string, string>> };
-  return bundleWebSdk();
+function bundleSources(): Promise<Map<string, string>> {
+  return bundleFromSources<Map<string, string>>(bundler, 'bundleWebSdk', prebuilt, 'the web SDK');
 }

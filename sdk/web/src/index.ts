@@ -34,16 +34,24 @@ export interface InitOptions {
 export type Tags = Record<string, string | number | null>;
 
 let sender: Sender | null = null;
+let report: (error: SvcError) => void = (e) => console.warn(`svc: ${e.code}: ${e.message}`, e.op);
 
 /** Sets the engine and key, and sends what earlier pages of this origin left queued. */
 export async function init(options: InitOptions): Promise<void> {
   if (!/^https?:\/\/[^/]+/.test(options.url ?? '')) throw new SvcError('invalid_argument', 'url must be the http(s) base URL of the engine');
   if (!options.key) throw new SvcError('invalid_argument', 'key must be the project’s SDK key');
   await writeConfig({ url: options.url.replace(/\/+$/, ''), key: options.key });
-  const report = options.onError ?? ((e: SvcError) => console.warn(`svc: ${e.code}: ${e.message}`, e.op));
-  const own = new Sender(report);
-  sender = own;
-  addEventListener('online', () => void own.kick());
+  if (options.onError) report = options.onError;
+  // One sender a page, however often init is called.
+  if (!sender) {
+    const own = new Sender((e) => report(e));
+    addEventListener('online', () => {
+      own.wake();
+      void own.kick();
+    });
+    sender = own;
+  }
+  const own = sender;
   if (options.worker && 'serviceWorker' in navigator) {
     await navigator.serviceWorker.register(options.worker, options.scope ? { scope: options.scope } : {});
   }

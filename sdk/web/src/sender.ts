@@ -31,7 +31,7 @@ const sleepFor = (ms: number, onWake: (wake: () => void) => void): Promise<void>
  * an answered batch leaves the queue; a 4xx other than 408 and 429 drops the operations it names
  * (all of the batch when it names none) and reports each; 408, 429, 5xx and lost connections are
  * tried again after Retry-After when the engine gives it, else after an exponential backoff with
- * jitter (1 s doubling to 60 s).
+ * jitter (1 s doubling to 60 s), which only `wake` cuts short.
  */
 export class Sender {
   #running: Promise<void> | null = null;
@@ -42,9 +42,13 @@ export class Sender {
 
   constructor(private readonly report: (error: SvcError) => void) {}
 
+  /** Cuts a backoff after a lost connection short (the browser is online again); a wait the engine named is kept. */
+  wake(): void {
+    this.#wake?.();
+  }
+
   /** Starts a run unless one is under way (which will see what was queued); resolves when the queue is empty. */
   kick(): Promise<void> {
-    this.#wake?.();
     if (this.#running) {
       this.#again = true;
       return this.#running;
