@@ -79,6 +79,10 @@ bash scripts/quickstart.sh "$sdk_key" "$rest_key" "$identity_secret" "$base"
 echo
 
 say "starting the engine (all roles) on $base; Ctrl-C stops it"
+# PROVIDER_CA_FILE replaces the CAs trusted for providers: the public ones and the simulators', so
+# that a browser's real push service (the web SDK's demo, /demo) is reached too.
+node -e 'const fs = require("fs"); fs.writeFileSync(process.argv[2], [...require("tls").rootCertificates, fs.readFileSync(process.argv[1], "utf8")].join("\n"))' \
+  "$sims_dir/ca.pem" "$sims_dir/trusted.pem"
 # The simulators listen on loopback, which Web Push endpoints may not name in production.
-export DATA_DIR HOST PORT PROVIDER_CA_FILE="$sims_dir/ca.pem" OUTBOUND_ALLOW_PRIVATE=true
+export DATA_DIR HOST PORT PROVIDER_CA_FILE="$sims_dir/trusted.pem" OUTBOUND_ALLOW_PRIVATE=true
 node bin/engine.js start
