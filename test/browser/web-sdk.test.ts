@@ -5,7 +5,7 @@ import { loadConfig } from '../../engine/infra/process/config.ts';
 import { createRedis } from '../../engine/infra/redis/client.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { Keystore } from '../../engine/state/keys/keystore.ts';
-import { openPage, type BrowserPage } from '../helpers/browser.ts';
+import { finish, openPage, type BrowserPage } from '../helpers/browser.ts';
 import { stage, until } from '../helpers/broadcast.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { localOutbound } from '../helpers/outbound.ts';
@@ -68,6 +68,28 @@ t.test('login, tags, events and opt-out arrive once each; a refused operation is
   const events = await eventually('the event recorded', async () => ((await eventsOf('web-1')).length > 0 ? eventsOf('web-1') : undefined));
   t.same(events.map((e) => [e.name, e.properties]), [['opened', { screen: 'home' }]], 'one event');
   t.equal(p.sent.filter((b) => JSON.stringify(b).includes('too long a key')).length, 1, 'the refused batch was not retried');
+  t.same(p.errors, []);
+});
+
+t.test('the demo page logs in, sets a tag and sends an event with its buttons', async (t) => {
+  const p = await openPage(t, FILE);
+  await p.page.goto(`${engine}/demo`);
+  await p.page.fill('input[name=key]', key);
+  await p.page.fill('input[name=user]', 'demo-1');
+  await p.page.click('#start button');
+  await p.page.waitForFunction(() => document.getElementById('log')?.textContent?.includes('logged in') === true);
+  await p.page.click('#tag button');
+  await p.page.click('#event button');
+  await p.page.waitForFunction(() => document.getElementById('log')?.textContent?.includes('event sent') === true);
+  t.match(await p.page.textContent('#curl'), /"include_external_user_ids":\["demo-1"\]/, 'the curl names the user');
+  const user = await eventually('the tag applied', async () => {
+    const a = await call(`${engine}/api/users/demo-1`, 'GET', s.rest);
+    return (a.body as { tags?: Record<string, unknown> }).tags?.['plan'] === 'pro' ? a.body : undefined;
+  });
+  t.ok(user, 'the tag is the user\'s');
+  const events = await eventually('the event recorded', async () => ((await eventsOf('demo-1')).length > 0 ? eventsOf('demo-1') : undefined));
+  t.same(events.map((e) => e.name), ['opened_demo']);
+  await finish(t, p, 'demo', engine, [key]);
   t.same(p.errors, []);
 });
 
