@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import { request } from 'node:http';
 import ece from 'http_ece';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/infra/process/config.ts';
@@ -157,6 +158,36 @@ t.test('503 with Retry-After: 2 is not retried before 2 seconds', async (t) => {
   t.equal(posts[1]?.status, 202, 'the second was taken');
   const waited = (posts[1]?.at ?? 0) - (posts[0]?.answeredAt ?? 0);
   t.ok(waited >= 2000, `the retry came ${waited} ms after the 503`);
+});
+
+t.test('a batch whose answer is lost on the wire is sent again and its events counted once', async (t) => {
+  let cut = false;
+  const proxy = await localServer(t, engine, (req, res) => {
+    if (cut || req.method !== 'POST' || req.url !== '/api/sdk/batch') return false;
+    cut = true;
+    // The engine takes the batch; its answer never reaches the page.
+    const forward = request(new URL(req.url, engine), { method: 'POST', headers: { ...req.headers, host: new URL(engine).host } }, (answer) => {
+      answer.resume();
+      answer.on('end', () => res.destroy());
+    });
+    req.pipe(forward);
+    return true;
+  });
+  const app = await hostApp(t);
+  const p = await openPage(t, FILE);
+  await p.page.goto(`${app.url}/app.html`);
+  await p.page.evaluate(([u, k]) => svc.init({ url: u as string, key: k as string }), [proxy.url, key]);
+  await p.page.evaluate(async () => {
+    await svc.login('web-7');
+    for (let i = 0; i < 5; i++) await svc.track('lost', { n: i });
+    await svc.flushed();
+  });
+  const posts = proxy.log.filter((r) => r.method === 'POST');
+  t.ok(posts.length >= 2, `the batch was sent again (${posts.length} sends)`);
+  const events = await eventually('the events recorded', async () => ((await eventsOf('web-7')).length >= 5 ? eventsOf('web-7') : undefined));
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal((await eventsOf('web-7')).length, 5, 'each event once, although the engine took the batch twice');
+  t.same(events.map((e) => e.properties['n']).sort(), [0, 1, 2, 3, 4]);
 });
 
 /** Subscribes `page` for `user`, sends a notification, and checks that its worker shows it, replaces it by tag and records the click. */
