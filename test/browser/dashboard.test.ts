@@ -154,13 +154,13 @@ t.test('the live tail shows a delivery made during the test, and pauses', async 
   const p = await signedIn(t, s, '#/live?channel=SMS');
   await p.page.waitForFunction(() => document.querySelector('[data-testid=live-state]')?.textContent === 'open');
   const id = await notify(s, { channel: 'SMS', include_external_user_ids: ['u3', 'u8'] });
-  await p.page.waitForFunction((n) => document.querySelectorAll(`table.deliveries a[href="#/notifications/${n}"]`).length === 2, id, { timeout: 60_000 });
+  await p.page.waitForFunction((n) => document.querySelectorAll(`table.deliveries a[href="#/notifications/${n}"]`).length === 2, id);
   t.pass('both records of the new notification arrived');
   await p.screenshot('live');
   await p.page.click('.pager button:has-text("Pause")');
   const before = await p.page.$$eval('table.deliveries tbody tr', (r) => r.length);
   const held = await notify(s, { channel: 'SMS', include_external_user_ids: ['u13'] });
-  await p.page.waitForFunction(() => document.querySelector('.pager')?.textContent?.includes('1 new while paused') === true, undefined, { timeout: 60_000 });
+  await p.page.waitForFunction(() => document.querySelector('.pager')?.textContent?.includes('1 new while paused') === true, undefined);
   t.equal(await p.page.$$eval('table.deliveries tbody tr', (r) => r.length), before, 'paused: the table holds still');
   await p.page.click('.pager button:has-text("Resume")');
   await p.page.waitForSelector(`table.deliveries a[href="#/notifications/${held}"]`);
@@ -169,7 +169,7 @@ t.test('the live tail shows a delivery made during the test, and pauses', async 
   await p.page.waitForFunction(() => document.querySelector('[data-testid=live-state]')?.textContent === 'open');
   await notify(s, { channel: 'SMS', include_external_user_ids: ['u18'] });
   const email = await notify(s, { channel: 'EMAIL', include_external_user_ids: ['u4'] });
-  await p.page.waitForSelector(`table.deliveries a[href="#/notifications/${email}"]`, { timeout: 60_000 });
+  await p.page.waitForSelector(`table.deliveries a[href="#/notifications/${email}"]`);
   t.same(await p.page.$$eval('table.deliveries tbody td:nth-child(4)', (c) => c.map((x) => x.textContent)), ['EMAIL'], 'the filter narrows the tail');
   t.ok(p.requests.some((u) => u.startsWith(`${s.engine.url.replace('http', 'ws')}/api/deliveries/live`)), 'the tails are among the recorded requests');
   await done(t, p, 'live-email');
@@ -202,7 +202,7 @@ t.test('a refused live tail says why, and one the gateway closed says why and re
   await p.page.waitForFunction(() => document.querySelector('[data-testid=live-state]')?.textContent === 'open');
   t.notOk(await p.page.$('[data-testid=live-reason]'), 'reconnected: no reason left');
   const id = await notify(s, { channel: 'SMS', include_external_user_ids: ['u23'] });
-  await p.page.waitForSelector(`table.deliveries a[href="#/notifications/${id}"]`, { timeout: 60_000 });
+  await p.page.waitForSelector(`table.deliveries a[href="#/notifications/${id}"]`);
   t.pass('records flow on the new connection');
   t.equal(tails, 3, 'three tails: refused, closed, reconnected');
   await done(t, p, 'live-reconnected');
@@ -238,7 +238,7 @@ t.test("a notification's counts move while it sends, and cancel asks first and s
   await p.page.route(`${s.engine.url}/api/notifications/${id}`, (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ errors: [{ code: 'unavailable', message: 'ClickHouse is slow' }] }) }), { times: 1 });
   await p.page.waitForSelector('section > p.error:has-text("ClickHouse is slow")');
   const first = await sent();
-  await p.page.waitForFunction((n) => Number(document.querySelector('[data-counter=sent]')?.textContent?.replace(/\D/g, '')) > n, first, { timeout: 30_000 });
+  await p.page.waitForFunction((n) => Number(document.querySelector('[data-counter=sent]')?.textContent?.replace(/\D/g, '')) > n, first);
   t.ok((await sent()) > first, 'the sent count moved on screen after a failed poll');
   t.notOk(await p.page.$('section > p.error'), 'and the error is gone');
   await p.screenshot('notification-sending');
@@ -247,7 +247,7 @@ t.test("a notification's counts move while it sends, and cancel asks first and s
   const asked = (await call(`${s.engine.url}/api/notifications/${id}`, 'GET', s.rest)).body as { canceled: boolean };
   t.equal(asked.canceled, false, 'asking cancels nothing');
   await p.page.click('button:has-text("Yes, cancel it")');
-  await p.page.waitForFunction(() => document.querySelector('[data-testid=notification-status]')?.textContent === 'canceled', undefined, { timeout: 30_000 });
+  await p.page.waitForFunction(() => document.querySelector('[data-testid=notification-status]')?.textContent === 'canceled', undefined);
   const view = await until(s, id, 'canceled');
   t.ok(view.counts['sent'] !== undefined && view.counts['sent'] < smsUsers.length, `stopped before every user was sent (${view.counts['sent']} of ${smsUsers.length})`);
   await done(t, p, 'notification-canceled');

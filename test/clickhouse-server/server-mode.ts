@@ -7,6 +7,8 @@ import { startClickHouseStandIn } from './stand-in.ts';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 /** Files whose every test names its own unreachable CLICKHOUSE_URL: the same in both modes. */
 const sameInBothModes = new Set(['test/query/unavailable.test.ts']);
+/** tap's limit for a test file (package.json `tap.timeout`). */
+const FILE_LIMIT_MS = 900_000;
 
 /**
  * Runs the test files of `dir` (test/clickhouse, test/query, test/recorder or test/sql) again, in server
@@ -20,11 +22,11 @@ export async function runInServerMode(dir: string): Promise<void> {
     .map((f) => `${dir}/${f}`)
     .filter((file) => !sameInBothModes.has(file))
     .sort();
-  // Each file keeps tap's per-file limit (package.json, 300 s); this file runs them all.
-  t.setTimeout(files.length * 300_000);
+  // Each file keeps tap's per-file limit (package.json, 900 s); this file runs them all.
+  t.setTimeout(files.length * FILE_LIMIT_MS);
   const standIn = await startClickHouseStandIn();
   t.teardown(() => standIn.close());
   for (const file of files) {
-    await t.spawn(process.execPath, ['--import=tsx', file], { cwd: root, env: { ...process.env, TEST_CLICKHOUSE_URL: standIn.url }, timeout: 300_000 }, `${file} in server mode`);
+    await t.spawn(process.execPath, ['--import=tsx', file], { cwd: root, env: { ...process.env, TEST_CLICKHOUSE_URL: standIn.url }, timeout: FILE_LIMIT_MS }, `${file} in server mode`);
   }
 }

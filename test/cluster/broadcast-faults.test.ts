@@ -14,8 +14,6 @@ import { eventually } from '../helpers/http.ts';
  * sending the job again (docs/reliability.md#redis-cluster).
  */
 
-t.setTimeout(600_000);
-
 const USERS = 3000;
 const DOWN_MS = 4000;
 const SLOTS = 3000;

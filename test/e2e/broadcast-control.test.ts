@@ -94,10 +94,6 @@ async function requestCounts(s: Stage): Promise<Record<SimName, number>> {
   return Object.fromEntries(names.map((n, k) => [n, lists[k]?.length ?? 0])) as Record<SimName, number>;
 }
 
-// Nine broadcasts, each on a deployment of its own: longer than the default 300 s of a file when the
-// machine is busy.
-t.setTimeout(480_000);
-
 const body = { headings: { en: 'Hi' }, contents: { en: 'Control test' } };
 const SMS_USERS = (count: number): number[] => Array.from({ length: count }, (_, i) => i).filter((i) => i % 5 === 3);
 

@@ -54,6 +54,9 @@ export async function openPage(t: Test, file: string, context?: BrowserContext):
   // __name helper, which pages lack.
   if (!context) await own.addInitScript({ content: 'globalThis.__name ??= (f) => f;' });
   const page = await own.newPage();
+  // Every wait is for a condition; on a loaded machine a page can take longer than Playwright's
+  // 30 s to render or answer, and that is no failure of the page.
+  page.setDefaultTimeout(120_000);
   const requests: string[] = [];
   const sent: unknown[] = [];
   const addresses: string[] = [];

@@ -14,8 +14,6 @@ import type { SimName } from '../../simulators/index.ts';
  * language and no subscription.
  */
 
-t.setTimeout(300_000);
-
 const SIMS: SimName[] = ['apns', 'fcm', 'webpush', 'twilio', 'sendgrid'];
 const body = { headings: { en: 'Hi' }, contents: { en: 'Recipients test' } };
 const users = Array.from({ length: 20 }, (_, i) => i);

@@ -23,8 +23,6 @@ import { WebhookKeys } from '../../engine/state/webhooks/redis-keys.ts';
  * the current engine.
  */
 
-t.setTimeout(600_000);
-
 const fixture = readFixture('0.11.1');
 const { project_id: project, sdk_key: sdk, rest_key: rest } = fixture.project;
 const DAY = 24 * 60 * 60 * 1000;
