@@ -2,14 +2,17 @@
 // counts them in its closing `# { total: … }` line: tap-parser's `result` events, every test
 // point at any depth but the procedural points that only close a subtest. Prints one line a
 // file, `<file>\t<passed>\t<failed>\t<skipped>\t<todo>`, in the order files first counted.
-// A file that timed out is the runner's `timeout!` point, whose YAML names it (`expired:`).
+// A file that timed out is the runner's `timeout!` point, whose YAML names it (`expired:`); a
+// file whose own root timed out (a handle kept it alive) names its root, `TAP`, inside the file's
+// subtest, which names the file.
 import process from 'node:process';
 import { Parser } from 'tap-parser';
 
 const counts = new Map();
 const parser = new Parser();
 parser.on('result', (res) => {
-  const file = typeof res.diag?.expired === 'string' ? res.diag.expired : (res.fullname.split(' ')[0] || res.name || '(no file)');
+  const expired = res.diag?.expired;
+  const file = typeof expired === 'string' && expired !== 'TAP' ? expired : res.fullname.split(' ')[0] || res.name || '(no file)';
   const row = counts.get(file) ?? { pass: 0, fail: 0, skip: 0, todo: 0 };
   row[res.todo ? 'todo' : res.skip ? 'skip' : res.ok ? 'pass' : 'fail']++;
   counts.set(file, row);

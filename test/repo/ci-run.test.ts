@@ -189,7 +189,17 @@ not ok 3 - timeout!
     1..0 # no tests found
 ok 4 - test/d.test.ts # SKIP no tests found
 
-# { total: 10, pass: 4, fail: 3, todo: 1, skip: 2 }
+# Subtest: test/e.test.ts
+    ok 1 - done, but a handle keeps the process alive
+    not ok 2 - timeout!
+      ---
+      expired: TAP
+      test: TAP
+      ...
+    1..2
+not ok 5 - test/e.test.ts # time=900000ms
+
+# { total: 12, pass: 5, fail: 4, todo: 1, skip: 2 }
 `;
   writeFileSync(join(dir, 'out.tap'), tap);
   const run = bash('tap_file_counts out.tap; tap_summary out.tap', dir);
@@ -199,7 +209,8 @@ ok 4 - test/d.test.ts # SKIP no tests found
     'test/b.test.ts\t1\t1\t0\t0',
     'test/c.test.ts\t0\t1\t0\t0',
     'test/d.test.ts\t0\t0\t1\t0',
-    '10 4 3 2 1',
+    'test/e.test.ts\t1\t1\t0\t0',
+    '12 5 4 2 1',
   ]);
 });
 
