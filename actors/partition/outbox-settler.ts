@@ -5,6 +5,7 @@ import type { IngestEntry } from '../../schemas/ingest.ts';
 import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
 import type { OwedDetach } from '../../engine/infra/scripts/token-claims.ts';
 import { TokenIndex } from '../../engine/state/users/token-index.ts';
+import { legacyLayoutUntil } from '../../engine/state/users/layout.ts';
 import { fieldOf, toEntries, type StreamEntry } from '../../engine/infra/runner/types.ts';
 
 /** One registration the apply script left in outbox:{pN} (field d, JSON). */
@@ -26,6 +27,8 @@ const READ_COUNT = 256;
  */
 export class OutboxSettler {
   private readonly tokens: TokenIndex;
+  /** Until when 0.11.1's token records may be met; read once, after the layout upgrade. */
+  private legacyUntil: Promise<number> | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -46,9 +49,18 @@ export class OutboxSettler {
     }
   }
 
+  /** Whether 0.11.1's token records may still be met (engine/state/users/layout.ts). */
+  private async legacy(): Promise<boolean> {
+    this.legacyUntil ??= legacyLayoutUntil(this.redis, this.topology).catch((err: unknown) => {
+      this.legacyUntil = undefined;
+      throw err;
+    });
+    return Date.now() < (await this.legacyUntil);
+  }
+
   private async settleOne(reg: Registration | undefined): Promise<void> {
     if (!reg) return;
-    const owed = await this.tokens.claim(reg.project, reg, reg.external_id, reg.registered_at);
+    const owed = await this.tokens.claim(reg.project, reg, reg.external_id, reg.registered_at, await this.legacy());
     await Promise.all(
       owed.map((detach) =>
         scripts

@@ -70,7 +70,7 @@ const batch: IngestEntry[] = [
 
 t.test('re-running a batch (redelivery) changes nothing', async (t) => {
   // Another user holds the token first, so the batch's registration must also move it.
-  await new TokenIndex(h.redis, h.topology).claim(project, { type: 'SMS', token: '+15550001111' }, other, at - 1000);
+  await new TokenIndex(h.redis, h.topology).claim(project, { type: 'SMS', token: '+15550001111' }, other, at - 1000, false);
   await h.append(...batch);
   const entries = await readGroup(P);
   t.equal(entries.length, batch.length);
@@ -130,7 +130,7 @@ t.test('a settlement cut short after the token claim still detaches the former h
   t.same(await actor.apply(holderPartition, await readGroup(holderPartition)), { kind: 'applied' });
 
   // The crashed settlement got as far as the claim: the token already names the new holder.
-  await new TokenIndex(h.redis, h.topology).claim(project, { type: 'SMS', token }, user, at + 50);
+  await new TokenIndex(h.redis, h.topology).claim(project, { type: 'SMS', token }, user, at + 50, false);
   await h.append({ op: 'subscribe', project, external_id: user, at: at + 50, type: 'SMS', token });
   t.same(await actor.apply(P, await readGroup(P)), { kind: 'applied' });
   t.equal(await h.redis.xlen(h.topology.outbox(P)), 0, 'outbox settled');

@@ -12,7 +12,7 @@ t.teardown(() => h.close());
 const tokens = new TokenIndex(h.redis, h.topology);
 const project = d.project.project_id;
 const claim = async (k: SubscriptionRef, externalId: string, registeredAt: number) =>
-  (await tokens.claim(project, k, externalId, registeredAt)).map((o) => [o.externalId, o.registeredAt]);
+  (await tokens.claim(project, k, externalId, registeredAt, false)).map((o) => [o.externalId, o.registeredAt]);
 /** The owed detaches a claim returns, as user -> registered_at. */
 const owed = (pairs: string[][]) => Object.fromEntries(pairs);
 const clear = (k: SubscriptionRef, externalId: string, registeredAt: string): Promise<boolean> => tokens.cleared(project, k, { externalId, registeredAt });

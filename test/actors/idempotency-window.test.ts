@@ -97,7 +97,7 @@ t.test('markers of 0.11.1 are honoured until the partition says they are gone', 
   const user = 'legacy-1';
   const partition = h.topology.partitionOf(project, user);
   await h.redis.set(h.topology.own(UserKeys).legacyEventIdempotency(partition, project, 'old-key'), '1', 'PX', DAY);
-  await h.redis.set(h.topology.own(UserKeys).legacyIdempotencyUntil(partition), String(T0 + DAY));
+  await h.redis.set(h.topology.own(UserKeys).legacyLayoutUntil(partition), String(T0 + DAY));
   await h.append(event(user, T0, 'old-key', 'copy-of-old'), event(user, T0 + DAY, 'old-key', 'after-the-legacy-window'));
   await h.settled();
   t.same(await recorded(user), [`after-the-legacy-window@${T0 + DAY}`]);

@@ -27,16 +27,16 @@ t.test('a new install records the step and reads no old markers', async (t) => {
   const { redis, topology } = await setup(t);
   await upgradeLayout(redis, topology, NOW);
   t.equal(await redis.hget(topology.own(UserKeys).layout(), 'idempotency'), 'done');
-  t.equal(await redis.get(topology.own(UserKeys).legacyIdempotencyUntil(0)), null);
+  t.equal(await redis.get(topology.own(UserKeys).legacyLayoutUntil(0)), null);
 });
 
 t.test('an install of 0.11.1 reads them for 9 days in every partition, and a second run changes nothing', async (t) => {
   const { redis, topology } = await setup(t);
   await redis.set(topology.applied(topology.partitions - 1), '1-0');
   await upgradeLayout(redis, topology, NOW);
-  for (let p = 0; p < topology.partitions; p++) t.equal(await redis.get(topology.own(UserKeys).legacyIdempotencyUntil(p)), String(NOW + 9 * DAY), `partition ${p}`);
+  for (let p = 0; p < topology.partitions; p++) t.equal(await redis.get(topology.own(UserKeys).legacyLayoutUntil(p)), String(NOW + 9 * DAY), `partition ${p}`);
   await upgradeLayout(redis, topology, NOW + DAY);
-  t.equal(await redis.get(topology.own(UserKeys).legacyIdempotencyUntil(0)), String(NOW + 9 * DAY), 'the step ran once');
+  t.equal(await redis.get(topology.own(UserKeys).legacyLayoutUntil(0)), String(NOW + 9 * DAY), 'the step ran once');
 });
 
 t.test("a user in 0.11.1's four hashes is read as such, then folded into one record with nothing lost", async (t) => {
@@ -88,7 +88,7 @@ t.test("0.11.1's token records are adopted on first use and by the upgrade, deta
   t.equal(await tokens.owner('proj', first.ref), 'old', 'read from the old record before it is adopted');
   t.same(await tokens.resolve('proj', [first.id]), [first.ref], 'and found by its id');
 
-  const owed = await tokens.claim('proj', first.ref, 'new', 200);
+  const owed = await tokens.claim('proj', first.ref, 'new', 200, true);
   t.same(Object.fromEntries(owed.map((o) => [o.externalId, o.registeredAt])), { old: '200', stale: '50' }, 'the old owner and what it owed are detached');
   t.equal(await redis.exists(topology.own(UserKeys).legacyToken('proj', 'EMAIL', first.ref.token), topology.own(UserKeys).legacySubscriptionId('proj', first.id)), 0, 'its old keys are gone');
 

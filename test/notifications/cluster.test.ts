@@ -38,7 +38,7 @@ t.test('on a Redis Cluster a notification is written record first, then its log 
   // By subscription id: the token index and the holder's record are in two slots.
   const project = gw.project.project_id;
   const sub = { type: 'IOS_PUSH' as const, token: 'ab'.repeat(32) };
-  await new TokenIndex(gw.redis, gw.topology).claim(project, sub, 'u3', 1);
+  await new TokenIndex(gw.redis, gw.topology).claim(project, sub, 'u3', 1, false);
   await writeUserRecord(gw.redis, gw.topology.own(UserKeys).user(project, 'u3'), { created_at: 1, updated_at: 1, subs: [{ ...sub, state: 'live', created_at: 1, updated_at: 1, registered_at: 1 }] });
   const byId = await call(url, 'POST', key, { include_subscription_ids: [subscriptionId(project, sub.type, sub.token), 'unknown'], contents });
   t.match([byId.status, byId.body], [201, { recipients: 1, errors: { invalid_player_ids: ['unknown'] } }], 'by subscription id');

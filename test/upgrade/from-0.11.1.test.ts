@@ -106,7 +106,7 @@ t.test('the apply role upgrades the layout: every step recorded, the users and t
   }, WAIT);
   t.pass(`the layout record names ${steps.join(', ')}`);
   for (let p = 0; p < fixture.partitions; p++) {
-    const until = Number(await redis.get(topology.own(UserKeys).legacyIdempotencyUntil(p)));
+    const until = Number(await redis.get(topology.own(UserKeys).legacyLayoutUntil(p)));
     t.ok(until >= startedAt + 9 * DAY && until <= Date.now() + 9 * DAY, `partition ${p}: the markers of 0.11.1 read until 9 days after the upgrade`);
   }
   const names = await keyNames(redis, d.prefix);

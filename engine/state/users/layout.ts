@@ -6,7 +6,7 @@ import { UserKeys } from './redis-keys.ts';
 import type { SubscriptionType } from '../../../schemas/sdk.ts';
 import { TokenIndex } from './token-index.ts';
 
-/** How long after the upgrade a marker of 0.11.1 may still be read: its 8 days, and a day for a rolling upgrade. */
+/** How long after the upgrade 0.11.1's layout may still be met: its markers' 8 days, and a day for a rolling upgrade. */
 const LEGACY_MARKERS_MS = 9 * 24 * 60 * 60 * 1000;
 
 /**
@@ -14,12 +14,14 @@ const LEGACY_MARKERS_MS = 9 * 24 * 60 * 60 * 1000;
  * "Upgrading in place"). Every apply worker runs it before it applies anything; each step may run
  * again after a crash or beside another worker, and the layout record names the steps done.
  *
+ * - The window: an install is one of 0.11.1 when its partitions applied something before any
+ *   step was recorded. Its partitions then get `legacyLayoutUntil`, 9 days ahead, within which
+ *   the writes still look for what 0.11.1 left; a new install never does.
  * - Event idempotency: 0.11.1 kept one key per event (`idem:{pN}:proj:key`, 8 days). They are
- *   left to expire, and applyBatch still looks them up until `legacyIdempotencyUntil` of the
- *   partition. An install is one of 0.11.1 when its partitions applied something before any step
- *   was recorded.
+ *   left to expire, and applyBatch still looks them up within the window.
  * - Tokens: 0.11.1's ownership records and id keys are adopted into the token index
- *   (engine/state/users/token-index.ts, which also adopts one on first use) and deleted.
+ *   (engine/state/users/token-index.ts, which also adopts one on a claim within the window) and
+ *   deleted.
  */
 export async function upgradeLayout(redis: RedisClient, topology: Topology, now = Date.now()): Promise<void> {
   await step(redis, topology, 'idempotency', async () => {
@@ -27,7 +29,7 @@ export async function upgradeLayout(redis: RedisClient, topology: Topology, now 
     const applied = await Promise.all(partitions.map((p) => redis.exists(topology.applied(p))));
     if (applied.every((n) => n === 0)) return;
     const until = String(now + LEGACY_MARKERS_MS);
-    await Promise.all(partitions.map((p) => redis.set(topology.own(UserKeys).legacyIdempotencyUntil(p), until, 'PX', LEGACY_MARKERS_MS)));
+    await Promise.all(partitions.map((p) => redis.set(topology.own(UserKeys).legacyLayoutUntil(p), until, 'PX', LEGACY_MARKERS_MS)));
   });
   await step(redis, topology, 'tokens', async () => {
     const tokens = new TokenIndex(redis, topology);
@@ -56,6 +58,15 @@ export async function upgradeUsers(redis: RedisClient, topology: Topology, parti
       });
     }
   });
+}
+
+/**
+ * Until when (ms) this install may still meet what 0.11.1 left: users in its hashes (a worker of
+ * 0.11.1 may still run for a day) and its token records. 0 for an install that never ran it;
+ * every partition has the same window, and partition 0's is read.
+ */
+export async function legacyLayoutUntil(redis: RedisClient, topology: Topology): Promise<number> {
+  return Number((await redis.get(topology.own(UserKeys).legacyLayoutUntil(0))) ?? 0);
 }
 
 /** Runs a step unless the layout record says it is done, then records it. */

@@ -36,8 +36,8 @@ export class UserKeys {
     return `${this.topology.inPartition(partition, 'idem')}${project}:${key}`;
   }
 
-  /** Until when (ms, text) partition N may still hold markers of 0.11.1 that applyBatch looks up. */
-  legacyIdempotencyUntil(partition: number): string {
+  /** Until when (ms, text) partition N may still meet 0.11.1's layout: its idempotency markers, users and token records. */
+  legacyLayoutUntil(partition: number): string {
     return `${this.topology.inPartition(partition, 'idw')}legacy`;
   }
 
@@ -50,7 +50,7 @@ export class UserKeys {
    * The key prefixes of partition N that applyBatch completes inside Redis: with
    * `<project>:<external_id>` for a user's keys, `<project>:<key>` for an event idempotency key, and
    * the writer id for a writer's sequence; `window` is the prefix of the idempotency window's
-   * tables (`<day>` and `<day>:<bucket>`) and of legacyIdempotencyUntil. Only this class lays keys out.
+   * tables (`<day>` and `<day>:<bucket>`) and of legacyLayoutUntil. Only this class lays keys out.
    */
   applyKeyPrefixes(partition: number): Record<'user' | 'idem' | 'window' | 'writer', string> {
     const of = (kind: string): string => this.topology.inPartition(partition, kind);

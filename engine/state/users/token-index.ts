@@ -12,7 +12,7 @@ import { idDigits, parseField, subscriptionId, type SubscriptionRef } from './su
  * 16 bytes of id and `<registered_at>:<owner>` in its partition's linear hash table
  * (engine/infra/scripts/lua/claimToken-2.lua), and the detaches owed on a token. The owner's record holds the
  * token itself, so the id alone leads to it. Records of 0.11.1 (`token:…`, `subid:…`) are adopted
- * on first use and by the layout upgrade (engine/state/users/layout.ts).
+ * by the layout upgrade (engine/state/users/layout.ts), and on a claim within its window.
  */
 export class TokenIndex {
   constructor(
@@ -20,9 +20,12 @@ export class TokenIndex {
     private readonly topology: Topology,
   ) {}
 
-  /** Records a registration (the newest wins) and returns the detaches owed on the token. */
-  async claim(project: string, ref: SubscriptionRef, externalId: string, registeredAt: number): Promise<OwedDetach[]> {
-    await this.adoptLegacy(project, ref);
+  /**
+   * Records a registration (the newest wins) and returns the detaches owed on the token. `legacy`:
+   * the install may still hold the token's record of 0.11.1, adopted first (layout.ts's window).
+   */
+  async claim(project: string, ref: SubscriptionRef, externalId: string, registeredAt: number, legacy: boolean): Promise<OwedDetach[]> {
+    if (legacy) await this.adoptLegacy(project, ref);
     const id = digitsOf(project, ref);
     const { owed } = await scripts.claimToken(this.redis, {
       keys: { index: this.topology.own(UserKeys).tokenIndex(id), owed: this.topology.own(UserKeys).tokenDetaches(id) },

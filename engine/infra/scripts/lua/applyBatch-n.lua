@@ -53,11 +53,11 @@
   ARGV[9] batches           JSON array, one object per partition in the order of KEYS:
                             prefixes   key kind (user, idem, window, writer) -> the partition's
                                        prefix of such keys
-                            readOutbox true: read the outbox's length even when the batch registers
-                                       nothing (the caller is not sure its last settlement went
-                                       through)
-                            mayTrim    true: trim the stream if it holds more than 512 entries
-                                       (the caller says so every few hundred entries applied)
+                            readOutbox true: read the outbox's length (the caller is not sure its last
+                                       settlement went through)
+                            mayTrim    true: trim the stream if it holds more than 512 entries,
+                                       and count the entries pending (the caller says so every
+                                       few hundred entries applied)
                             count      how many entries of the list below are this partition's
   ARGV[10], ARGV[11], ...  entries {id, json}  stream ID, entry JSON; each partition's pairs in
                             ascending ID order, partition after partition
@@ -72,9 +72,9 @@
   KEYS, one list: code 0 ok, 1 not the lease owner, 2 gap; appliedId is the partition's last
   applied ID after the call; outbox is the length of outbox:{pN} (the caller settles it when
   above 0), read when the batch registered a subscription, applied nothing new (a reply lost and
-  the call resent) or readOutbox asks, else 0; pending is how many entries the group still has
-  pending after the acks (above 0: a read whose reply was lost left entries that no batch holds,
-  and the caller claims them).
+  the call resent) or readOutbox asks, else how many it registered; pending, counted only when
+  mayTrim, is how many entries the group still has pending after the acks (above 0: entries that
+  no batch holds, and the caller claims them), else 0.
 ]]
 -- #include streams
 -- #include user
@@ -218,6 +218,7 @@ local function applyPartition(k, first, last, batch)
   local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local keyPrefixes = batch.prefixes
   local readOutbox, mayTrim = batch.readOutbox == true, batch.mayTrim == true
+  local registered = 0
 
   -- Entries decoded once, up front: their writers' sequences are read with the lease and the
   -- applied ID in one MGET (the keys share the partition's slot), since each command costs a small
@@ -228,14 +229,17 @@ local function applyPartition(k, first, last, batch)
     decoded[i] = ok and e
     if ok and type(e) == 'table' and type(e.w) == 'string' and not writerAt[e.w] then
       writerKeys[#writerKeys + 1] = keyPrefixes.writer .. e.w
-      writerAt[e.w] = #writerKeys + 2
+      writerAt[e.w] = #writerKeys + 3
     end
   end
 
-  local fence = redis.call('MGET', leaseKey, appliedKey, unpack(writerKeys))
+  local windowPrefix = keyPrefixes.window
+  local fence = redis.call('MGET', leaseKey, appliedKey, windowPrefix .. 'legacy', unpack(writerKeys))
   if fence[1] ~= worker then
     return { NOT_OWNER, 0, 0, '', 0, 0 }
   end
+  -- Until when 0.11.1's layout may still be met: its users' hashes and its idempotency markers.
+  local legacyUntil = tonumber(fence[3]) or 0
 
   local applied = fence[2] or '0-0'
   local lastMs, lastSeq = idParts(applied)
@@ -270,7 +274,7 @@ local function applyPartition(k, first, last, batch)
     local key = userKey(e)
     local user = users[key]
     if not user then
-      user = loadUser(key)
+      user = loadUser(key, e.at >= legacyUntil)
       users[key] = user
     end
     return user, key
@@ -310,7 +314,7 @@ local function applyPartition(k, first, last, batch)
     local count = 0
     for _ in pairs(user.s) do count = count + 1 end
     if count > maxSubs then dropOldestSubs(user.s, field) end
-    readOutbox = true
+    registered = registered + 1
     redis.call('XADD', outboxKey, '*', 'd', cjson.encode({
       project = e.project, external_id = e.external_id, type = e.type, token = e.token, registered_at = e.at,
     }))
@@ -340,12 +344,9 @@ local function applyPartition(k, first, last, batch)
     redis.call('XADD', changesKey, '*', 'd', encode(record))
   end
 
-  local windowPrefix = keyPrefixes.window
   local function dayTable(day) return lhashTable(windowPrefix .. string.format('%d', day)) end
 
-  local legacyUntil
   local function isLegacyCopy(e)
-    if legacyUntil == nil then legacyUntil = tonumber(redis.call('GET', windowPrefix .. 'legacy')) or 0 end
     return e.at < legacyUntil and redis.call('EXISTS', keyPrefixes.idem .. e.project .. ':' .. e.idempotency_key) == 1
   end
 
@@ -438,15 +439,19 @@ local function applyPartition(k, first, last, batch)
     redis.call('SET', appliedKey, applied)
   end
   -- Trimming reads every group's progress (XINFO GROUPS, XPENDING): a third of a small batch's
-  -- cost. So the stream keeps up to TRIM_ABOVE entries, and its length is read only when asked.
-  local pending
-  if mayTrim and redis.call('XLEN', ingestKey) > TRIM_ABOVE then
-    pending = select(2, trimSafely(ingestKey, applied, group))
-  else
-    pending = redis.call('XPENDING', ingestKey, group)[1]
+  -- cost. So the stream keeps up to TRIM_ABOVE entries, and its length is read only when asked;
+  -- the entries left pending are counted then too (a lost read's come back with a gap or the
+  -- reader's recovery; what is left, such as acks a failover lost, waits for this count).
+  local pending = 0
+  if mayTrim then
+    if redis.call('XLEN', ingestKey) > TRIM_ABOVE then
+      pending = select(2, trimSafely(ingestKey, applied, group))
+    else
+      pending = redis.call('XPENDING', ingestKey, group)[1]
+    end
   end
 
-  local outbox = 0
+  local outbox = registered
   if readOutbox or #fresh == 0 then outbox = redis.call('XLEN', outboxKey) end
   return { OK, appliedCount, invalid, applied, outbox, pending }
 end

@@ -46,10 +46,11 @@ local function legacyUser(key)
 end
 
 -- An empty MessagePack array or map both unpack to {}: every part is read as a map. A user the
--- layout upgrade has not reached yet is read from 0.11.1's hashes (engine/state/users/layout.ts).
-local function loadUser(key)
+-- layout upgrade has not reached yet is read from 0.11.1's hashes (engine/state/users/layout.ts),
+-- unless the caller knows there are none (`noLegacy`).
+local function loadUser(key, noLegacy)
   local packed = redis.call('GET', key)
-  local user = (packed and cmsgpack.unpack(packed)) or legacyUser(key) or {}
+  local user = (packed and cmsgpack.unpack(packed)) or (not noLegacy and legacyUser(key)) or {}
   user.t, user.s, user.o = user.t or {}, user.s or {}, user.o or {}
   return user
 end
