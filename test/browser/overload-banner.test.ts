@@ -16,13 +16,16 @@ t.test('while the gateway refuses writes for a full Redis, the dashboard shows w
   const ledger = new Ledger();
   const started = Date.now();
   while (ledger.overloaded.length === 0 && ledger.other.length === 0 && Date.now() - started < 30_000) await ledger.sendBatch(gateway.url, d.project.sdk_key);
-  t.ok(ledger.overloaded.length > 0, 'the gateway refuses: Redis past its watermark and the journal full');
+  t.ok(ledger.overloaded.length > 0, 'the gateway refuses: Redis past its watermark');
 
   const p = await openPage(t, FILE);
   await p.page.goto(`${gateway.url}/dashboard`);
   await p.page.fill('input[name=key]', d.project.rest_key);
   await p.page.click('form.gate button[type=submit]');
   await p.page.waitForSelector('.banner[role=alert]');
-  t.match(await p.page.textContent('.banner'), /^Overloaded: Buffered writes are refused: Redis holds .* spill journal is full/, 'the banner says why');
+  // Which of the two reasons depends on when the gateway read the workers' backlog: found empty
+  // (no apply role runs, so no group reads the streams), it leaves no room to journal; before that
+  // reading, the journal fills first.
+  t.match(await p.page.textContent('.banner'), /^Overloaded: Buffered writes are refused: Redis holds .*(spill journal is full|live state that waiting does not free)/, 'the banner says why');
   await finish(t, p, 'overloaded', gateway.url, [d.project.rest_key, d.project.sdk_key]);
 });
