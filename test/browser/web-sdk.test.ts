@@ -1,5 +1,5 @@
 /// <reference lib="dom" />
-import { request } from 'node:http';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import ece from 'http_ece';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/infra/process/config.ts';
@@ -135,19 +135,10 @@ t.test('two tabs share one sender: no operation is sent twice', async (t) => {
 });
 
 t.test('503 with Retry-After: 2 is not retried before 2 seconds', async (t) => {
-  let refused = false;
-  const proxy = await localServer(t, engine, (req, res) => {
-    if (refused || req.method !== 'POST' || req.url !== '/api/sdk/batch') return false;
-    refused = true;
+  const { proxy, p } = await behindProxy(t, (res) => {
     res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '2', 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'Retry-After' });
     res.end(JSON.stringify({ errors: [{ code: 'unavailable', message: 'The service cannot meet this call now.' }] }));
-    return true;
   });
-  // The page is another origin's, which the engine's pages' policy would not let call the proxy.
-  const app = await hostApp(t);
-  const p = await openPage(t, FILE);
-  await p.page.goto(`${app.url}/app.html`);
-  await p.page.evaluate(([u, k]) => svc.init({ url: u as string, key: k as string }), [proxy.url, key]);
   await p.page.evaluate(async () => {
     await svc.login('web-4');
     await svc.track('patient');
@@ -161,22 +152,14 @@ t.test('503 with Retry-After: 2 is not retried before 2 seconds', async (t) => {
 });
 
 t.test('a batch whose answer is lost on the wire is sent again and its events counted once', async (t) => {
-  let cut = false;
-  const proxy = await localServer(t, engine, (req, res) => {
-    if (cut || req.method !== 'POST' || req.url !== '/api/sdk/batch') return false;
-    cut = true;
+  const { proxy, p } = await behindProxy(t, (res, req) => {
     // The engine takes the batch; its answer never reaches the page.
-    const forward = request(new URL(req.url, engine), { method: 'POST', headers: { ...req.headers, host: new URL(engine).host } }, (answer) => {
+    const forward = request(new URL(req.url ?? '', engine), { method: 'POST', headers: { ...req.headers, host: new URL(engine).host } }, (answer) => {
       answer.resume();
       answer.on('end', () => res.destroy());
     });
     req.pipe(forward);
-    return true;
   });
-  const app = await hostApp(t);
-  const p = await openPage(t, FILE);
-  await p.page.goto(`${app.url}/app.html`);
-  await p.page.evaluate(([u, k]) => svc.init({ url: u as string, key: k as string }), [proxy.url, key]);
   await p.page.evaluate(async () => {
     await svc.login('web-7');
     for (let i = 0; i < 5; i++) await svc.track('lost', { n: i });
@@ -280,6 +263,25 @@ t.test("the SDK's own worker shows pushes, replaces by tag, records delivered an
   t.pass('pushsubscriptionchange registers the new subscription');
   t.same(p.errors, []);
 });
+
+/**
+ * A page of another origin (which the engine's pages' policy would not let call the proxy) whose
+ * SDK talks to the engine through a proxy; the page's first batch is handled by `first`.
+ */
+async function behindProxy(t: Test, first: (res: ServerResponse, req: IncomingMessage) => void) {
+  let taken = false;
+  const proxy = await localServer(t, engine, (req, res) => {
+    if (taken || req.method !== 'POST' || req.url !== '/api/sdk/batch') return false;
+    taken = true;
+    first(res, req);
+    return true;
+  });
+  const app = await hostApp(t);
+  const p = await openPage(t, FILE);
+  await p.page.goto(`${app.url}/app.html`);
+  await p.page.evaluate(([u, k]) => svc.init({ url: u as string, key: k as string }), [proxy.url, key]);
+  return { proxy, p };
+}
 
 /** Another origin's app: a page that loads the SDK from the engine, and a worker of its own that imports the SDK's. */
 function hostApp(t: Test) {
