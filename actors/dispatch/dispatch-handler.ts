@@ -19,6 +19,7 @@ import type { StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
 import { RecipientBatch } from './recipient-batch.ts';
+import type { RetryClock } from './retry-clock.ts';
 import { RecordBatch } from '../../engine/state/notifications/attempts.ts';
 import { frequencySends } from './redis-keys.ts';
 import { providerFor, sendTo, type SendResult } from './providers/index.ts';
@@ -52,6 +53,8 @@ export interface DispatchDeps {
   notifications: Pick<Notifications, 'isCanceled' | 'cancelMark' | 'throttle'>;
   specs: Specs;
   clients: ProjectClients;
+  /** Told of each retry queued, so it is released when due. */
+  retries: Pick<RetryClock, 'queued'>;
   log: Logger;
 }
 
@@ -135,6 +138,7 @@ export class DispatchHandler {
       },
       stop,
     );
+    if (result.retry !== null) this.deps.retries.queued(partition, result.retry.at);
     return true;
   }
 

@@ -4,13 +4,13 @@ import { outboundPolicy } from '../../engine/infra/outbound/guard.ts';
 import { createRedis } from '../../engine/infra/redis/client.ts';
 import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
 import { runPartitionRole, type PartitionWork } from '../../engine/infra/runner/partition-runner.ts';
-import { scripts } from '../../engine/infra/scripts/registry.ts';
 import { DISPATCH_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { ProjectClients } from './clients.ts';
 import { DispatchConsumer } from './dispatch-consumer.ts';
 import { DispatchHandler } from './dispatch-handler.ts';
 import { apnsTokens } from './providers/apns-token.ts';
 import { Specs } from './specs.ts';
+import { RetryClock } from './retry-clock.ts';
 import { RedisTokenStore } from './token-store.ts';
 
 /**
@@ -20,8 +20,6 @@ import { RedisTokenStore } from './token-store.ts';
  */
 export const WINDOW = 32;
 const BLOCK_MS = 2000;
-/** How often due retries are moved back onto a partition's dispatch stream, ms. */
-const RETRY_TICK_MS = 250;
 
 /**
  * The `dispatch` role: owns partitions through leases of its own (`lease:dispatch:{pN}`) and runs
@@ -36,7 +34,8 @@ export const dispatchRole: RoleFactory = async (ctx) => {
   const ca = config.PROVIDER_CA_FILE === undefined ? undefined : readFileSync(config.PROVIDER_CA_FILE);
   const clients = new ProjectClients(redis, topology, { timeoutMs: config.PROVIDER_TIMEOUT_MS, outbound: outboundPolicy(config), ...(ca === undefined ? {} : { ca }) });
   const notifications = new Notifications(redis, topology);
-  const handler = new DispatchHandler({ redis, topology, notifications, specs: new Specs(notifications), clients, log });
+  const retries = new RetryClock(redis, topology, log, WINDOW);
+  const handler = new DispatchHandler({ redis, topology, notifications, specs: new Specs(notifications), clients, retries, log });
   const role = runPartitionRole('dispatch', ctx, redis, {
     leaseKey: (p) => topology.dispatchLease(p),
     workersKey: topology.dispatchWorkers(),
@@ -52,26 +51,23 @@ export const dispatchRole: RoleFactory = async (ctx) => {
         log,
         metrics,
       });
-      let timer: NodeJS.Timeout | undefined;
       return {
         start: () => {
           consumer.start();
-          timer = setInterval(() => {
-            scripts
-              .releaseDue(redis, { keys: { waiting: topology.retries(partition), stream: topology.dispatch(partition) }, args: { now: Date.now(), max: WINDOW } })
-              .catch((err: unknown) => log.warn('dispatch retries not released', { partition, err }));
-          }, RETRY_TICK_MS);
+          retries.own(partition);
         },
         stop: () => {
-          clearInterval(timer);
+          retries.disown(partition);
           return consumer.stop();
         },
       };
     },
   });
+  retries.start();
   return {
     name: 'dispatch',
     close: async () => {
+      retries.stop();
       await role.close();
       await clients.close();
     },

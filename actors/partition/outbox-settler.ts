@@ -6,7 +6,8 @@ import { SubscriptionTypes, type SubscriptionType } from '../../schemas/sdk.ts';
 import type { OwedDetach } from '../../engine/infra/scripts/token-claims.ts';
 import { TokenIndex } from '../../engine/state/users/token-index.ts';
 import { legacyLayoutUntil } from '../../engine/state/users/layout.ts';
-import { fieldOf, toEntries, type StreamEntry } from '../../engine/infra/runner/types.ts';
+import type { ApplyEntry } from '../../engine/infra/scripts/apply-batch.ts';
+import { fieldOf, toEntries } from '../../engine/infra/runner/types.ts';
 
 /** One registration the apply script left in outbox:{pN} (field d, JSON). */
 interface Registration {
@@ -37,16 +38,21 @@ export class OutboxSettler {
     this.tokens = new TokenIndex(redis, topology);
   }
 
-  /** Settles every registration in the partition's outbox. */
+  /** Settles every registration in the partition's outbox, read from it. */
   async settle(partition: number): Promise<void> {
     const outbox = this.topology.outbox(partition);
     for (;;) {
       const rows = toEntries(await this.redis.xrange(outbox, '-', '+', 'COUNT', READ_COUNT));
       if (rows.length === 0) return;
-      await Promise.all(rows.map((row) => this.settleOne(parseRegistration(row))));
-      await this.redis.xdel(outbox, ...rows.map((row) => row.id));
+      await this.settleEntries(partition, rows.map((row) => ({ id: row.id, json: fieldOf(row, 'd') ?? '' })));
       if (rows.length < READ_COUNT) return;
     }
+  }
+
+  /** Settles these entries of the partition's outbox (an apply's reply names them), then deletes them. */
+  async settleEntries(partition: number, entries: readonly ApplyEntry[]): Promise<void> {
+    await Promise.all(entries.map((entry) => this.settleOne(parseRegistration(entry.json))));
+    await this.redis.xdel(this.topology.outbox(partition), ...entries.map((entry) => entry.id));
   }
 
   /** Whether 0.11.1's token records may still be met (engine/state/users/layout.ts). */
@@ -86,9 +92,7 @@ function detachEntry(reg: Registration, detach: OwedDetach): IngestEntry {
   };
 }
 
-function parseRegistration(row: StreamEntry): Registration | undefined {
-  const json = fieldOf(row, 'd');
-  if (json === undefined) return undefined;
+function parseRegistration(json: string): Registration | undefined {
   let value: unknown;
   try {
     value = JSON.parse(json);

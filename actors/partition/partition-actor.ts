@@ -57,7 +57,7 @@ export class PartitionActor implements PartitionHandler {
     const mayTrim = (this.sinceTrim.get(partition) ?? TRIM_EVERY) >= TRIM_EVERY;
     const readOutbox = this.unsettled.has(partition);
     this.unsettled.add(partition);
-    const { code, applied, invalid, appliedId, outbox, pending } = await this.rounds.apply(partition, entriesIn, { readOutbox, mayTrim });
+    const { code, applied, invalid, appliedId, outbox, pending, registrations } = await this.rounds.apply(partition, entriesIn, { readOutbox, mayTrim });
     switch (code) {
       case ApplyCode.NotOwner:
         return { kind: 'lost' };
@@ -69,10 +69,12 @@ export class PartitionActor implements PartitionHandler {
     this.sinceTrim.set(partition, mayTrim ? 0 : (this.sinceTrim.get(partition) ?? 0) + entriesIn.length);
     metrics.appliedEntries.inc(applied);
     if (invalid > 0) log.warn('invalid ingest entries skipped', { partition, invalid, appliedId });
-    // The outbox's length, not this call's registrations: a call whose reply was lost and that
-    // ioredis sent again finds nothing new to apply, yet the first run's registrations wait there
-    // (the script reads it then, and whenever a call or settlement of this partition failed).
-    if (outbox > 0) await this.opts.settler.settle(partition);
+    // The outbox was empty before this call when its last settlement went through, so the reply's
+    // registrations are all it holds. A call whose reply was lost and that ioredis sent again finds
+    // nothing new to apply, yet the first run's registrations wait there: the script reads the
+    // outbox's length then, and whenever a call or settlement of this partition failed.
+    if (registrations.length > 0) await this.opts.settler.settleEntries(partition, registrations);
+    else if (outbox > 0) await this.opts.settler.settle(partition);
     this.unsettled.delete(partition);
     return pending > 0 ? { kind: 'applied', pending } : { kind: 'applied' };
   }

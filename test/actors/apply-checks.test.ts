@@ -2,15 +2,15 @@ import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/infra/process/config.ts';
 import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
 import { APPLY_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
-import { ApplyCode } from '../../engine/infra/scripts/apply-batch.ts';
+import { ApplyCode, type ApplyEntry } from '../../engine/infra/scripts/apply-batch.ts';
 import { applyEntries, type ApplyChecks } from '../../engine/state/users/apply.ts';
 import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
 
 /**
  * What applyBatch reads besides the batch, on the caller's word (engine/state/users/apply.ts): the
- * outbox's length when the batch registered a subscription, applied nothing new or the caller
- * asks; the stream's length, to trim it, only when the caller asks; and several partitions in one
+ * outbox's length when the batch applied nothing new or the caller asks, else the registrations
+ * it appended, in its reply; the stream's length, to trim it, only when the caller asks; and several partitions in one
  * call, each on its own. Against a real Redis, under a key prefix of its own.
  */
 
@@ -41,30 +41,40 @@ async function setup(t: Test): Promise<Setup> {
 }
 
 /** Appends entries, reads them as the apply's consumer would, and applies them with `checks`. */
-async function applyNew({ redis, topology }: Setup, entries: object[], checks: ApplyChecks): Promise<{ outbox: number; batch: { id: string; json: string }[] }> {
+async function applyNew({ redis, topology }: Setup, entries: object[], checks: ApplyChecks): Promise<{ outbox: number; registrations: ApplyEntry[]; batch: ApplyEntry[] }> {
   const stream = topology.ingest(PARTITION);
   for (const entry of entries) await redis.xadd(stream, '*', 'd', JSON.stringify(entry));
   const read = (await redis.xreadgroup('GROUP', APPLY_GROUP, WORKER, 'COUNT', 1000, 'STREAMS', stream, '>')) as [string, [string, string[]][]][] | null;
   const batch = (read?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, json: fields[1] ?? '' }));
   const [reply] = await applyEntries(redis, topology, WORKER, [{ partition: PARTITION, entries: batch, checks }]);
   if (reply?.code !== ApplyCode.Ok) throw new Error(`applyBatch answered ${String(reply?.code)}`);
-  return { outbox: reply.outbox, batch };
+  return { outbox: reply.outbox, registrations: reply.registrations, batch };
 }
 
 const identify = (external_id: string): object => ({ op: 'identify', project: PROJECT, external_id, at: Date.now(), tags: { plan: 'pro' } });
 const subscribe = (external_id: string): object => ({ op: 'subscribe', project: PROJECT, external_id, at: Date.now(), type: 'IOS_PUSH', token: `tok-${external_id}` });
 const plain: ApplyChecks = { readOutbox: false, mayTrim: false };
 
-t.test('the outbox is read when the batch registers, when asked, and when a resent call applies nothing', async (t) => {
+t.test('the reply names what the batch registers; the outbox is read when asked and when a resent call applies nothing', async (t) => {
   const s = await setup(t);
   const [a = '', b = ''] = s.users;
-  t.equal((await applyNew(s, [subscribe(a)], plain)).outbox, 1, 'a registration: its length');
-  t.equal((await applyNew(s, [identify(b)], plain)).outbox, 0, 'no registration, not asked: not read');
-  t.equal(await s.redis.xlen(s.topology.outbox(PARTITION)), 1, 'though the registration still waits there');
+  const registered = await applyNew(s, [subscribe(a), identify(b), subscribe(b)], plain);
+  const outbox = (await s.redis.xrange(s.topology.outbox(PARTITION), '-', '+')).map(([id, fields]) => ({ id, json: fields[1] ?? '' }));
+  t.equal(registered.outbox, 2, 'two registrations: their count');
+  t.same(registered.registrations, outbox, 'and the outbox entries themselves, as the outbox holds them');
+  t.same(
+    registered.registrations.map((r) => (JSON.parse(r.json) as { external_id: string }).external_id),
+    [a, b],
+  );
+  const none = await applyNew(s, [identify(b)], plain);
+  t.same([none.outbox, none.registrations], [0, []], 'no registration, not asked: not read');
+  t.equal(await s.redis.xlen(s.topology.outbox(PARTITION)), 2, 'though the registrations still wait there');
   const asked = await applyNew(s, [identify(a)], { readOutbox: true, mayTrim: false });
-  t.equal(asked.outbox, 1, 'asked (a settlement that may have failed): read');
-  const [resent] = await applyEntries(s.redis, s.topology, WORKER, [{ partition: PARTITION, entries: asked.batch, checks: plain }]);
-  t.same([resent?.code, resent?.applied, resent?.outbox], [ApplyCode.Ok, 0, 1], 'a call sent again applies nothing and reads it');
+  t.same([asked.outbox, asked.registrations], [2, []], 'asked (a settlement that may have failed): its length read');
+  const askedWhileRegistering = await applyNew(s, [subscribe(b)], { readOutbox: true, mayTrim: false });
+  t.same([askedWhileRegistering.outbox, askedWhileRegistering.registrations], [3, []], 'asked while registering: its length, not the call alone');
+  const [resent] = await applyEntries(s.redis, s.topology, WORKER, [{ partition: PARTITION, entries: registered.batch, checks: plain }]);
+  t.same([resent?.code, resent?.applied, resent?.outbox, resent?.registrations], [ApplyCode.Ok, 0, 3, []], 'a call sent again applies nothing and reads the length');
 });
 
 t.test('the stream is trimmed only when the caller asks, past 512 entries', async (t) => {

@@ -29,7 +29,21 @@ t.test('the newest registration wins and every displaced user is owed a detach u
   t.equal(await clear(k, 'u1', '200'), false, 'clearing twice is harmless');
   t.same(owed(await claim(k, 'u1', 150)), { u1: '300', u2: '300' }, 'an older registration loses to the owner');
   t.equal(await clear(k, 'u2', '200'), false, 'a raised value is not cleared by an old one');
-  t.same(await h.tokenEntry(project, k), { owner: 'u3', registered_at: '300' });
+  t.same(await h.tokenEntry(project, k), { owner: 'u3', registered_at: '300', clear: false }, 'still owed: u2');
+});
+
+t.test('the entry says when nothing is owed, and a claim then reads no hash of detaches', async (t) => {
+  const k = key('mark@example.com');
+  await claim(k, 'u1', 100);
+  t.equal((await h.tokenEntry(project, k))?.clear, true, 'a first registration owes nothing');
+  t.same(await claim(k, 'u2', 200), [['u1', '200']]);
+  t.equal((await h.tokenEntry(project, k))?.clear, false, 'a displaced owner is owed a detach');
+  t.equal(await clear(k, 'u1', '200'), true);
+  t.same(await claim(k, 'u2', 200), [], 'a replay after the detach was sent: nothing owed');
+  t.same(await h.tokenEntry(project, k), { owner: 'u2', registered_at: '200', clear: true }, 'the empty hash is marked');
+  t.same(await claim(k, 'u2', 250), [], 'a newer registration by the owner');
+  t.same(await claim(k, 'u1', 240), [['u1', '250']], 'an older one by another user is owed a detach even after the mark');
+  t.equal((await h.tokenEntry(project, k))?.clear, false);
 });
 
 t.test('equal registration times: the owner already recorded keeps the token', async (t) => {

@@ -95,13 +95,17 @@ export class Harness {
     return { user, tags, subs };
   }
 
-  /** A token's entry in the token index: its owner and their registration time (ms, as text). */
-  async tokenEntry(project: string, ref: SubscriptionRef): Promise<{ owner: string; registered_at: string } | null> {
+  /**
+   * A token's entry in the token index: its owner, their registration time (ms, as text), and
+   * whether it says no detach was owed on the token when written (claimToken-2.lua's mark).
+   */
+  async tokenEntry(project: string, ref: SubscriptionRef): Promise<{ owner: string; registered_at: string; clear: boolean } | null> {
     const id = subscriptionId(project, ref.type, ref.token).replaceAll('-', '');
     const { entry } = await scripts.tokenOwner(this.redis, { keys: { index: this.topology.own(UserKeys).tokenIndex(id) }, args: { id } });
     if (entry === null) return null;
     const colon = entry.indexOf(':');
-    return { owner: entry.slice(colon + 1), registered_at: entry.slice(0, colon) };
+    const clear = entry[colon - 1] === 'c';
+    return { owner: entry.slice(colon + 1), registered_at: entry.slice(0, clear ? colon - 1 : colon), clear };
   }
 
   /** Every event and receipt change of every partition, in stream order per partition. */

@@ -120,14 +120,16 @@ t.test('recordAttempts records a batch: each job once, its counters summed, one 
   t.equal(await redis.xlen(keys.dispatch), 0, 'every job is deleted');
 });
 
-t.test('releaseDue moves only due members, each once', async (t) => {
+t.test('releaseDue moves only due members, each once, and says when the next is due', async (t) => {
   const { redis, topology } = await setup(t);
   const keys = { waiting: topology.retries(1), stream: topology.dispatch(1) };
   await redis.zadd(keys.waiting, 100, 'a', 200, 'b', 300, 'c');
-  t.same(await scripts.releaseDue(redis, { keys, args: { now: 250, max: 10 } }), { moved: 2 });
-  t.same(await scripts.releaseDue(redis, { keys, args: { now: 250, max: 10 } }), { moved: 0 });
+  t.same(await scripts.releaseDue(redis, { keys, args: { now: 250, max: 1 } }), { moved: 1, next: 200 }, 'at most max: the next is due already');
+  t.same(await scripts.releaseDue(redis, { keys, args: { now: 250, max: 10 } }), { moved: 1, next: 300 });
+  t.same(await scripts.releaseDue(redis, { keys, args: { now: 250, max: 10 } }), { moved: 0, next: 300 });
   t.same((await redis.xrange(keys.stream, '-', '+')).map(([, f]) => f[1]), ['a', 'b']);
   t.same(await redis.zrange(keys.waiting, 0, -1), ['c']);
+  t.same(await scripts.releaseDue(redis, { keys, args: { now: 300, max: 10 } }), { moved: 1, next: null }, 'none left');
 });
 
 const SEEDED_TAGS = { language: 'spt-BR', plan: 'sgold' };

@@ -61,7 +61,7 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   const id = '0123456789abcdef0123456789abcdef';
   const token = { keys: { index: topology.own(UserKeys).tokenIndex(id), owed: topology.own(UserKeys).tokenDetaches(id) }, args: { id, externalId: 'u1', registeredAt: 1 }, owed: [] };
   t.same(await scripts.claimToken(redis, token), { owed: [] }, 'a registration is claimed in the token index');
-  t.same(await scripts.tokenOwner(redis, { keys: { index: token.keys.index }, args: { id } }), { entry: '1:u1' });
+  t.same(await scripts.tokenOwner(redis, { keys: { index: token.keys.index }, args: { id } }), { entry: '1c:u1' });
   t.same(await scripts.queueEvents(redis, { keys: { queue: topology.own(WebhookKeys).webhookQueue('w1') }, args: {}, events: [{ body: '{}', key: 'n1' }] }), { appended: 1 }, 'a webhook event is queued');
   await ensureGroup(redis, topology.outcomes(0), 'webhooks');
   t.same(await scripts.settleTapped(redis, { keys: { stream: topology.outcomes(0) }, args: { group: 'webhooks', lastId: '0-1' }, ids: ['0-1'] }), { pending: 0, trimmedTo: '0-0' }, 'the webhooks tap settles');

@@ -1,4 +1,4 @@
-import { defineScript, fields, int, str } from './contract.ts';
+import { defineScript, fields, int, str, strings } from './contract.ts';
 
 /** Return codes of applyBatch (the reply's `code`). */
 export enum ApplyCode {
@@ -10,7 +10,7 @@ export enum ApplyCode {
   Gap = 2,
 }
 
-/** One ingest entry of a batch: its stream ID and its JSON (field d). */
+/** A stream entry as the apply passes it: its stream ID and its JSON (field d); an ingest entry in, an outbox entry out. */
 export interface ApplyEntry {
   id: string;
   json: string;
@@ -30,9 +30,18 @@ export interface ApplyReply {
   appliedId: string;
   outbox: number;
   pending: number;
+  /** The outbox's entries, all appended by this call; empty when `outbox` is the length read. */
+  registrations: ApplyEntry[];
 }
 
-const replyFields = ['code', 'applied', 'invalid', 'appliedId', 'outbox', 'pending'] as const;
+const replyFields = ['code', 'applied', 'invalid', 'appliedId', 'outbox', 'pending', 'registrations'] as const;
+
+function entriesOf(raw: unknown): ApplyEntry[] {
+  const flat = strings('applyBatch registrations', raw);
+  const out: ApplyEntry[] = [];
+  for (let i = 0; i < flat.length; i += 2) out.push({ id: str('applyBatch registration id', flat[i]), json: str('applyBatch registration', flat[i + 1]) });
+  return out;
+}
 
 function applyCode(value: unknown): ApplyCode {
   const code = int('applyBatch code', value);
@@ -49,6 +58,7 @@ function replyOf(raw: unknown[]): ApplyReply {
     appliedId: str('applyBatch appliedId', r.appliedId),
     outbox: int('applyBatch outbox', r.outbox),
     pending: int('applyBatch pending', r.pending),
+    registrations: entriesOf(r.registrations),
   };
 }
 

@@ -147,13 +147,22 @@ export const takeCapSlot = defineScript({
   reply: { parse: (raw) => ({ taken: flag('takeCapSlot', raw) }) },
 });
 
-/** engine/infra/scripts/lua/releaseDue-2.lua: moves due members of a sorted set onto a stream. */
+const releaseFields = ['moved', 'next'] as const;
+
+/** engine/infra/scripts/lua/releaseDue-2.lua: moves due members of a sorted set onto a stream; when the next is due. */
 export const releaseDue = defineScript({
   name: 'releaseDue',
   oom: 'refuse', // new work: scheduled notifications wait for room
   keys: ['waiting', 'stream'],
   args: ['now', 'max'],
-  reply: { parse: (raw) => ({ moved: int('releaseDue', raw) }) },
+  reply: {
+    fields: releaseFields,
+    parse: (raw) => {
+      const r = fields('releaseDue', releaseFields, raw);
+      const next = str('releaseDue next', r.next);
+      return { moved: int('releaseDue moved', r.moved), next: next === '' ? null : Number(next) };
+    },
+  },
 });
 
 /** engine/infra/scripts/lua/offerToken-1.lua: stores a provider token unless another is in force; answers the one in force. */

@@ -39,7 +39,7 @@ export const clearDetach = defineScript({
   reply: { parse: (raw) => ({ cleared: flag('clearDetach', raw) }) },
 });
 
-/** engine/infra/scripts/lua/tokenOwner-1.lua: the token index's entry of a subscription id, `<registered_at>:<owner>`. */
+/** engine/infra/scripts/lua/tokenOwner-1.lua: the token index's entry of a subscription id, `<registered_at>[c]:<owner>`. */
 export const tokenOwner = defineScript({
   name: 'tokenOwner',
   oom: 'read',

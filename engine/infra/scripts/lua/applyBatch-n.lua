@@ -68,13 +68,15 @@
   by 0.11.1 (idem:{pN}:proj:key) are still looked up while `window..'legacy'` holds a time past
   the event's (engine/state/users/layout.ts).
 
-  Returns {code, applied, invalid, appliedId, outbox, pending} for each partition, in the order of
-  KEYS, one list: code 0 ok, 1 not the lease owner, 2 gap; appliedId is the partition's last
-  applied ID after the call; outbox is the length of outbox:{pN} (the caller settles it when
-  above 0), read when the batch registered a subscription, applied nothing new (a reply lost and
-  the call resent) or readOutbox asks, else how many it registered; pending, counted only when
-  mayTrim, is how many entries the group still has pending after the acks (above 0: entries that
-  no batch holds, and the caller claims them), else 0.
+  Returns {code, applied, invalid, appliedId, outbox, pending, registrations} for each partition,
+  in the order of KEYS, one list: code 0 ok, 1 not the lease owner, 2 gap; appliedId is the
+  partition's last applied ID after the call; outbox is the length of outbox:{pN} (the caller
+  settles it when above 0), read when the batch applied nothing new (a reply lost and the call
+  resent) or readOutbox asks, else how many it registered; pending, counted only when mayTrim, is
+  how many entries the group still has pending after the acks (above 0: entries that no batch
+  holds, and the caller claims them), else 0; registrations, when the outbox's length was not
+  read, is what the batch appended to it as a flat list {id, json, id, json, ...}: the whole
+  outbox, so the caller settles it without reading it back.
 ]]
 -- #include streams
 -- #include user
@@ -218,7 +220,8 @@ local function applyPartition(k, first, last, batch)
   local leaseKey, appliedKey, ingestKey, changesKey, outboxKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local keyPrefixes = batch.prefixes
   local readOutbox, mayTrim = batch.readOutbox == true, batch.mayTrim == true
-  local registered = 0
+  -- The batch's outbox entries, {id, json} flat.
+  local registrations = {}
 
   -- Entries decoded once, up front: their writers' sequences are read with the lease and the
   -- applied ID in one MGET (the keys share the partition's slot), since each command costs a small
@@ -236,7 +239,7 @@ local function applyPartition(k, first, last, batch)
   local windowPrefix = keyPrefixes.window
   local fence = redis.call('MGET', leaseKey, appliedKey, windowPrefix .. 'legacy', unpack(writerKeys))
   if fence[1] ~= worker then
-    return { NOT_OWNER, 0, 0, '', 0, 0 }
+    return { NOT_OWNER, 0, 0, '', 0, 0, {} }
   end
   -- Until when 0.11.1's layout may still be met: its users' hashes and its idempotency markers.
   local legacyUntil = tonumber(fence[3]) or 0
@@ -260,7 +263,7 @@ local function applyPartition(k, first, last, batch)
       contiguous = range[j][1] == ARGV[fresh[j]]
     end
     if not contiguous then
-      return { GAP, 0, 0, applied, 0, 0 }
+      return { GAP, 0, 0, applied, 0, 0, {} }
     end
   end
 
@@ -314,10 +317,11 @@ local function applyPartition(k, first, last, batch)
     local count = 0
     for _ in pairs(user.s) do count = count + 1 end
     if count > maxSubs then dropOldestSubs(user.s, field) end
-    registered = registered + 1
-    redis.call('XADD', outboxKey, '*', 'd', cjson.encode({
+    local json = cjson.encode({
       project = e.project, external_id = e.external_id, type = e.type, token = e.token, registered_at = e.at,
-    }))
+    })
+    registrations[#registrations + 1] = redis.call('XADD', outboxKey, '*', 'd', json)
+    registrations[#registrations + 1] = json
   end
 
   local function detach(e)
@@ -451,9 +455,10 @@ local function applyPartition(k, first, last, batch)
     end
   end
 
-  local outbox = registered
-  if readOutbox or #fresh == 0 then outbox = redis.call('XLEN', outboxKey) end
-  return { OK, appliedCount, invalid, applied, outbox, pending }
+  if readOutbox or #fresh == 0 then
+    return { OK, appliedCount, invalid, applied, redis.call('XLEN', outboxKey), pending, {} }
+  end
+  return { OK, appliedCount, invalid, applied, #registrations / 2, pending, registrations }
 end
 
 local out, first = {}, FIRST_ENTRY

@@ -6,10 +6,13 @@
   registration not newer than the detach it is sent, and a detach never removes a winner.
 
   The index of partition pT is a linear hash table (include/lhash.lua) from the subscription's
-  id (its 16 bytes: engine/state/users/subscription-ids.ts) to `<registered_at>:<owner>`. Detaches owed
+  id (its 16 bytes: engine/state/users/subscription-ids.ts) to `<registered_at>[c]:<owner>`. Detaches owed
   on a token are a hash of their own, external_id to the registered_at up to which the user must
   drop it, until clearDetach-1.lua removes them once the detach entry is appended; so a
-  settlement interrupted by a crash sends them again when its outbox entry is replayed.
+  settlement interrupted by a crash sends them again when its outbox entry is replayed. The `c`
+  says the hash was empty when the entry was written, so a claim that owes nothing reads no hash:
+  an entry without it (owed, or written before the mark existed) has its hash read, and gets the
+  mark once the hash is found empty.
 
   KEYS[1] index         tok:{pT}
   KEYS[2] owed          tokd:{pT}:<id>
@@ -26,31 +29,45 @@ local index, owedKey = lhashTable(KEYS[1]), KEYS[2]
 local fp = lhashFingerprint(ARGV[1])
 local claimant, at = ARGV[2], tonumber(ARGV[3])
 
+-- A token no one claimed has owed nothing yet.
+local entry = lhashGet(index, fp)
+local owner, ownerAt, clear = nil, nil, true
+if entry then
+  local colon = string.find(entry, ':', 1, true)
+  local stamp = string.sub(entry, 1, colon - 1)
+  clear = string.sub(stamp, -1) == 'c'
+  if clear then stamp = string.sub(stamp, 1, -2) end
+  owner, ownerAt = string.sub(entry, colon + 1), tonumber(stamp)
+end
+
 -- Owing a detach keeps the highest registered_at: it removes strictly more.
 local function owe(ext, upTo)
-  local current = tonumber(redis.call('HGET', owedKey, ext))
-  if current == nil or upTo > current then redis.call('HSET', owedKey, ext, string.format('%.0f', upTo)) end
+  local current = not clear and tonumber(redis.call('HGET', owedKey, ext))
+  if not current or upTo > current then redis.call('HSET', owedKey, ext, string.format('%.0f', upTo)) end
+  clear = false
 end
 
-local function record(ext, ms) lhashSet(index, fp, string.format('%.0f', ms) .. ':' .. ext) end
-
-local entry = lhashGet(index, fp)
+local winner, winnerAt = owner, ownerAt
 if not entry then
-  record(claimant, at)
+  winner, winnerAt = claimant, at
+elseif owner == claimant then
+  if at > ownerAt then winnerAt = at end
+elseif at > ownerAt then
+  winner, winnerAt = claimant, at
+  -- Anything owed to the new winner predates its registration and could not remove it anyway.
+  if not clear then redis.call('HDEL', owedKey, claimant) end
+  owe(owner, at)
 else
-  local colon = string.find(entry, ':', 1, true)
-  local ownerAt, owner = tonumber(string.sub(entry, 1, colon - 1)), string.sub(entry, colon + 1)
-  if owner == claimant then
-    if at > ownerAt then record(claimant, at) end
-  elseif at > ownerAt then
-    record(claimant, at)
-    -- Anything owed to the new winner predates its registration and could not remove it anyway.
-    redis.call('HDEL', owedKey, claimant)
-    owe(owner, at)
-  else
-    owe(claimant, ownerAt)
-  end
+  owe(claimant, ownerAt)
 end
 for i = 4, #ARGV - 1, 2 do owe(ARGV[i], tonumber(ARGV[i + 1])) end
+
+local owed = {}
+if not clear then
+  owed = redis.call('HGETALL', owedKey)
+  clear = #owed == 0
+end
+local written = string.format('%.0f', winnerAt) .. (clear and 'c' or '') .. ':' .. winner
+if written ~= entry then lhashSet(index, fp, written) end
 lhashSave()
-return redis.call('HGETALL', owedKey)
+return owed
