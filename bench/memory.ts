@@ -33,7 +33,7 @@
  *
  * What it reads of Redis is in bench/memory-snapshot.ts, what it writes in bench/memory-workload.ts.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +45,7 @@ import { call, waitFor } from './deployment.ts';
 import { outstanding, settle, type Snapshot } from './memory-snapshot.ts';
 import { apnsCredentials, BATCH, extraTags, firstTags, IN_FLIGHT, iosToken, notify, recipientId, sendOps, silentApns, subscribe, userId } from './memory-workload.ts';
 import { root } from './paths.ts';
-import { bindable } from './redis-cluster.ts';
+import { freePort, startRedisServer } from './redis-server.ts';
 import { writeReport } from './report.ts';
 import { log, runBench, Teardown } from './run.ts';
 import { positive } from './settings.ts';
@@ -63,7 +63,6 @@ const settings = {
 };
 const BASELINE_COMMIT = process.env['BENCH_BASELINE_COMMIT'] ?? '6027315';
 const BASELINE_NAME = BASELINE_COMMIT === '6027315' ? '0.11.1' : BASELINE_COMMIT;
-const REDIS_SERVER = process.env['REDIS_SERVER'] ?? 'redis-server';
 const GOAL_USER_BYTES = 600;
 const GOAL_EVENT_BYTES = 40;
 
@@ -112,43 +111,6 @@ interface Tree {
   uncommitted: string[];
 }
 
-// --- A redis-server of the run's own --------------------------------------------------------
-
-/** A free port below the ephemeral range, so no client socket takes it between the check and the bind. */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 8_000);
-    if (await bindable(port)) return port;
-  }
-}
-
-async function startRedis(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const proc: ChildProcess = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
-  const stop = async (): Promise<void> => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill('SIGKILL');
-    await exited;
-  };
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  try {
-    await waitFor(`redis-server on port ${port}`, async () => {
-      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
-      if (probe.status !== 'ready') await probe.connect();
-      return (await probe.ping()) === 'PONG' ? true : undefined;
-    }, 10_000, 50);
-  } catch (err) {
-    await stop();
-    throw err;
-  } finally {
-    probe.disconnect();
-  }
-  return { url, stop };
-}
-
 // --- One tree -------------------------------------------------------------------------------
 
 /** A tree's engine on its redis-server, with the project the stages write to. */
@@ -165,7 +127,7 @@ interface TreeEngine {
 
 async function measureTree(tree: Tree, apnsUrl: string): Promise<TreeResult> {
   log(`memory: ${tree.name} (${tree.commit}) from ${tree.dir}`);
-  const redisServer = await startRedis();
+  const redisServer = await startRedisServer(work);
   teardown.add('stopping the redis-server', redisServer.stop);
   const redis = teardown.connection(new Redis(redisServer.url, { maxRetriesPerRequest: 2 }));
   const engine = await startTreeEngine(tree, redisServer.url, apnsUrl, redis);

@@ -1,8 +1,9 @@
 /**
  * SDK writes against the last release, in the same run: this tree's engine and the release's
  * (bench/release.ts; `releases.json` names it, BENCH_RELEASE overrides), each its default
- * deployment (`engine start`: every role in one process, embedded ClickHouse), loaded in turn by
- * autocannon, 100 connections, no pipelining, over 100 000 users:
+ * deployment (`engine start`: every role in one process, embedded ClickHouse) on a redis-server
+ * of its own, so neither's idle work counts in the other's figures; loaded in turn by autocannon,
+ * 100 connections, no pipelining, over 100 000 users:
  *  - identify with tags: POST /api/sdk/users with two tags;
  *  - the SDK mix of bench/sdk-ingest-mix.ts (identify, tags, events, subscriptions).
  * Per load and engine: writes accepted per second; CPU per write of the engine's processes (its
@@ -13,7 +14,7 @@
  * `node --import tsx bench/release-writes.ts [--seconds N] [--warmup N] [--connections N] [--release V]`;
  * writes bench/reports/release-writes.json.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +28,7 @@ import { backlog, startEngine, waitFor, type Engine, type Project } from './depl
 import { measure, type LoadSettings, type Target } from './load.ts';
 import { root } from './paths.ts';
 import { buildRelease, releaseNamed, type BuiltRelease } from './release.ts';
+import { startRedisServer } from './redis-server.ts';
 import { writeReport } from './report.ts';
 import { log, runBench, Teardown } from './run.ts';
 import { IngestMix, USERS } from './sdk-ingest-mix.ts';
@@ -50,16 +52,16 @@ const settings: LoadSettings = {
 };
 
 const config = loadConfig(process.env);
-const redisUrl = config.REDIS_URL.split(',')[0] ?? 'redis://127.0.0.1:6379';
 const teardown = new Teardown();
 const run = `bench${Date.now().toString(36)}`;
 
-/** One engine under test: this tree's or the release's, under a key prefix of its own. */
+/** One engine under test: this tree's or the release's, on its own Redis. */
 interface Subject {
   name: string;
   engine: Engine;
   project: Project;
   topology: Topology;
+  connections: Connections;
 }
 
 /** A load's requests: identify with two tags for one of the 100k users, or the next write of the mix. */
@@ -85,7 +87,8 @@ interface Connections {
   plain: Redis;
 }
 
-async function measureOne({ redis, plain }: Connections, subject: Subject, load: LoadName): Promise<Figures> {
+async function measureOne(subject: Subject, load: LoadName): Promise<Figures> {
+  const { redis, plain } = subject.connections;
   log(`bench: ${LOADS[load]}: ${subject.name}`);
   let start: CostSample | null = null;
   // The window opens when the measured seconds start (after the warm-up) and closes once the
@@ -120,12 +123,20 @@ async function measureOne({ redis, plain }: Connections, subject: Subject, load:
 
 async function startSubject(name: string, engineRoot: string, work: string, slot: number): Promise<Subject> {
   const prefix = `${run}e${slot}:`;
-  teardown.keys(prefix, redisUrl);
-  const engine = await startEngine({ prefix, dataDir: join(work, `engine${slot}`), redisUrl, engineRoot });
+  const dir = join(work, `engine${slot}`);
+  await mkdir(dir);
+  const server = await startRedisServer(dir);
+  teardown.add('stopping the redis-server', server.stop);
+  const engine = await startEngine({ prefix, dataDir: dir, redisUrl: server.url, engineRoot });
   teardown.child(engine.child);
   const project = await engine.createProject(`bench-release-writes-${name}`);
-  log(`bench: ${name} on ${engine.base} (${engineRoot})`);
-  return { name, engine, project, topology: new Topology(prefix, config.PARTITIONS) };
+  log(`bench: ${name} on ${engine.base} (${engineRoot}), Redis ${server.url}`);
+  const own = loadConfig({ ...process.env, REDIS_URL: server.url, KEY_PREFIX: prefix });
+  const connections = {
+    redis: teardown.connection(createRedis(own, { commandTimeout: own.REDIS_TIMEOUT_MS })),
+    plain: teardown.connection(new Redis(server.url, { maxRetriesPerRequest: 2 })),
+  };
+  return { name, engine, project, topology: new Topology(prefix, config.PARTITIONS), connections };
 }
 
 async function main(): Promise<void> {
@@ -133,16 +144,12 @@ async function main(): Promise<void> {
   const release: BuiltRelease = await buildRelease(await releaseNamed(flags.release));
   const work = await mkdtemp(join(tmpdir(), 'svc-bench-release-writes-'));
   teardown.folder(work);
-  const connections: Connections = {
-    redis: teardown.connection(createRedis(config, { commandTimeout: config.REDIS_TIMEOUT_MS })),
-    plain: teardown.connection(new Redis(redisUrl, { maxRetriesPerRequest: 2 })),
-  };
   const current = 'this tree';
   const subjects = [await startSubject(current, root, work, 0), await startSubject(release.version, release.root, work, 1)];
   const figures: Figures[] = [];
   // Each load on both engines in turn, so what else the host does moves both alike.
   for (const load of ['identify', 'mix'] as const) {
-    for (const subject of subjects) figures.push(await measureOne(connections, subject, load));
+    for (const subject of subjects) figures.push(await measureOne(subject, load));
   }
   const rows = summaryRows(figures, current, release.version);
   print(figures);
