@@ -61,13 +61,13 @@ t.test('a declaration that disagrees with its header is refused', async (t) => {
 });
 
 t.test('a header that disagrees with its declaration is refused', async (t) => {
-  const real = source('renewLease-1.lua');
-  const swapped = real.replace('ARGV[1] worker ', 'ARGV[1] leaseMs').replace('ARGV[2] leaseMs', 'ARGV[2] worker ');
+  const real = source('setIfAbsent-1.lua');
+  const swapped = real.replace('ARGV[1] value ', 'ARGV[1] ttlMs ').replace('ARGV[2] ttlMs ', 'ARGV[2] value ');
   t.not(swapped, real, 'the header text was changed');
-  t.match(headerProblems('renewLease-1.lua', swapped, contract('renewLease')), [/ARGV: header lists \[leaseMs, worker\], declared \[worker, leaseMs\]/]);
-  const gap = real.replace('ARGV[2] leaseMs', 'ARGV[3] leaseMs');
-  t.match(headerProblems('renewLease-1.lua', gap, contract('renewLease')), [/ARGV\[3\] is listed where ARGV\[2\] belongs/]);
-  t.match(headerProblems('renewLease-2.lua', real, contract('renewLease')), [/file name says 2 keys, declared 1/]);
+  t.match(headerProblems('setIfAbsent-1.lua', swapped, contract('setIfAbsent')), [/ARGV: header lists \[ttlMs, value\], declared \[value, ttlMs\]/]);
+  const gap = real.replace('ARGV[2] ttlMs', 'ARGV[3] ttlMs');
+  t.match(headerProblems('setIfAbsent-1.lua', gap, contract('setIfAbsent')), [/ARGV\[3\] is listed where ARGV\[2\] belongs/]);
+  t.match(headerProblems('setIfAbsent-2.lua', real, contract('setIfAbsent')), [/file name says 2 keys, declared 1/]);
 });
 
 t.test('a key list: its header, its -n file name, and each disagreement refused', async (t) => {

@@ -53,7 +53,7 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
   const { live } = await scripts.heartbeat(redis, { keys: { workers: topology.workers() }, args: { worker: 'w1', now: Date.now(), expiresAt: Date.now() + 3000 } });
   t.same(live, ['w1'], 'heartbeat');
   t.same(await scripts.setIfAbsent(redis, { keys: { key: topology.lease(0) }, args: { value: 'w1', ttlMs: 3000 } }), { set: true }, 'a lease is taken');
-  t.same(await scripts.renewLease(redis, { keys: { lease: topology.lease(0) }, args: { worker: 'w1', leaseMs: 3000 } }), { renewed: true }, 'and renewed');
+  t.same(await scripts.renewLeases(redis, { keys: {}, args: { worker: 'w1', leaseMs: 3000 }, leases: [topology.lease(0)] }), [true], 'and renewed');
   await ensureGroup(redis, topology.ingest(0), 'apply');
   await ensureGroup(redis, topology.ingest(0), 'apply');
   t.equal(((await raw.xinfo('GROUPS', topology.ingest(0))) as unknown[]).length, 1, 'a consumer group is created (once)');

@@ -35,7 +35,7 @@ const callers: Record<keyof typeof scripts, readonly string[]> = {
   heartbeat: ['engine/infra/runner'],
   createGroup: ['engine/infra/runner'],
   setIfAbsent: ['engine/infra/runner', 'actors/recorder'],
-  renewLease: ['engine/infra/runner'],
+  renewLeases: ['engine/infra/runner'],
   releaseLease: ['engine/infra/runner'],
   oldestUnread: ['gateway/ingest'],
   takeToken: ['gateway/server', 'engine/state/notifications'],

@@ -3,7 +3,9 @@ import { loadConfig } from '../../engine/infra/process/config.ts';
 import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
 import { Leases } from '../../engine/infra/runner/lease.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
+import { commandStats } from '../../bench/commandstats.ts';
 import { eventually } from '../helpers/http.ts';
+import { PrivateRedis } from '../helpers/private-redis.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
 import { WebhookKeys } from '../../engine/state/webhooks/redis-keys.ts';
 
@@ -105,4 +107,32 @@ t.test('a lease not renewed expires after LEASE_MS and is taken again', async (t
   await eventually('the lease expired again', async () => ((await redis.exists(key)) === 0 ? true : undefined), 5000);
   t.equal(await a.hold(key), true, 'and after it expired, hold takes it once more');
   t.equal(await redis.get(key), 'worker-a', 'it names the holder');
+});
+
+t.test('renewals asked in one turn go in one call, each answered for its own lease', async (t) => {
+  const server = await PrivateRedis.start();
+  const redis = createRedis(loadConfig({ REDIS_URL: server.url, KEY_PREFIX: 'l:', PARTITIONS: '4' }));
+  t.teardown(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+  const topology = new Topology('l:', 4);
+  const a = new Leases(redis, 'worker-a', LEASE_MS);
+  const b = new Leases(redis, 'worker-b', LEASE_MS);
+  const keys = [0, 1, 2, 3].map((p) => topology.lease(p));
+  await a.take(keys[0] ?? '');
+  await b.take(keys[1] ?? '');
+  await a.take(keys[2] ?? '');
+  for (const key of keys.slice(0, 3)) await redis.pexpire(key, 1000);
+  const scriptCalls = async (): Promise<number> => {
+    const stats = await commandStats(redis);
+    return (stats.get('evalsha')?.calls ?? 0) + (stats.get('eval')?.calls ?? 0);
+  };
+  await a.renew(keys[0] ?? '');
+  const before = await scriptCalls();
+  t.same(await Promise.all(keys.map((key) => a.renew(key))), [true, false, true, false], "ours renewed; another's and a free one not");
+  t.equal((await scriptCalls()) - before, 1, 'one script call for the four');
+  t.ok((await redis.pttl(keys[0] ?? '')) > 1000, 'a renewed lease lasts LEASE_MS again');
+  t.ok((await redis.pttl(keys[1] ?? '')) <= 1000, "another's is left as it was");
+  t.equal(await redis.exists(keys[3] ?? ''), 0, 'a free one is not created');
 });

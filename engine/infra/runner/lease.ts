@@ -1,25 +1,38 @@
+import { Cluster } from 'ioredis';
+import { TickBatch } from '../redis/tick-batch.ts';
 import { scripts } from '../scripts/registry.ts';
 import type { Command } from '../scripts/contract.ts';
 
-/** The commands a lease holder sends (engine/infra/scripts/lua/setIfAbsent-1.lua, renewLease-1.lua, releaseLease-1.lua). */
-export type LeaseClient = Record<'setIfAbsent' | 'renewLease' | 'releaseLease', Command>;
+/** The commands a lease holder sends (engine/infra/scripts/lua/setIfAbsent-1.lua, renewLeases-n.lua, releaseLease-1.lua). */
+export type LeaseClient = Record<'setIfAbsent' | 'renewLeases' | 'releaseLease', Command>;
+
+/** Most leases renewed in one call. */
+const MOST_PER_CALL = 256;
 
 /**
  * The leases one worker holds: each lease is a key whose value is the worker id and which expires
  * LEASE_MS after it was last taken or renewed, so a dead worker's leases move to another within
  * LEASE_MS (docs/architecture.md, "Leases: who owns a partition"). Every holder of a lease — the
  * partition runner, the webhook senders and the notification watcher — takes, renews and releases
- * it here. Each method is one script call (hold at most two); a failed command rejects the call,
- * and what to do then is the caller's (it knows when the lease was last confirmed).
+ * it here. Each method is one script call (hold at most two); the renewals asked in one turn of
+ * the event loop share one (on a Redis Cluster, one a lease: each is in its own slot). A failed
+ * command rejects the call, and what to do then is the caller's (it knows when the lease was last
+ * confirmed).
  */
 export class Leases {
+  private readonly renewals: TickBatch<null, string, boolean>;
+  private readonly cluster: boolean;
+
   constructor(
     private readonly redis: LeaseClient,
     /** The value of every lease taken here: the process's worker id. */
     readonly worker: string,
     /** How long a lease lasts after it is taken or renewed, ms (LEASE_MS). */
     readonly leaseMs: number,
-  ) {}
+  ) {
+    this.cluster = redis instanceof Cluster;
+    this.renewals = new TickBatch(MOST_PER_CALL, (_, leases) => scripts.renewLeases(this.redis, { keys: {}, args: { worker: this.worker, leaseMs: this.leaseMs }, leases }));
+  }
 
   /** Takes the lease if no one holds it (`SET NX PX leaseMs`): whether it was taken. */
   async take(key: string): Promise<boolean> {
@@ -28,9 +41,8 @@ export class Leases {
   }
 
   /** Extends the lease to leaseMs from now if it is still ours: false when it is gone or another's. */
-  async renew(key: string): Promise<boolean> {
-    const { renewed } = await scripts.renewLease(this.redis, { keys: { lease: key }, args: { worker: this.worker, leaseMs: this.leaseMs } });
-    return renewed;
+  renew(key: string): Promise<boolean> {
+    return this.renewals.add(this.cluster ? key : '', null, key);
   }
 
   /**

@@ -1,12 +1,18 @@
 import { defineScript, flag } from './contract.ts';
 
-/** engine/infra/scripts/lua/renewLease-1.lua: extends a lease only while this worker owns it. */
-export const renewLease = defineScript({
-  name: 'renewLease',
-  oom: 'allow', // keeps the owner that frees memory
-  keys: ['lease'],
+/** engine/infra/scripts/lua/renewLeases-n.lua: extends leases, each only while this worker owns it. */
+export const renewLeases = defineScript({
+  name: 'renewLeases',
+  oom: 'allow', // keeps the owners that free memory
+  keys: [],
+  keyList: { name: 'leases', item: ['lease'], spread: (call: { leases: readonly string[] }) => [...call.leases] },
   args: ['worker', 'leaseMs'],
-  reply: { parse: (raw) => ({ renewed: flag('renewLease', raw) }) },
+  reply: {
+    parse: (raw) => {
+      if (!Array.isArray(raw)) throw new Error(`renewLeases: expected a list, got ${JSON.stringify(raw)}`);
+      return raw.map((r: unknown) => flag('renewLeases', r));
+    },
+  },
 });
 
 /** engine/infra/scripts/lua/releaseLease-1.lua: deletes a lease only while this worker owns it. */

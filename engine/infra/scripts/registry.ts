@@ -6,7 +6,7 @@ import { upgradeUser, writeConsent } from './consent.ts';
 import type { AnyContract, Command } from './contract.ts';
 import { appendJobs, checkSend, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './header.ts';
-import { heartbeat, releaseLease, renewLease, setIfAbsent } from './lease.ts';
+import { heartbeat, releaseLease, renewLeases, setIfAbsent } from './lease.ts';
 import { markRound, settleBatch, settleTapped } from './settle-batch.ts';
 import { createGroup, oldestUnread, queueEvents } from './streams.ts';
 import { takeToken } from './take-token.ts';
@@ -25,7 +25,7 @@ export const scripts = {
   settleTapped,
   heartbeat,
   setIfAbsent,
-  renewLease,
+  renewLeases,
   releaseLease,
   createGroup,
   queueEvents,
