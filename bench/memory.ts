@@ -41,7 +41,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { startChild, type Child } from './child.ts';
-import { call, waitFor } from './deployment.ts';
+import { call } from './deployment.ts';
 import { outstanding, settle, type Snapshot } from './memory-snapshot.ts';
 import { apnsCredentials, BATCH, extraTags, firstTags, IN_FLIGHT, iosToken, notify, recipientId, sendOps, silentApns, subscribe, userId } from './memory-workload.ts';
 import { root } from './paths.ts';
