@@ -11,11 +11,24 @@ export class EndpointCopy {
   private byProject = new Map<string, Endpoint[]>();
   private version: string | undefined;
   private loading: Promise<void> | undefined;
+  /** When the last refresh asked the version, ms, and the refresh running, for callers that share one. */
+  private askedAt = 0;
+  private shared: Promise<void> | undefined;
 
   constructor(private readonly registry: WebhookRegistry) {}
 
-  /** Brings the copy up to date: one Redis call unless something changed. */
-  async refresh(): Promise<void> {
+  /**
+   * Brings the copy up to date: one Redis call unless something changed. With `maxAgeMs`, a copy
+   * asked about that recently is taken as it is, and callers meanwhile share one refresh: for the
+   * taps of a process with no endpoint, which look for the first one every turn.
+   */
+  async refresh(maxAgeMs = 0): Promise<void> {
+    if (maxAgeMs > 0) {
+      if (Date.now() - this.askedAt < maxAgeMs) return;
+      await (this.shared ??= this.refresh().finally(() => (this.shared = undefined)));
+      return;
+    }
+    this.askedAt = Date.now();
     const version = await this.registry.version();
     if (version === this.version) return;
     this.loading ??= this.load(version).finally(() => (this.loading = undefined));

@@ -68,7 +68,8 @@ export class EventTap implements PartitionWork {
       },
       turn: async () => {
         const { endpoints } = this.opts;
-        await endpoints.refresh();
+        // Until it joins, a tap only looks for a first endpoint: the process's taps share that look.
+        await endpoints.refresh(this.joined ? 0 : IDLE_MS);
         if (endpoints.empty) {
           await this.leave();
           await this.loop.pause(IDLE_MS);
