@@ -225,9 +225,12 @@ export class RedisPressure implements Admission {
 
 /** Of `streams`, the oldest entry `group` has not acknowledged (its ms, null when none) and the bytes of the streams that hold one. */
 async function oldestUnsettled(redis: RedisClient, streams: string[], group: string): Promise<{ oldestMs: number | null; bytes: number }> {
+  // One call for every stream on one Redis; on a Cluster one a stream, each in its own slot.
+  const oldest = async (some: string[]): Promise<string[]> => (await scripts.oldestUnread(redis, { keys: {}, args: { group }, streams: some })).ids;
+  const ids = redis instanceof Cluster ? (await Promise.all(streams.map((stream) => oldest([stream])))).flat() : await oldest(streams);
   const found = await Promise.all(
-    streams.map(async (stream) => {
-      const { id } = await scripts.oldestUnread(redis, { keys: { stream }, args: { group } });
+    streams.map(async (stream, i) => {
+      const id = ids[i] ?? '';
       return id === '' ? null : { ms: Number(id.split('-')[0]), bytes: await streamBytes(redis, stream, id) };
     }),
   );

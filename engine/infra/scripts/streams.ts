@@ -1,4 +1,4 @@
-import { defineScript, flag, str } from './contract.ts';
+import { defineScript, flag, strings } from './contract.ts';
 
 /** engine/infra/scripts/lua/createGroup-1.lua: creates a consumer group (and its stream) unless it exists. */
 export const createGroup = defineScript({
@@ -9,13 +9,14 @@ export const createGroup = defineScript({
   reply: { parse: (raw) => ({ created: flag('createGroup', raw) }) },
 });
 
-/** engine/infra/scripts/lua/oldestUnread-1.lua: the oldest entry a group has not acknowledged ("" when none). */
+/** engine/infra/scripts/lua/oldestUnread-n.lua: of each stream, the oldest entry a group has not acknowledged ("" when none). */
 export const oldestUnread = defineScript({
   name: 'oldestUnread',
   oom: 'read',
-  keys: ['stream'],
+  keys: [],
+  keyList: { name: 'streams', item: ['stream'], spread: (call: { streams: readonly string[] }) => [...call.streams] },
   args: ['group'],
-  reply: { parse: (raw) => ({ id: str('oldestUnread', raw) }) },
+  reply: { parse: (raw) => ({ ids: strings('oldestUnread', raw) }) },
 });
 
 /** engine/infra/scripts/lua/queueEvents-1.lua: appends events (body, order key) to a webhook endpoint's queue. */
