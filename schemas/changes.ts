@@ -33,19 +33,32 @@ const FlatHash = Type.Array(Type.String());
 /**
  * The user was created or its tags, subscriptions or consent changed: the recorder writes the
  * user's state to the ClickHouse `users` mirror, versioned by this change's own stream ID (all
- * changes of a user are in one stream, so later changes have higher IDs). Written by the apply
- * script once per user and batch, with the user's four hashes as the batch left them (`state`),
- * and by the synchronous consent writer, without: the recorder then reads the user from Redis.
+ * changes of a user are in one stream, so later changes have higher IDs). Written by the
+ * synchronous consent writer, without a state: the recorder then reads the user from Redis. The
+ * apply of an earlier release wrote one per user and batch, with the user's four hashes
+ * (`state`); the apply now writes a `users` change.
  */
+const UserState = Type.Object({ user: FlatHash, tags: FlatHash, subs: FlatHash, consent: FlatHash });
+
 export const UserChange = Type.Object({
   kind: Type.Literal('user'),
   project: Type.String(),
   external_id: Type.String(),
-  state: Type.Optional(Type.Object({ user: FlatHash, tags: FlatHash, subs: FlatHash, consent: FlatHash })),
+  state: Type.Optional(UserState),
   /** The consent the consent writer wrote (the webhooks role tells receivers of opt-outs). */
   consent: Type.Optional(Type.Object({ type: SubscriptionTypeSchema, opted_out: Type.Boolean(), at: Type.Integer() })),
 });
 
-export const Change = Type.Union([EventChange, ReceiptChange, UserChange]);
+/**
+ * Every user an apply batch created or changed, with the user's four hashes as the batch left
+ * them: one entry a batch, after the batch's events and receipts, so a batch costs one append for
+ * its users. Each user is recorded as a `user` change with that state and this entry's ID would be.
+ */
+export const UsersChange = Type.Object({
+  kind: Type.Literal('users'),
+  users: Type.Array(Type.Object({ project: Type.String(), external_id: Type.String(), state: UserState })),
+});
+
+export const Change = Type.Union([EventChange, ReceiptChange, UserChange, UsersChange]);
 export type Change = Static<typeof Change>;
 export type UserChange = Static<typeof UserChange>;

@@ -71,8 +71,8 @@ export class RecorderSink {
   }
 
   /**
-   * Events and receipts become rows as they are. A `user` change becomes one row per user and
-   * batch, versioned by the user's last change in it: the state that change holds, or, from a
+   * Events and receipts become rows as they are. A `user` change, and each user of a `users`
+   * change, becomes one row per user and batch, versioned by the user's last change in it: the state that change holds, or, from a
    * change without one (a consent write), the user's current state read from Redis. A round holds
    * every partition's batch, thousands of entries: they are turned into JSON lines a slice at a
    * time, and the event loop turns between slices, so the gateway and the apply rounds sharing it
@@ -89,7 +89,8 @@ export class RecorderSink {
       if (change === null) invalid++;
       else if (change.kind === 'event') events.push(JSON.stringify(eventRow(change)));
       else if (change.kind === 'receipt') receipts.push(JSON.stringify(receiptRow(change)));
-      else users.set(`${change.project}\0${change.external_id}`, { change, streamId: entry.id });
+      else if (change.kind === 'user') users.set(`${change.project}\0${change.external_id}`, { change, streamId: entry.id });
+      else for (const user of change.users) users.set(`${user.project}\0${user.external_id}`, { change: { kind: 'user', ...user }, streamId: entry.id });
     });
     this.reportInvalid('changes', invalid, token);
     const states: string[] = [];

@@ -77,6 +77,18 @@ t.test('the reply names what the batch registers; the outbox is read when asked 
   t.same([resent?.code, resent?.applied, resent?.outbox, resent?.registrations], [ApplyCode.Ok, 0, 3, []], 'a call sent again applies nothing and reads the length');
 });
 
+t.test("a batch's users go to the recorder in one change, with their state as the batch left it", async (t) => {
+  const s = await setup(t);
+  const [a = '', b = '', c = ''] = s.users;
+  await applyNew(s, [identify(a), identify(b), identify(a), subscribe(c)], plain);
+  const entries = (await s.redis.xrange(s.topology.changes(PARTITION), '-', '+')).map(([, fields]) => JSON.parse(fields[1] ?? '{}') as { kind: string; users: { external_id: string; state: { tags: string[]; subs: string[] } }[] });
+  t.equal(entries.length, 1, 'one entry for the batch');
+  t.equal(entries[0]?.kind, 'users');
+  t.same(entries[0]?.users.map((u) => u.external_id), [a, b, c], 'each user once, in the order the batch first touched them');
+  t.equal(entries[0]?.users[0]?.state.tags[0], 'plan', "a user's tags as stored");
+  t.equal(entries[0]?.users[2]?.state.subs.length, 2, "and a registration's subscription");
+});
+
 t.test('the stream is trimmed only when the caller asks, past 512 entries', async (t) => {
   const s = await setup(t);
   const stream = s.topology.ingest(PARTITION);

@@ -12,7 +12,7 @@ import type { Change } from '../../schemas/changes.ts';
 import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 
 /** A change that is recorded as a row of its own (not a user refresh). */
-export type RecordChange = Exclude<Change, { kind: 'user' }>;
+export type RecordChange = Exclude<Change, { kind: 'user' } | { kind: 'users' }>;
 
 /** Polls `check` until it returns a value other than undefined/false, or throws after `ms`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
@@ -114,19 +114,20 @@ export class Harness {
     for (let p = 0; p < this.topology.partitions; p++) {
       for (const [, fields] of await this.redis.xrange(this.topology.changes(p), '-', '+')) {
         const change = JSON.parse(fields[1] ?? 'null') as Change;
-        if (change.kind !== 'user') all.push(change);
+        if (change.kind !== 'user' && change.kind !== 'users') all.push(change);
       }
     }
     return all;
   }
 
-  /** The users named by `user` changes, as "project:external_id", in stream order. */
+  /** The users named by `user` and `users` changes, as "project:external_id", in stream order. */
   async userChanges(): Promise<string[]> {
     const all: string[] = [];
     for (let p = 0; p < this.topology.partitions; p++) {
       for (const [, fields] of await this.redis.xrange(this.topology.changes(p), '-', '+')) {
         const change = JSON.parse(fields[1] ?? 'null') as Change;
         if (change.kind === 'user') all.push(`${change.project}:${change.external_id}`);
+        if (change.kind === 'users') for (const u of change.users) all.push(`${u.project}:${u.external_id}`);
       }
     }
     return all;

@@ -81,8 +81,8 @@ t.test("a user's row holds the state its change carries, without reading the use
   t.equal(posted.status, 202);
   const state = await eventually('the user change', async () => {
     const entries = (await gw.redis.xrange(changes, '-', '+')) as [string, string[]][];
-    const change = entries.map(([, fields]) => JSON.parse(fields[1] ?? '{}') as Record<string, unknown>).find((c) => c['kind'] === 'user');
-    return change?.['state'] as Record<string, string[]> | undefined;
+    const change = entries.map(([, fields]) => JSON.parse(fields[1] ?? '{}') as { kind: string; users?: { external_id: string; state: Record<string, string[]> }[] }).find((c) => c.kind === 'users');
+    return change?.users?.find((u) => u.external_id === 'bob')?.state;
   });
   t.same(state['tags']?.slice().sort(), ['plan', 's2', 'ssilver', 'tier'], 'the change holds the tags hash as stored');
   t.same(state['consent'], [], 'an empty hash is an empty list');

@@ -34,9 +34,10 @@
   An entry stamped by a gateway's writer (w, n) is skipped when that writer already had an entry
   at or past n applied in this partition (writer:{pN}:w, kept as long as idempotency keys): a
   copy of an append whose reply was lost, sent again or replayed from the spill journal.
-  Every user the batch created or changed gets one `user` change after the batch's entries
-  (schemas/changes.ts UserChange) holding the user's four hashes as the batch left them, so the
-  recorder refreshes its row in the ClickHouse mirror without reading the user back.
+  Every user the batch created or changed is in one `users` change after the batch's entries
+  (schemas/changes.ts UsersChange), with the user's four hashes as the batch left them, so the
+  recorder refreshes its row in the ClickHouse mirror without reading the user back, and a batch
+  costs one append for its users.
   changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
   Invalid entries (not JSON, wrong shape) are skipped and counted, never retried forever. A bad
   stream ID (a caller's bug) fails the whole call before anything is written.
@@ -426,11 +427,14 @@ local function applyPartition(k, first, last, batch)
   end
 
   for key in pairs(dirty) do saveUser(key, users[key]) end
-  for _, touch in ipairs(touched) do
-    redis.call('XADD', changesKey, '*', 'd', table.concat({
-      '{"kind":"user","project":', cjson.encode(touch[2]), ',"external_id":', cjson.encode(touch[3]),
-      ',"state":', userState(users[touch[1]]), '}',
-    }))
+  if #touched > 0 then
+    local changed = {}
+    for i, touch in ipairs(touched) do
+      changed[i] = table.concat({
+        '{"project":', cjson.encode(touch[2]), ',"external_id":', cjson.encode(touch[3]), ',"state":', userState(users[touch[1]]), '}',
+      })
+    end
+    redis.call('XADD', changesKey, '*', 'd', '{"kind":"users","users":[' .. table.concat(changed, ',') .. ']}')
   end
   lhashSave(function(t) return dayExpiry(tonumber(string.sub(t.key, #windowPrefix + 1))) end)
   for w in pairs(writerMoved) do
