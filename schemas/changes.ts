@@ -51,8 +51,8 @@ export const UserChange = Type.Object({
 
 /**
  * Every user an apply batch created or changed, with the user's four hashes as the batch left
- * them: one entry a batch, after the batch's events and receipts, so a batch costs one append for
- * its users. Each user is recorded as a `user` change with that state and this entry's ID would be.
+ * them: one entry a batch (one for every 64 users of a larger one), after the batch's events and
+ * receipts, so a batch costs one append for its users. Each user is recorded as a `user` change with that state and this entry's ID would be.
  */
 export const UsersChange = Type.Object({
   kind: Type.Literal('users'),

@@ -89,6 +89,16 @@ t.test("a batch's users go to the recorder in one change, with their state as th
   t.equal(entries[0]?.users[2]?.state.subs.length, 2, "and a registration's subscription");
 });
 
+t.test('a batch of many users makes several changes of at most 64 users each', async (t) => {
+  const s = await setup(t);
+  const many: string[] = [];
+  for (let i = 0; many.length < 70; i++) if (s.topology.partitionOf(PROJECT, `many-${i}`) === PARTITION) many.push(`many-${i}`);
+  await applyNew(s, many.map(identify), plain);
+  const entries = (await s.redis.xrange(s.topology.changes(PARTITION), '-', '+')).map(([, fields]) => JSON.parse(fields[1] ?? '{}') as { users: { external_id: string }[] });
+  t.same(entries.map((e) => e.users.length), [64, 6], "70 users: two changes");
+  t.same(entries.flatMap((e) => e.users.map((u) => u.external_id)), many, 'every user once, in order');
+});
+
 t.test('the stream is trimmed only when the caller asks, past 512 entries', async (t) => {
   const s = await setup(t);
   const stream = s.topology.ingest(PARTITION);

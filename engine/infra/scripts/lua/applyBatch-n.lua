@@ -34,8 +34,8 @@
   An entry stamped by a gateway's writer (w, n) is skipped when that writer already had an entry
   at or past n applied in this partition (writer:{pN}:w, kept as long as idempotency keys): a
   copy of an append whose reply was lost, sent again or replayed from the spill journal.
-  Every user the batch created or changed is in one `users` change after the batch's entries
-  (schemas/changes.ts UsersChange), with the user's four hashes as the batch left them, so the
+  Every user the batch created or changed is in a `users` change after the batch's entries
+  (schemas/changes.ts UsersChange; one for up to 64 users), with the user's four hashes as the batch left them, so the
   recorder refreshes its row in the ClickHouse mirror without reading the user back, and a batch
   costs one append for its users.
   changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
@@ -86,6 +86,8 @@
 local OK, NOT_OWNER, GAP = 0, 1, 2
 local FIRST_ENTRY = 10
 local TRIM_ABOVE = 512
+-- Users in one `users` change: a batch of thousands of entries still makes entries of bounded size.
+local USERS_PER_CHANGE = 64
 
 local worker, group = ARGV[1], ARGV[4]
 local idemTtl, maxTags, maxSubs = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -427,14 +429,15 @@ local function applyPartition(k, first, last, batch)
   end
 
   for key in pairs(dirty) do saveUser(key, users[key]) end
-  if #touched > 0 then
-    local changed = {}
-    for i, touch in ipairs(touched) do
-      changed[i] = table.concat({
-        '{"project":', cjson.encode(touch[2]), ',"external_id":', cjson.encode(touch[3]), ',"state":', userState(users[touch[1]]), '}',
-      })
+  local changed = {}
+  for i, touch in ipairs(touched) do
+    changed[#changed + 1] = table.concat({
+      '{"project":', cjson.encode(touch[2]), ',"external_id":', cjson.encode(touch[3]), ',"state":', userState(users[touch[1]]), '}',
+    })
+    if #changed == USERS_PER_CHANGE or i == #touched then
+      redis.call('XADD', changesKey, '*', 'd', '{"kind":"users","users":[' .. table.concat(changed, ',') .. ']}')
+      changed = {}
     end
-    redis.call('XADD', changesKey, '*', 'd', '{"kind":"users","users":[' .. table.concat(changed, ',') .. ']}')
   end
   lhashSave(function(t) return dayExpiry(tonumber(string.sub(t.key, #windowPrefix + 1))) end)
   for w in pairs(writerMoved) do
