@@ -1,5 +1,6 @@
 import t from 'tap';
-import { TickBatch } from '../../engine/infra/redis/tick-batch.ts';
+import { Cluster, Redis } from 'ioredis';
+import { SlotBatch, TickBatch } from '../../engine/infra/redis/tick-batch.ts';
 
 t.test('calls made in one turn for one key go as one, in order; other keys and turns go apart', async (t) => {
   const sent: { context: string; items: number[] }[] = [];
@@ -30,4 +31,25 @@ t.test('a full batch goes at once, and a failed send fails every call in it', as
   fail = true;
   const failed = await Promise.allSettled([batch.add('k', null, 1), batch.add('k', null, 2)]);
   t.same(failed.map((r) => r.status), ['rejected', 'rejected']);
+});
+
+t.test("a slot batch sends a turn's calls in one on one Redis, and one a key on a Cluster", async (t) => {
+  const standalone = new Redis({ lazyConnect: true });
+  const cluster = new Cluster([], { lazyConnect: true });
+  t.teardown(() => {
+    standalone.disconnect();
+    cluster.disconnect();
+  });
+  for (const [client, expected] of [
+    [standalone, [['a', 'b', 'a2']]],
+    [cluster, [['a', 'a2'], ['b']]],
+  ] as const) {
+    const sent: string[][] = [];
+    const batch = new SlotBatch<string, string>(client, 100, async (items) => {
+      sent.push([...items]);
+      return items.map((i) => i.toUpperCase());
+    });
+    t.same(await Promise.all([batch.add('k1', 'a'), batch.add('k2', 'b'), batch.add('k1', 'a2')]), ['A', 'B', 'A2']);
+    t.same(sent, expected, client instanceof Cluster ? 'one call a key on a Cluster' : 'one call on one Redis');
+  }
 });

@@ -1,3 +1,5 @@
+import { Cluster } from 'ioredis';
+
 interface Pending<C, I, R> {
   context: C;
   items: I[];
@@ -52,5 +54,25 @@ export class TickBatch<C, I, R> {
       (results) => settle.forEach((s, i) => s.resolve(results[i] as R)),
       (err: unknown) => settle.forEach((s) => s.reject(err)),
     );
+  }
+}
+
+/**
+ * A TickBatch of one client's calls: on one Redis the calls of a turn go in one whatever their
+ * keys; on a Redis Cluster a call may name keys of one slot only, so the calls for each key go in
+ * one of their own.
+ */
+export class SlotBatch<I, R> {
+  private readonly batch: TickBatch<null, I, R>;
+  private readonly cluster: boolean;
+
+  constructor(client: object, max: number, send: (items: I[]) => Promise<readonly R[]>) {
+    this.cluster = client instanceof Cluster;
+    this.batch = new TickBatch(max, (_, items) => send(items));
+  }
+
+  /** `key`: the item's key (or a key of its slot), which picks its call on a Cluster. */
+  add(key: string, item: I): Promise<R> {
+    return this.batch.add(this.cluster ? key : '', null, item);
   }
 }

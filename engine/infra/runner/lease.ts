@@ -1,5 +1,4 @@
-import { Cluster } from 'ioredis';
-import { TickBatch } from '../redis/tick-batch.ts';
+import { SlotBatch } from '../redis/tick-batch.ts';
 import { scripts } from '../scripts/registry.ts';
 import type { Command } from '../scripts/contract.ts';
 
@@ -20,8 +19,7 @@ const MOST_PER_CALL = 256;
  * confirmed).
  */
 export class Leases {
-  private readonly renewals: TickBatch<null, string, boolean>;
-  private readonly cluster: boolean;
+  private readonly renewals: SlotBatch<string, boolean>;
 
   constructor(
     private readonly redis: LeaseClient,
@@ -30,8 +28,7 @@ export class Leases {
     /** How long a lease lasts after it is taken or renewed, ms (LEASE_MS). */
     readonly leaseMs: number,
   ) {
-    this.cluster = redis instanceof Cluster;
-    this.renewals = new TickBatch(MOST_PER_CALL, (_, leases) => scripts.renewLeases(this.redis, { keys: {}, args: { worker: this.worker, leaseMs: this.leaseMs }, leases }));
+    this.renewals = new SlotBatch(redis, MOST_PER_CALL, (leases) => scripts.renewLeases(this.redis, { keys: {}, args: { worker: this.worker, leaseMs: this.leaseMs }, leases }));
   }
 
   /** Takes the lease if no one holds it (`SET NX PX leaseMs`): whether it was taken. */
@@ -42,7 +39,7 @@ export class Leases {
 
   /** Extends the lease to leaseMs from now if it is still ours: false when it is gone or another's. */
   renew(key: string): Promise<boolean> {
-    return this.renewals.add(this.cluster ? key : '', null, key);
+    return this.renewals.add(key, key);
   }
 
   /**

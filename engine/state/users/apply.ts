@@ -1,6 +1,5 @@
-import { Cluster } from 'ioredis';
 import type { RedisClient } from '../../infra/redis/client.ts';
-import { TickBatch } from '../../infra/redis/tick-batch.ts';
+import { SlotBatch } from '../../infra/redis/tick-batch.ts';
 import { APPLY_GROUP, type Topology } from '../../infra/redis/topology.ts';
 import { scripts } from '../../infra/scripts/registry.ts';
 import type { ApplyEntry, ApplyReply } from '../../infra/scripts/apply-batch.ts';
@@ -78,15 +77,13 @@ const MOST_PARTITIONS_PER_CALL = 64;
  * On a Redis Cluster each partition goes in a call of its own (its keys are in its own slot).
  */
 export class ApplyRounds {
-  private readonly batch: TickBatch<null, PartitionEntries, ApplyReply>;
-  private readonly cluster: boolean;
+  private readonly batch: SlotBatch<PartitionEntries, ApplyReply>;
 
   constructor(redis: RedisClient, topology: Topology, worker: string) {
-    this.cluster = redis instanceof Cluster;
-    this.batch = new TickBatch(MOST_PARTITIONS_PER_CALL, (_, items) => applyEntries(redis, topology, worker, items));
+    this.batch = new SlotBatch(redis, MOST_PARTITIONS_PER_CALL, (items) => applyEntries(redis, topology, worker, items));
   }
 
   apply(partition: number, entries: readonly ApplyEntry[], checks: ApplyChecks): Promise<ApplyReply> {
-    return this.batch.add(this.cluster ? String(partition) : '', null, { partition, entries, checks });
+    return this.batch.add(String(partition), { partition, entries, checks });
   }
 }
