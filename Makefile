@@ -31,7 +31,7 @@ browser: setup
 # tap rebuilds its test class when the plugins configured in package.json differ from the ones it
 # was installed with, but the run that rebuilds still starts every test file with the excluded
 # TypeScript plugin's loader (ts-node, about 1.5 s of CPU per file): build first.
-# The suite's engine processes run the build when it is fresh (test/helpers/engine-build.ts).
+# The suite's engine processes run the build when it is fresh (bench/engine-build.ts).
 tap: setup
 	npx tap build >/dev/null
 	npm run build --silent

@@ -13,6 +13,7 @@ import type { Redis } from 'ioredis';
 import { RECORDER_GROUP } from '../engine/infra/redis/topology.ts';
 import { APPLY_GROUP, type Topology } from '../engine/infra/redis/topology.ts';
 import { startChild, type Child } from './child.ts';
+import { engineBin as freshEngineBin } from './engine-build.ts';
 import { root } from './paths.ts';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -72,7 +73,8 @@ export interface EngineOptions {
 
 /**
  * Starts `engine start` on a free port (the dist/ build when there is one, as `bin/engine.js`
- * decides; ENGINE_FROM_SOURCE=1 in the environment runs the sources) and resolves once it logged
+ * decides, this tree's built first when older than its sources; ENGINE_FROM_SOURCE=1 in the
+ * environment runs the sources) and resolves once it logged
  * `started`. ENGINE_NODE_FLAGS in the environment go to its node (for example `--cpu-prof`).
  */
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
@@ -84,7 +86,8 @@ export async function startEngine(opts: EngineOptions): Promise<Engine> {
   // A process without the gateway listens nowhere: it is started once it logged `started`.
   const listens = opts.roles === undefined || opts.roles.includes('gateway');
   const engineRoot = opts.engineRoot ?? root;
-  const engineBin = join(engineRoot, 'bin/engine.js');
+  // This tree's build is made fresh first; a release's worktree is built once, as it is.
+  const engineBin = opts.engineRoot === undefined ? await freshEngineBin() : join(engineRoot, 'bin/engine.js');
   const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000, listens });
   const cli = async (...args: string[]): Promise<string> =>
     (await promisify(execFile)(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, cwd: engineRoot })).stdout;

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import t from 'tap';
 import { budgets } from '../../sdk/web/bundle.ts';
-import { freshBuild } from '../helpers/engine-build.ts';
+import { freshBuild } from '../../bench/engine-build.ts';
 import { deployment, startEngine } from '../helpers/engine.ts';
 
 const run = promisify(execFile);

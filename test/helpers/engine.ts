@@ -10,14 +10,14 @@ import { createRedis } from '../../engine/infra/redis/client.ts';
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { loadConfig } from '../../engine/infra/process/config.ts';
 import { testDatabase } from '../clickhouse-server/database.ts';
-import { freshBuild } from './engine-build.ts';
+import { freshBuild } from '../../bench/engine-build.ts';
 import { serverEnv } from './http-server.ts';
 import { localOutbound } from './outbound.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from './redis.ts';
 
 const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
 /**
- * What node runs for `engine`: the build when it is fresh (test/helpers/engine-build.ts), else the
+ * What node runs for `engine`: the build when it is fresh (bench/engine-build.ts), else the
  * sources, which a build older than them would not be.
  */
 const build = freshBuild();

@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { root } from './paths.ts';
+import { log } from './run.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 /** What scripts/build.sh compiles, bundles or copies into dist/. */
 const inputs = ['schemas', 'engine', 'gateway', 'actors', 'bin', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.sh', 'scripts/bundle-dashboard.ts', 'sdk/web'];
 
@@ -10,8 +12,8 @@ let cached: string | null | undefined;
 
 /**
  * The build in dist/ (its bin/main.js) when it is newer than every file it is made of, else null.
- * An engine started from it spends half the CPU of one started from the sources through tsx, and
- * the suite starts a hundred; `make test` builds first. tsc writes bin/main.js after it read the
+ * An engine started from it spends half the CPU of one started from the sources through tsx: the
+ * suite starts a hundred (`make test` builds first), and a bench measures it. tsc writes bin/main.js after it read the
  * sources, so a source saved during or after the build makes it stale.
  */
 export function freshBuild(): string | null {
@@ -33,4 +35,23 @@ function newest(path: string): number {
   if (stat === undefined) return 0;
   if (!stat.isDirectory()) return stat.mtimeMs;
   return readdirSync(path).reduce((latest, name) => Math.max(latest, newest(join(path, name))), stat.mtimeMs);
+}
+
+let building: Promise<void> | undefined;
+
+/**
+ * This tree's `engine` command, once dist/ is fresh: `bin/engine.js` runs the build whenever there
+ * is one, so a bench started after an edit would measure the code before it. Builds once a run.
+ */
+export async function engineBin(): Promise<string> {
+  if (process.env['ENGINE_FROM_SOURCE'] !== '1' && freshBuild() === null) {
+    building ??= (async () => {
+      log('bench: dist/ is missing or older than its sources; building it (npm run build)');
+      await promisify(execFile)('npm', ['run', 'build', '--silent'], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+      cached = undefined;
+      if (freshBuild() === null) throw new Error('npm run build left dist/ older than its sources');
+    })();
+    await building;
+  }
+  return join(root, 'bin/engine.js');
 }
