@@ -50,13 +50,15 @@ export const UserChange = Type.Object({
 });
 
 /**
- * Every user an apply batch created or changed, with the user's four hashes as the batch left
- * them: one entry a batch (one for every 64 users of a larger one), after the batch's events and
- * receipts, so a batch costs one append for its users. Each user is recorded as a `user` change with that state and this entry's ID would be.
+ * Every user an apply batch created or changed: one entry a batch (one for every 64 users of a
+ * larger one), after the batch's events and receipts, so a batch costs one append for its users.
+ * Each user's state as the batch left it is its record as stored (MessagePack,
+ * engine/state/users/user-record.ts), in a field `r` of the entry beside this JSON, one a user in
+ * the order of `users`. Each user is recorded as a `user` change with that state and this entry's ID would be.
  */
 export const UsersChange = Type.Object({
   kind: Type.Literal('users'),
-  users: Type.Array(Type.Object({ project: Type.String(), external_id: Type.String(), state: UserState })),
+  users: Type.Array(Type.Object({ project: Type.String(), external_id: Type.String() })),
 });
 
 export const Change = Type.Union([EventChange, ReceiptChange, UserChange, UsersChange]);

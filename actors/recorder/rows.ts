@@ -5,7 +5,7 @@ import { parseConsent } from '../../engine/state/users/consent.ts';
 import { parseSubscription, type UserHashes } from '../../engine/state/users/read-user.ts';
 import { decodeTag } from '../../engine/state/users/tag-codec.ts';
 import { compileFirst } from '../../engine/infra/validation/validator.ts';
-import { fieldOf, type RawStreamEntry, type StreamEntry } from '../../engine/infra/runner/types.ts';
+import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 
 // Compiled once per process (docs/architecture.md#validators-compiled-once).
 const isChange = compileFirst<Change>(Change);
@@ -22,9 +22,11 @@ function parsed<T>(json: string | undefined, check: (v: unknown) => v is T): T |
   }
 }
 
-export const parseChange = (entry: StreamEntry): Change | null => parsed(fieldOf(entry, 'd'), isChange);
+/** A change entry's JSON (its field `d`), checked; null when it is not a change. */
+export const parseChange = (entry: RawStreamEntry): Change | null => parsed(dataOf(entry)?.toString('utf8'), isChange);
 
 const D = 0x64;
+const R = 0x72;
 const OPEN_BRACE = 0x7b;
 const NEWLINE = 0x0a;
 /** The row start that the recorder puts in front of each outcome's own fields. */
@@ -39,6 +41,17 @@ function dataOf(entry: RawStreamEntry): Buffer | undefined {
     if (name.length === 1 && name[0] === D) return fields[i + 1];
   }
   return undefined;
+}
+
+/** The values of an entry's fields `r`, in order: a `users` change's records, one a user (schemas/changes.ts). */
+export function recordsOf(entry: RawStreamEntry): Buffer[] {
+  const out: Buffer[] = [];
+  const { fields } = entry;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i] as Buffer;
+    if (name.length === 1 && name[0] === R) out.push(fields[i + 1] as Buffer);
+  }
+  return out;
 }
 
 /**

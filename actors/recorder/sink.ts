@@ -3,12 +3,16 @@ import { insertJsonLines } from '../../engine/infra/clickhouse/insert.ts';
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
-import { decodeEntry, type RawStreamEntry } from '../../engine/infra/runner/types.ts';
+import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import { readHashes, type UserHashes } from '../../engine/state/users/read-user.ts';
+import { decodeUserRecord } from '../../engine/state/users/user-record.ts';
 import type { UserChange } from '../../schemas/changes.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { inSlices } from './slices.ts';
-import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, userRow } from './rows.ts';
+import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, recordsOf, userRow } from './rows.ts';
+
+/** A user's four hashes as a change carries them. */
+type UserState = NonNullable<UserChange['state']>;
 
 /** Where outcomes are inserted: a landing table whose view fills message_deliveries (migration 0007). */
 const OUTCOMES_TABLE = 'message_deliveries_in';
@@ -73,39 +77,45 @@ export class RecorderSink {
   /**
    * Events and receipts become rows as they are. A `user` change, and each user of a `users`
    * change, becomes one row per user and batch, versioned by the user's last change in it: the
-   * state that change holds, or, from a change without one (a consent write), the user's current
-   * state read from Redis. A round holds
-   * every partition's batch, thousands of entries: they are turned into JSON lines a slice at a
-   * time, and the event loop turns between slices, so the gateway and the apply rounds sharing it
-   * do not wait for a whole round.
+   * state that change holds (a `users` change's record of the user, or the four hashes an earlier
+   * release's `user` change holds), or, from a change without one (a consent write), the user's current state read from
+   * Redis. A round holds every partition's batch, thousands of entries: they are turned into JSON
+   * lines a slice at a time, and the event loop turns between slices, so the gateway and the apply
+   * rounds sharing it do not wait for a whole round.
    */
   private async recordChanges(raw: RawStreamEntry[], token: string): Promise<void> {
     const events: string[] = [];
     const receipts: string[] = [];
-    const users = new Map<string, { change: UserChange; streamId: string }>();
+    const users = new Map<string, LatestState>();
     let invalid = 0;
-    await inSlices(raw, (item) => {
-      const entry = decodeEntry(item);
+    await inSlices(raw, (entry) => {
       const change = parseChange(entry);
       if (change === null) invalid++;
       else if (change.kind === 'event') events.push(JSON.stringify(eventRow(change)));
       else if (change.kind === 'receipt') receipts.push(JSON.stringify(receiptRow(change)));
-      else if (change.kind === 'user') users.set(`${change.project}\0${change.external_id}`, { change, streamId: entry.id });
-      else for (const user of change.users) users.set(`${user.project}\0${user.external_id}`, { change: { kind: 'user', ...user }, streamId: entry.id });
+      else if (change.kind === 'user') users.set(`${change.project}\0${change.external_id}`, { project: change.project, externalId: change.external_id, state: change.state, streamId: entry.id });
+      else {
+        const records = recordsOf(entry);
+        change.users.forEach((user, i) => {
+          const state = records[i];
+          if (state === undefined) invalid++;
+          else users.set(`${user.project}\0${user.external_id}`, { project: user.project, externalId: user.external_id, state, streamId: entry.id });
+        });
+      }
     });
     this.reportInvalid('changes', invalid, token);
     const states: string[] = [];
-    const unread: { change: UserChange; streamId: string }[] = [];
+    const unread: LatestState[] = [];
     const addRow = (row: ReturnType<typeof userRow>): void => {
       if (row !== null) states.push(JSON.stringify(row));
     };
     await inSlices([...users.values()], (user) => {
-      const { project, external_id: externalId, state } = user.change;
+      const { project, externalId, state, streamId } = user;
       if (state === undefined) unread.push(user);
-      else addRow(userRow(project, externalId, hashesOf(state), user.streamId));
+      else addRow(userRow(project, externalId, Buffer.isBuffer(state) ? decodeUserRecord(state) : hashesOf(state), streamId));
     });
     const read = await Promise.all(
-      unread.map(async ({ change, streamId }) => userRow(change.project, change.external_id, await readHashes(this.redis, this.topology, change.project, change.external_id), streamId)),
+      unread.map(async ({ project, externalId, streamId }) => userRow(project, externalId, await readHashes(this.redis, this.topology, project, externalId), streamId)),
     );
     read.forEach(addRow);
     await this.insert('events', events, token);
@@ -124,8 +134,16 @@ export class RecorderSink {
   }
 }
 
+/** A user's state as a round's last change of it holds it: its record, its four hashes, or none (read it). */
+interface LatestState {
+  project: string;
+  externalId: string;
+  state: Buffer | UserState | undefined;
+  streamId: string;
+}
+
 /** The hashes of a change's state, each a field, value, ... list as HGETALL returned it. */
-function hashesOf(state: NonNullable<UserChange['state']>): UserHashes {
+function hashesOf(state: UserState): UserHashes {
   const record = (flat: string[]): Record<string, string> => {
     // No prototype: a tag may be named "__proto__".
     const out = Object.create(null) as Record<string, string>;

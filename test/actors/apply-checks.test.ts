@@ -5,6 +5,9 @@ import { APPLY_GROUP, Topology } from '../../engine/infra/redis/topology.ts';
 import { ApplyCode, type ApplyEntry } from '../../engine/infra/scripts/apply-batch.ts';
 import { applyEntries, type ApplyChecks } from '../../engine/state/users/apply.ts';
 import { UserKeys } from '../../engine/state/users/redis-keys.ts';
+import { decodeUserRecord } from '../../engine/state/users/user-record.ts';
+import { toRawEntries } from '../../engine/infra/runner/types.ts';
+import { recordsOf } from '../../actors/recorder/rows.ts';
 import { cleanupPrefix, REDIS_URL, testPrefix } from '../helpers/redis.ts';
 
 /**
@@ -77,16 +80,22 @@ t.test('the reply names what the batch registers; the outbox is read when asked 
   t.same([resent?.code, resent?.applied, resent?.outbox, resent?.registrations], [ApplyCode.Ok, 0, 3, []], 'a call sent again applies nothing and reads the length');
 });
 
-t.test("a batch's users go to the recorder in one change, with their state as the batch left it", async (t) => {
+t.test("a batch's users go to the recorder in one change, with their records as the batch stored them", async (t) => {
   const s = await setup(t);
   const [a = '', b = '', c = ''] = s.users;
   await applyNew(s, [identify(a), identify(b), identify(a), subscribe(c)], plain);
-  const entries = (await s.redis.xrange(s.topology.changes(PARTITION), '-', '+')).map(([, fields]) => JSON.parse(fields[1] ?? '{}') as { kind: string; users: { external_id: string; state: { tags: string[]; subs: string[] } }[] });
+  const entries = toRawEntries(await s.redis.xrangeBuffer(s.topology.changes(PARTITION), '-', '+'));
   t.equal(entries.length, 1, 'one entry for the batch');
-  t.equal(entries[0]?.kind, 'users');
-  t.same(entries[0]?.users.map((u) => u.external_id), [a, b, c], 'each user once, in the order the batch first touched them');
-  t.equal(entries[0]?.users[0]?.state.tags[0], 'plan', "a user's tags as stored");
-  t.equal(entries[0]?.users[2]?.state.subs.length, 2, "and a registration's subscription");
+  const [entry] = entries;
+  const change = JSON.parse(entry?.fields[1]?.toString() ?? '{}') as { kind: string; users: { external_id: string; state?: unknown }[] };
+  t.equal(change.kind, 'users');
+  t.same(change.users.map((u) => u.external_id), [a, b, c], 'each user once, in the order the batch first touched them');
+  t.ok(change.users.every((u) => u.state === undefined), 'no state in the JSON');
+  const records = entry === undefined ? [] : recordsOf(entry);
+  const stored = await Promise.all([a, b, c].map((u) => s.redis.getBuffer(s.topology.own(UserKeys).user(PROJECT, u))));
+  t.same(records, stored, 'a record a user, in the same order, as the batch stored it');
+  t.same(Object.keys(decodeUserRecord(records[0] ?? null).tags), ['plan'], "a user's tags");
+  t.equal(Object.keys(decodeUserRecord(records[2] ?? null).subs).length, 1, "and a registration's subscription");
 });
 
 t.test('a batch of many users makes several changes of at most 64 users each', async (t) => {
@@ -94,8 +103,10 @@ t.test('a batch of many users makes several changes of at most 64 users each', a
   const many: string[] = [];
   for (let i = 0; many.length < 70; i++) if (s.topology.partitionOf(PROJECT, `many-${i}`) === PARTITION) many.push(`many-${i}`);
   await applyNew(s, many.map(identify), plain);
-  const entries = (await s.redis.xrange(s.topology.changes(PARTITION), '-', '+')).map(([, fields]) => JSON.parse(fields[1] ?? '{}') as { users: { external_id: string }[] });
-  t.same(entries.map((e) => e.users.length), [64, 6], "70 users: two changes");
+  const raw = toRawEntries(await s.redis.xrangeBuffer(s.topology.changes(PARTITION), '-', '+'));
+  const entries = raw.map((e) => JSON.parse(e.fields[1]?.toString() ?? '{}') as { users: { external_id: string }[] });
+  t.same(entries.map((e) => e.users.length), [64, 6], '70 users: two changes');
+  t.same(raw.map((e) => recordsOf(e).length), [64, 6], 'each with a record a user');
   t.same(entries.flatMap((e) => e.users.map((u) => u.external_id)), many, 'every user once, in order');
 });
 

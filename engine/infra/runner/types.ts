@@ -62,11 +62,6 @@ export function toRawEntries(reply: unknown): RawStreamEntry[] {
   return entriesOf(reply, (id, fields) => (Buffer.isBuffer(id) && allBuffers(fields) ? { id: id.toString('latin1'), fields } : undefined));
 }
 
-/** A raw entry with its fields decoded as UTF-8 text. */
-export function decodeEntry(entry: RawStreamEntry): StreamEntry {
-  return { id: entry.id, fields: entry.fields.map((f) => f.toString('utf8')) };
-}
-
 /** The value of one field of a stream entry (fields alternate name, value). */
 export function fieldOf(entry: StreamEntry, name: string): string | undefined {
   for (let i = 0; i + 1 < entry.fields.length; i += 2) if (entry.fields[i] === name) return entry.fields[i + 1];

@@ -35,9 +35,10 @@
   at or past n applied in this partition (writer:{pN}:w, kept as long as idempotency keys): a
   copy of an append whose reply was lost, sent again or replayed from the spill journal.
   Every user the batch created or changed is in a `users` change after the batch's entries
-  (schemas/changes.ts UsersChange; one for up to 64 users), with the user's four hashes as the batch left them, so the
-  recorder refreshes its row in the ClickHouse mirror without reading the user back, and a batch
-  costs one append for its users.
+  (schemas/changes.ts UsersChange; one for up to 64 users): its JSON names them, and a field `r`
+  for each, in the same order, holds the user's record as the batch stored it (MessagePack, no
+  JSON built here), so the recorder refreshes its row in the ClickHouse mirror without reading the
+  user back, and a batch costs one append for its users.
   changes:{pN} is never trimmed here: its consumer, the recorder, trims what it has acknowledged.
   Invalid entries (not JSON, wrong shape) are skipped and counted, never retried forever. A bad
   stream ID (a caller's bug) fails the whole call before anything is written.
@@ -202,21 +203,6 @@ local DAY_MS = 86400000
 -- A day's table outlives its day by the window, and by an hour more for clocks apart.
 local KEEP_MS = windowMs + 3600000
 local function dayExpiry(day) return (day + 1) * DAY_MS + KEEP_MS end
-
--- The user change's four parts as flat field, value JSON arrays (cjson prints an empty table as an object).
-local function flat(list)
-  if #list == 0 then return '[]' end
-  return cjson.encode(list)
-end
-
-local function userState(user)
-  local base, tags, subs, consent = {}, {}, {}, {}
-  if user.c then base = { 'created_at', int(user.c), 'updated_at', int(user.u or user.c) } end
-  for k, v in pairs(user.t) do tags[#tags + 1], tags[#tags + 2] = k, v end
-  for field, sub in pairs(user.s) do subs[#subs + 1], subs[#subs + 2] = field, subscriptionJson(field, sub) end
-  for t, c in pairs(user.o) do consent[#consent + 1], consent[#consent + 2] = t, consentJson(c) end
-  return table.concat({ '{"user":', flat(base), ',"tags":', flat(tags), ',"subs":', flat(subs), ',"consent":', flat(consent), '}' })
-end
 
 -- One partition's batch: KEYS[k .. k + 4], its entries ARGV[first .. last] in {id, json} pairs.
 local function applyPartition(k, first, last, batch)
@@ -428,15 +414,15 @@ local function applyPartition(k, first, last, batch)
     end
   end
 
-  for key in pairs(dirty) do saveUser(key, users[key]) end
-  local changed = {}
+  local stored = {}
+  for key in pairs(dirty) do stored[key] = saveUser(key, users[key]) end
+  local changed, records = {}, {}
   for i, touch in ipairs(touched) do
-    changed[#changed + 1] = table.concat({
-      '{"project":', cjson.encode(touch[2]), ',"external_id":', cjson.encode(touch[3]), ',"state":', userState(users[touch[1]]), '}',
-    })
+    changed[#changed + 1] = '{"project":' .. cjson.encode(touch[2]) .. ',"external_id":' .. cjson.encode(touch[3]) .. '}'
+    records[#records + 1], records[#records + 2] = 'r', stored[touch[1]]
     if #changed == USERS_PER_CHANGE or i == #touched then
-      redis.call('XADD', changesKey, '*', 'd', '{"kind":"users","users":[' .. table.concat(changed, ',') .. ']}')
-      changed = {}
+      redis.call('XADD', changesKey, '*', 'd', '{"kind":"users","users":[' .. table.concat(changed, ',') .. ']}', unpack(records))
+      changed, records = {}, {}
     end
   end
   lhashSave(function(t) return dayExpiry(tonumber(string.sub(t.key, #windowPrefix + 1))) end)

@@ -57,17 +57,20 @@ end
 
 local function isEmptyTable(t) return next(t) == nil end
 
--- Saving a user read from 0.11.1's hashes deletes them: the record holds it all now.
+-- Saving a user read from 0.11.1's hashes deletes them: the record holds it all now. Returns the
+-- record as stored.
 local function saveUser(key, user)
   local out = { c = user.c, u = user.u }
   if not isEmptyTable(user.t) then out.t = user.t end
   if not isEmptyTable(user.s) then out.s = user.s end
   if not isEmptyTable(user.o) then out.o = user.o end
-  redis.call('SET', key, cmsgpack.pack(out))
+  local packed = cmsgpack.pack(out)
+  redis.call('SET', key, packed)
   if user.legacy then
     local legacy = legacyKeys(key)
     redis.call('DEL', legacy.user, legacy.tags, legacy.subs, legacy.consent)
   end
+  return packed
 end
 
 -- A stored subscription as the JSON of schemas/state.ts StoredSubscription.
