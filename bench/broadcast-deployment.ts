@@ -17,6 +17,7 @@ import type { BroadcastOptions } from './broadcast-options.ts';
 import { startChild, type Child } from './child.ts';
 import { ownCpu, redisCpu } from './cpu.ts';
 import { call, startSimulators, waitFor, type Project, type Simulators } from './deployment.ts';
+import { engineBin as freshEngineBin } from './engine-build.ts';
 import { root } from './paths.ts';
 import { REDIS_URL } from './redis.ts';
 import { PrivateCluster } from './redis-cluster.ts';
@@ -205,7 +206,8 @@ async function startEngines(
   };
   if (options.fromSource) env['ENGINE_FROM_SOURCE'] = '1';
   else delete env['ENGINE_FROM_SOURCE'];
-  const engineBin = join(options.engineRoot, 'bin/engine.js');
+  // This tree's build is made fresh first; a release's worktree is built once, as it is.
+  const engineBin = resolve(options.engineRoot) === resolve(root) && !options.fromSource ? await freshEngineBin() : join(options.engineRoot, 'bin/engine.js');
   const cli = async (...args: string[]): Promise<string> => (await promisify(execFile)(process.execPath, [engineBin, ...args], { env, cwd: root })).stdout;
   const project = JSON.parse(await cli('project', 'create', 'bench-broadcast', '--json')) as Project;
   for (const provider of ['apns', 'fcm', 'webpush']) await cli('providers', 'set', project.project_id, provider, '--file', provider === 'apns' ? at.apnsCreds : at.sims.credentials(provider));
