@@ -78,10 +78,10 @@ export class RecorderSink {
    * Events and receipts become rows as they are. A `user` change, and each user of a `users`
    * change, becomes one row per user and batch, versioned by the user's last change in it: the
    * state that change holds (a `users` change's record of the user, or the four hashes an earlier
-   * release's `user` change holds), or, from a change without one (a consent write), the user's current state read from
-   * Redis. A round holds every partition's batch, thousands of entries: they are turned into JSON
-   * lines a slice at a time, and the event loop turns between slices, so the gateway and the apply
-   * rounds sharing it do not wait for a whole round.
+   * release's `user` change holds), or, from a change without one (a consent write), the user's
+   * current state read from Redis. A round holds every partition's batch, thousands of entries:
+   * they are turned into JSON lines a slice at a time, and the event loop turns between slices, so
+   * the gateway and the apply rounds sharing it do not wait for a whole round.
    */
   private async recordChanges(raw: RawStreamEntry[], token: string): Promise<void> {
     const events: string[] = [];
