@@ -49,6 +49,8 @@ export class RecorderConsumer implements PartitionWork {
   private readonly batches = new Map<StreamKind, Batch>();
   /** Entries of the batches that hold budget (EntryBudget): read while the streams had more. */
   private held = 0;
+  /** The last wait for an entry ended with none: the streams are idle, so the next turn waits again without a look first. */
+  private quiet = false;
   private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
 
@@ -99,7 +101,8 @@ export class RecorderConsumer implements PartitionWork {
   /**
    * Reads what is there of both streams, at most up to a full batch and what the process's budget
    * allows; when nothing is there, waits for the next entry until the next batch is due. The wait
-   * holds no budget, so idle partitions never keep busy ones from reading. Values stay bytes
+   * holds no budget, so idle partitions never keep busy ones from reading. Once a wait ended with
+   * nothing, an idle partition only waits (one read a linger period, not two) until an entry comes. Values stay bytes
    * (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
    */
   private async readOnce(): Promise<void> {
@@ -117,6 +120,10 @@ export class RecorderConsumer implements PartitionWork {
       wait = Math.min(wait, batch.due - now);
     }
     if (room <= 0 || wait <= 0) return;
+    if (this.quiet && this.batches.size === 0) {
+      this.quiet = (await this.read(1, Math.min(wait, left))) === 0;
+      return;
+    }
     const count = this.opts.budget.take(room);
     if (count === 0) {
       await this.loop.pause(this.limits.budgetWaitMs);
@@ -132,7 +139,7 @@ export class RecorderConsumer implements PartitionWork {
     // The streams are drained for now: the batches wait for more entries until they are due, and
     // entries waiting so hold no budget, or a backlog in other partitions would wait on them.
     if (received < count) this.releaseBudget();
-    if (received === 0) await this.read(1, Math.min(wait, left));
+    if (received === 0) this.quiet = (await this.read(1, Math.min(wait, left))) === 0;
   }
 
   /** Gives back the budget of the entries this partition holds. */
