@@ -81,19 +81,27 @@ export class NotificationWatcher {
     return this.leases.hold(this.keys.lease);
   }
 
-  /** Puts the project's notifications created since it was last read on the watch list. */
+  /**
+   * Puts the project's notifications created since it was last read on the watch list. The list
+   * is read from the last time seen on, that time included (a notification created in the same
+   * millisecond may come after the read), less those already followed at that time: one whose
+   * end was told is off the watch list and must not come back to be told again.
+   */
   private async follow(project: string): Promise<void> {
     const { redis, notifications, endpoints } = this.opts;
     const cursorKey = this.keys.cursor(project);
-    const stored = await redis.get(cursorKey);
-    const from = stored === null ? endpoints.firstTaking(project, END_TYPES) : Number(stored);
-    const created = await notifications.createdSince(project, from, WATCH_MAX);
+    const cursor = readCursor(await redis.get(cursorKey));
+    const from = cursor?.at ?? endpoints.firstTaking(project, END_TYPES);
+    const seen = new Set(cursor?.ids);
+    const page = await notifications.createdSince(project, from, WATCH_MAX + seen.size);
+    const created = page.filter(({ id, createdAt }) => createdAt !== from || !seen.has(id)).slice(0, WATCH_MAX);
     if (created.length === 0) return;
     const args = created.flatMap(({ id, createdAt }) => [createdAt, member(project, id)]);
     await redis.zadd(this.keys.watch, ...args);
     const last = created[created.length - 1]?.createdAt ?? from;
-    // A full page all of one millisecond would be read again forever: step past it.
-    await redis.set(cursorKey, String(created.length === WATCH_MAX && last === created[0]?.createdAt ? last + 1 : last));
+    const ids = [...(last === from ? seen : []), ...created.filter((n) => n.createdAt === last).map((n) => n.id)];
+    // So many of one millisecond would make the cursor a list: step past that millisecond.
+    await redis.set(cursorKey, ids.length >= WATCH_MAX ? String(last + 1) : [last, ...ids].join(' '));
   }
 
   /** Queues the end of every watched notification that has ended. */
@@ -160,6 +168,18 @@ export class NotificationWatcher {
 }
 
 const msOf = (id: string): number => Number(id.split('-')[0]);
+
+/**
+ * A project's watch cursor: the creation time (ms) its list was read up to and the ids created
+ * at that time already followed, stored as `<ms> <id> <id>…` (ids have no spaces). An earlier
+ * release stored the time alone.
+ */
+function readCursor(stored: string | null): { at: number; ids: string[] } | undefined {
+  if (stored === null) return undefined;
+  const [at = '', ...ids] = stored.split(' ');
+  const ms = Number(at);
+  return Number.isFinite(ms) ? { at: ms, ids } : undefined;
+}
 
 /** Whether the webhooks group of `stream` has read and settled every entry before `at`. */
 async function streamCaughtUp(redis: RedisClient, stream: string, at: number): Promise<boolean> {

@@ -91,6 +91,23 @@ t.test('a receiver down for a while gets every event once, in order per notifica
   t.match(health.health, { state: 'active', failures_in_row: 0, failing_since: null, queued: 0, last_status_code: 200 });
 });
 
+t.test("a notification's end is told once, not again when a later one is followed", async (t) => {
+  const receiver = new WebhookReceiver();
+  await receiver.up();
+  t.teardown(() => receiver.down());
+  const { id: hook } = await endpoint(receiver, ['notification.completed']);
+  const first = await broadcast(['u5']);
+  await eventually(`${first} completed event`, async () => receiver.of('notification.completed').find(about(first)));
+  // The watcher has told the first end; the second's end comes in a later round of it.
+  const second = await broadcast(['u6']);
+  await eventually(`${second} completed event, nothing queued`, async () => {
+    if (receiver.of('notification.completed').find(about(second)) === undefined) return undefined;
+    const view = (await api(`/api/webhooks/${hook}`)).body as { health: { queued: number } };
+    return view.health.queued === 0 ? true : undefined;
+  });
+  t.same(receiver.accepted.map((e) => e.data['id']), [first, second], 'each end once, in turn');
+});
+
 t.test('a receiver answering 410 is disabled and sent nothing more', async (t) => {
   const receiver = new WebhookReceiver();
   await receiver.up();
