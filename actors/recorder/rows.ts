@@ -4,6 +4,7 @@ import type { Static } from 'typebox';
 import { parseConsent } from '../../engine/state/users/consent.ts';
 import { parseSubscription, type UserHashes } from '../../engine/state/users/read-user.ts';
 import { decodeTag } from '../../engine/state/users/tag-codec.ts';
+import type { UserSummary } from '../../engine/state/users/user-record.ts';
 import { compileFirst } from '../../engine/infra/validation/validator.ts';
 import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 
@@ -132,24 +133,13 @@ export function versionOf(streamId: string): string {
 }
 
 /**
- * A `users` mirror row (migration 0005) of a user's state, from its four hashes as stored
- * (engine/state/users/read-user.ts): every tag as text in `tags`, number tags also in `tag_numbers`
- * (filters compare those as numbers), the types of the live subscriptions, and the types opted
- * out of. Null when the user hash is empty (no such user). Built from the hashes directly, not
- * through the API's user view: this runs for most SDK writes.
+ * A user's summary from its four hashes as stored (an earlier release's `user` change, or a
+ * user read from Redis): null when the user hash is empty (no such user); a time that is not a
+ * number reads as 0.
  */
-export function userRow(project: string, externalId: string, hashes: UserHashes, streamId: string): Record<string, unknown> | null {
+export function summaryOfHashes(hashes: UserHashes): UserSummary | null {
   const created = hashes.user['created_at'];
   if (created === undefined) return null;
-  // No prototype: a tag may be named "__proto__".
-  const tags = Object.create(null) as Record<string, string>;
-  const numbers = Object.create(null) as Record<string, number>;
-  for (const [key, stored] of Object.entries(hashes.tags)) {
-    if (stored === '') continue;
-    const value = decodeTag(stored);
-    tags[key] = String(value);
-    if (typeof value === 'number') numbers[key] = value;
-  }
   const live = new Set<string>();
   for (const json of Object.values(hashes.subs)) {
     const sub = parseSubscription(json);
@@ -158,15 +148,35 @@ export function userRow(project: string, externalId: string, hashes: UserHashes,
   const optedOut = Object.entries(parseConsent(hashes.consent))
     .filter(([, c]) => c.opted_out)
     .map(([type]) => type);
+  return { createdAt: msOf(created), updatedAt: msOf(hashes.user['updated_at'] ?? created), tags: new Map(Object.entries(hashes.tags)), live, optedOut };
+}
+
+/**
+ * A `users` mirror row (migration 0005) of a user's summary: every tag as text in `tags`,
+ * number tags also in `tag_numbers` (filters compare those as numbers), the types of the live
+ * subscriptions, and the types opted out of. Null for no user. Built from the summary directly,
+ * not through the API's user view: this runs for most SDK writes.
+ */
+export function userRow(project: string, externalId: string, user: UserSummary | null, streamId: string): Record<string, unknown> | null {
+  if (user === null) return null;
+  // No prototype: a tag may be named "__proto__".
+  const tags = Object.create(null) as Record<string, string>;
+  const numbers = Object.create(null) as Record<string, number>;
+  for (const [key, stored] of user.tags) {
+    if (stored === '') continue;
+    const value = decodeTag(stored);
+    tags[key] = String(value);
+    if (typeof value === 'number') numbers[key] = value;
+  }
   return {
     project,
     external_id: externalId,
     tags,
     tag_numbers: numbers,
-    subscription_types: [...live].sort(),
-    opted_out: optedOut.sort(),
-    created_at: msOf(created),
-    updated_at: msOf(hashes.user['updated_at'] ?? created),
+    subscription_types: [...user.live].sort(),
+    opted_out: [...user.optedOut].sort(),
+    created_at: user.createdAt,
+    updated_at: user.updatedAt,
     version: versionOf(streamId),
     stream_id: streamId,
   };

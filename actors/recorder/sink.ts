@@ -5,11 +5,11 @@ import type { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import { readHashes, type UserHashes } from '../../engine/state/users/read-user.ts';
-import { decodeUserRecord } from '../../engine/state/users/user-record.ts';
+import { summaryOfRecord } from '../../engine/state/users/user-record.ts';
 import type { UserChange } from '../../schemas/changes.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { inSlices } from './slices.ts';
-import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, recordsOf, userRow } from './rows.ts';
+import { checkedDeliveryLines, deliveryLines, eventRow, parseChange, receiptRow, recordsOf, summaryOfHashes, userRow } from './rows.ts';
 
 /** A user's four hashes as a change carries them. */
 type UserState = NonNullable<UserChange['state']>;
@@ -112,10 +112,10 @@ export class RecorderSink {
     await inSlices([...users.values()], (user) => {
       const { project, externalId, state, streamId } = user;
       if (state === undefined) unread.push(user);
-      else addRow(userRow(project, externalId, Buffer.isBuffer(state) ? decodeUserRecord(state) : hashesOf(state), streamId));
+      else addRow(userRow(project, externalId, Buffer.isBuffer(state) ? summaryOfRecord(state) : summaryOfHashes(hashesOf(state)), streamId));
     });
     const read = await Promise.all(
-      unread.map(async ({ project, externalId, streamId }) => userRow(project, externalId, await readHashes(this.redis, this.topology, project, externalId), streamId)),
+      unread.map(async ({ project, externalId, streamId }) => userRow(project, externalId, summaryOfHashes(await readHashes(this.redis, this.topology, project, externalId)), streamId)),
     );
     read.forEach(addRow);
     await this.insert('events', events, token);

@@ -37,6 +37,39 @@ export function decodeUserRecord(packed: Buffer | null): UserHashes {
   return out;
 }
 
+/** What the `users` mirror keeps of a user (actors/recorder/rows.ts userRow). */
+export interface UserSummary {
+  createdAt: number;
+  updatedAt: number;
+  /** Each tag as stored (engine/state/users/tag-codec.ts), '' for none. */
+  tags: Map<string, string>;
+  /** The types of the live subscriptions, each once. */
+  live: Set<string>;
+  /** The types opted out of. */
+  optedOut: string[];
+}
+
+/**
+ * The summary of a record, read straight from it: the recorder's path for each user an apply
+ * batch changed, which decodeUserRecord's JSON texts would only cost. Null for a record
+ * without a creation time (no user).
+ */
+export function summaryOfRecord(packed: Buffer): UserSummary | null {
+  const record = mapOf(unpackr.unpack(packed));
+  const created = record.get('c');
+  if (typeof created !== 'number') return null;
+  const updated = record.get('u');
+  const tags = new Map<string, string>();
+  for (const [key, value] of mapOf(record.get('t'))) if (typeof value === 'string') tags.set(key, value);
+  const live = new Set<string>();
+  for (const [field, sub] of mapOf(record.get('s'))) {
+    if (Array.isArray(sub) && (STATES[Number(sub[0])] ?? 'live') === 'live') live.add(field.slice(0, field.indexOf(':')));
+  }
+  const optedOut: string[] = [];
+  for (const [type, c] of mapOf(record.get('o'))) if (Array.isArray(c) && c[0] === true) optedOut.push(type);
+  return { createdAt: created, updatedAt: typeof updated === 'number' ? updated : created, tags, live, optedOut };
+}
+
 /** A stored subscription as the JSON of schemas/state.ts StoredSubscription. */
 function subscriptionJson(field: string, sub: unknown[]): string {
   const colon = field.indexOf(':');
