@@ -4,6 +4,7 @@ export interface RecorderLimits {
   lingerMs: number;
   retryMs: number;
   maxBuffered: number;
+  probeBatch: number;
   budgetWaitMs: number;
   gatherMs: number;
   maxRoundRows: number;
@@ -22,6 +23,12 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
   retryMs: 500,
   /** Most entries read but not yet inserted, over every partition of the process (EntryBudget). */
   maxBuffered: 20_000,
+  /**
+   * What a partition asks of the budget for a read while its streams keep up (its last read found
+   * fewer entries than it asked for): a steady load's reads each hold this little of the budget
+   * at once, so none waits for another's; a read that comes back full asks for a whole batch next.
+   */
+  probeBatch: 256,
   /** Pause of a partition that finds the budget spent before it looks again, ms. */
   budgetWaitMs: 5,
   /** How long a round waits, after its first batch, for the other partitions' batches due with it, ms. */

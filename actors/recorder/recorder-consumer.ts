@@ -49,6 +49,8 @@ export class RecorderConsumer implements PartitionWork {
   private readonly batches = new Map<StreamKind, Batch>();
   /** Entries of the batches that hold budget (EntryBudget): read while the streams had more. */
   private held = 0;
+  /** The last read found fewer entries than it asked for: the next asks for probeBatch, not a whole batch. */
+  private drained = true;
   /** The last wait for an entry ended with none: the streams are idle, so the next turn waits again without a look first. */
   private quiet = false;
   private readonly loop: ConsumerLoop;
@@ -100,10 +102,11 @@ export class RecorderConsumer implements PartitionWork {
 
   /**
    * Reads what is there of both streams, at most up to a full batch and what the process's budget
-   * allows; when nothing is there, waits for the next entry until the next batch is due. The wait
-   * holds no budget, so idle partitions never keep busy ones from reading. Once a wait ended with
-   * nothing, an idle partition only waits (one read a linger period, not two) until an entry comes. Values stay bytes
-   * (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
+   * allows (probeBatch while the streams keep up); when nothing is there, waits for the next entry
+   * until the next batch is due. The wait holds no budget, so idle partitions never keep busy ones
+   * from reading. Once a wait ended with nothing, an idle partition only waits (one read a linger
+   * period, not two) until an entry comes. Values stay bytes (xreadgroupBuffer): outcomes go to
+   * ClickHouse without being decoded.
    */
   private async readOnce(): Promise<void> {
     const left = this.opts.lease.remainingMs();
@@ -124,7 +127,7 @@ export class RecorderConsumer implements PartitionWork {
       this.quiet = (await this.read(1, Math.min(wait, left))) === 0;
       return;
     }
-    const count = this.opts.budget.take(room);
+    const count = this.opts.budget.take(this.drained ? Math.min(room, this.limits.probeBatch) : room);
     if (count === 0) {
       await this.loop.pause(this.limits.budgetWaitMs);
       return;
@@ -136,6 +139,7 @@ export class RecorderConsumer implements PartitionWork {
       this.opts.budget.give(count - received);
     }
     this.held += received;
+    this.drained = received < count;
     // The streams are drained for now: the batches wait for more entries until they are due, and
     // entries waiting so hold no budget, or a backlog in other partitions would wait on them.
     if (received < count) this.releaseBudget();

@@ -29,7 +29,9 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
   const gw = await inProcessGateway(t);
   const log = createLogger('error');
   const project = gw.project.project_id;
-  const limits = { ...RecorderLimits, maxBatch: 500, lingerMs: 200, retryMs: 50, maxBuffered: 1000 };
+  // Whole batches from the first read: each stream's 1500 entries are read in three full batches,
+  // and none is left as a drained stream's last part batch, which holds no budget.
+  const limits = { ...RecorderLimits, maxBatch: 500, probeBatch: 500, lingerMs: 200, retryMs: 50, maxBuffered: 1000 };
   const partitions = [0, 1, 2, 3, 4, 5, 6, 7];
   for (const p of partitions) {
     const pipeline = gw.redis.pipeline();
@@ -65,4 +67,37 @@ t.test('a backlog over many partitions is read only as fast as it is inserted: e
   await Promise.all(consumers.map((c) => c.stop()));
   t.ok(mostHeld > 0, `entries were seen held (${mostHeld})`);
   t.ok(mostHeld <= limits.maxBuffered, `at most the budget held at once: ${mostHeld} <= ${limits.maxBuffered} (8 partitions would read 4000 without it)`);
+});
+
+t.test('under a steady load the partitions read without waiting for each other: no read is refused budget', async (t) => {
+  const gw = await inProcessGateway(t);
+  const log = createLogger('error');
+  const project = gw.project.project_id;
+  // The default batch and budget: two whole batches' room at once would spend the budget.
+  const limits = { ...RecorderLimits, lingerMs: 200, retryMs: 50 };
+  const partitions = Array.from({ length: 16 }, (_, p) => p);
+  let refused = 0;
+  const budget = new (class extends EntryBudget {
+    override take(want: number): number {
+      const granted = super.take(want);
+      if (granted === 0) refused++;
+      return granted;
+    }
+  })(limits.maxBuffered);
+  const sink = new RecorderSink(gw.clickhouse, gw.redis, gw.topology, new Metrics(), log);
+  const consumers = recorderProcess(gw, 'steady', partitions, sink, limits, log, budget);
+  consumers.forEach((c) => c.start());
+  const rounds = 20;
+  for (let round = 0; round < rounds; round++) {
+    const pipeline = gw.redis.pipeline();
+    for (const p of partitions) for (let n = 0; n < 3; n++) pipeline.xadd(gw.topology.outcomes(p), '*', 'd', JSON.stringify(outcome(project, (round * 100 + p) * 10 + n)));
+    await pipeline.exec();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await eventually('every outcome recorded', async () => {
+    const [row] = await rows<{ n: string }>(gw.clickhouse, 'SELECT count() AS n FROM message_deliveries WHERE project = {p:String}', { p: project });
+    return Number(row?.n) === partitions.length * rounds * 3 ? true : undefined;
+  });
+  await Promise.all(consumers.map((c) => c.stop()));
+  t.equal(refused, 0, 'every read found its budget (each held a little, not a whole batch\'s room)');
 });

@@ -12,9 +12,16 @@ import { heldLease } from '../helpers/lease.ts';
  * A recorder process of a test: consumers of the given partitions, under leases held for the
  * whole test, sharing one entry budget and one round per stream kind, as a process's do.
  */
-export function recorderProcess(gw: InProcess, name: string, partitions: number[], sink: Pick<RecorderSink, 'record'>, limits: Readonly<RecorderLimits>, log: Logger): RecorderConsumer[] {
+export function recorderProcess(
+  gw: InProcess,
+  name: string,
+  partitions: number[],
+  sink: Pick<RecorderSink, 'record'>,
+  limits: Readonly<RecorderLimits>,
+  log: Logger,
+  budget = new EntryBudget(limits.maxBuffered),
+): RecorderConsumer[] {
   const rounds = new RecordRounds({ redis: gw.redis, topology: gw.topology, sink, worker: name, log, limits });
-  const budget = new EntryBudget(limits.maxBuffered);
   return partitions.map(
     (partition) =>
       new RecorderConsumer({
