@@ -11,7 +11,7 @@ import { rows } from '../clickhouse/embedded.ts';
 import { eventually } from '../helpers/http.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { heldLease } from '../helpers/lease.ts';
-import { testRedis } from '../helpers/redis.ts';
+import { monitorLines } from '../helpers/redis.ts';
 import { outcome } from './outcomes.ts';
 
 /**
@@ -33,17 +33,14 @@ t.test('an idle partition reads once a linger period, and takes the next entry a
   const sink = new RecorderSink(gw.clickhouse, gw.redis, gw.topology, new Metrics(), quiet);
   const rounds = new RecordRounds({ redis, topology: gw.topology, sink, worker: 'c1', log: quiet, limits });
   const consumer = new RecorderConsumer({ redis, partition, streams, consumer: 'c1', rounds, budget: new EntryBudget(limits.maxBuffered), lease: heldLease, log: quiet, metrics: new Metrics(), limits });
-  const plain = testRedis();
-  const monitor = await plain.monitor();
+  let reads = 0;
+  const monitor = await monitorLines((line) => {
+    if (line.toLowerCase().includes('] "xreadgroup" ') && line.includes(`"${streams.changes}"`)) reads++;
+  });
   t.teardown(async () => {
-    monitor.disconnect();
-    plain.disconnect();
+    monitor.close();
     await consumer.stop();
     redis.disconnect();
-  });
-  let reads = 0;
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    if (args[0]?.toLowerCase() === 'xreadgroup' && args.includes(streams.changes)) reads++;
   });
 
   consumer.start();
