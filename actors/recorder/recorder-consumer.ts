@@ -103,8 +103,9 @@ export class RecorderConsumer implements PartitionWork {
   /**
    * Reads what is there of both streams, at most up to a full batch and what the process's budget
    * allows (probeBatch while the streams keep up); when nothing is there, waits for the next entry
-   * until the next batch is due. The wait holds no budget, so idle partitions never keep busy ones
-   * from reading. Once a wait ended with nothing, an idle partition only waits (one read a linger
+   * until the next batch is due. While the streams keep up, a partition with a batch looks again
+   * only when the batch falls due: a read an entry would cost more than the entry. The waits hold
+   * no budget, so idle partitions never keep busy ones from reading. Once a wait ended with nothing, an idle partition only waits (one read a linger
    * period, not two) until an entry comes. Values stay bytes (xreadgroupBuffer): outcomes go to
    * ClickHouse without being decoded.
    */
@@ -127,6 +128,12 @@ export class RecorderConsumer implements PartitionWork {
       this.quiet = (await this.read(1, Math.min(wait, left))) === 0;
       return;
     }
+    if (this.drained && this.batches.size > 0) {
+      // The streams keep up: what comes before the batch falls due is read in one look then.
+      await this.loop.pause(wait);
+      if (this.loop.stopping || this.opts.lease.remainingMs() <= 0) return;
+      wait = 0;
+    }
     const count = this.opts.budget.take(this.drained ? Math.min(room, this.limits.probeBatch) : room);
     if (count === 0) {
       await this.loop.pause(this.limits.budgetWaitMs);
@@ -143,7 +150,7 @@ export class RecorderConsumer implements PartitionWork {
     // The streams are drained for now: the batches wait for more entries until they are due, and
     // entries waiting so hold no budget, or a backlog in other partitions would wait on them.
     if (received < count) this.releaseBudget();
-    if (received === 0) this.quiet = (await this.read(1, Math.min(wait, left))) === 0;
+    if (received === 0 && wait > 0) this.quiet = (await this.read(1, Math.min(wait, left))) === 0;
   }
 
   /** Gives back the budget of the entries this partition holds. */
