@@ -105,9 +105,9 @@ export class RecorderConsumer implements PartitionWork {
    * allows (probeBatch while the streams keep up); when nothing is there, waits for the next entry
    * until the next batch is due. While the streams keep up, a partition with a batch looks again
    * only when the batch falls due: a read an entry would cost more than the entry. The waits hold
-   * no budget, so idle partitions never keep busy ones from reading. Once a wait ended with nothing, an idle partition only waits (one read a linger
-   * period, not two) until an entry comes. Values stay bytes (xreadgroupBuffer): outcomes go to
-   * ClickHouse without being decoded.
+   * no budget, so idle partitions never keep busy ones from reading. Once a wait ended with
+   * nothing, an idle partition only waits (one read a linger period, not two) until an entry
+   * comes. Values stay bytes (xreadgroupBuffer): outcomes go to ClickHouse without being decoded.
    */
   private async readOnce(): Promise<void> {
     const left = this.opts.lease.remainingMs();

@@ -88,18 +88,22 @@ export class RecorderSink {
     const receipts: string[] = [];
     const users = new Map<string, LatestState>();
     let invalid = 0;
+    // A later change of a user replaces an earlier one's state: the row is the batch's last.
+    const latest = (project: string, externalId: string, state: LatestState['state'], streamId: string): void => {
+      users.set(`${project}\0${externalId}`, { project, externalId, state, streamId });
+    };
     await inSlices(raw, (entry) => {
       const change = parseChange(entry);
       if (change === null) invalid++;
       else if (change.kind === 'event') events.push(JSON.stringify(eventRow(change)));
       else if (change.kind === 'receipt') receipts.push(JSON.stringify(receiptRow(change)));
-      else if (change.kind === 'user') users.set(`${change.project}\0${change.external_id}`, { project: change.project, externalId: change.external_id, state: change.state, streamId: entry.id });
+      else if (change.kind === 'user') latest(change.project, change.external_id, change.state, entry.id);
       else {
         const records = recordsOf(entry);
         change.users.forEach((user, i) => {
           const state = records[i];
           if (state === undefined) invalid++;
-          else users.set(`${user.project}\0${user.external_id}`, { project: user.project, externalId: user.external_id, state, streamId: entry.id });
+          else latest(user.project, user.external_id, state, entry.id);
         });
       }
     });
