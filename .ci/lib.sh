@@ -16,9 +16,10 @@ CI_QUARANTINE="${CI_QUARANTINE:-.ci/quarantine}"
 
 # The raw TAP output of a tap run (any other lines, such as make's, are ignored) as one line per
 # test file: `<file>\t<passed>\t<failed>\t<skipped>\t<todo>`, counted by tap's own parser
-# (.ci/tap-counts.mjs), so the sums are tap's closing line.
+# (.ci/tap-counts.mjs), so the sums are tap's closing line. With a second argument, the failed
+# assertions are written there, `<file>\t<name>` a line.
 tap_file_counts() {
-  node "$CI_LIB_DIR/tap-counts.mjs" <"$1"
+  node "$CI_LIB_DIR/tap-counts.mjs" ${2:+"$2"} <"$1"
 }
 
 # tap's own closing count of a run, as `<total> <pass> <fail> <skip> <todo>`; nothing when the
@@ -82,7 +83,8 @@ failed_in() {
 # count that differs from tap's closing line (this file would then miscount).
 ci_count_run() {
   local label="$1" log="$2" status="$3" p f s t n summary
-  tap_file_counts "$log" >"$log.counts"
+  : >"$log.failures"
+  tap_file_counts "$log" "$log.failures" >"$log.counts"
   read -r p f s t n <<<"$(counts_sum "$log.counts")"
   summary="$(tap_summary "$log")"
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -110,7 +112,7 @@ list_failures() {
 # failure: nothing is run again, except a file of the quarantine, once, alone, with CI_TAP; its
 # counts then come from that run, and the hit is listed on the closing lines.
 ci_pass() {
-  local id="$1" label="$2" log="$CI_WORK/$1.log" status file entry again
+  local id="$1" label="$2" log="$CI_WORK/$1.log" status file entry again kind
   shift 2
   printf '%s\t%s\n' "$id" "$label" >>"$CI_WORK/passes"
   "$@" </dev/null | tee "$log"
@@ -118,6 +120,7 @@ ci_pass() {
   ci_count_run "$label" "$log" "$status"
   list_failures "$log"
   cp "$log.counts" "$CI_WORK/$id.counts"
+  cp "$log.failures" "$CI_WORK/$id.failures"
   while IFS= read -r file; do
     entry="$(awk -F'\t' -v f="$file" '$1 == f { print $2 " " $3; exit }' "$CI_WORK/quarantine")"
     [ -n "$entry" ] || continue
@@ -127,9 +130,11 @@ ci_pass() {
     status="${PIPESTATUS[0]}"
     ci_count_run "$label, $file alone" "$again" "$status"
     list_failures "$again"
-    awk -F'\t' -v f="$file" '$1 != f' "$log.counts" >"$CI_WORK/$id.counts.tmp"
-    cat "$again.counts" >>"$CI_WORK/$id.counts.tmp"
-    mv "$CI_WORK/$id.counts.tmp" "$CI_WORK/$id.counts"
+    for kind in counts failures; do
+      awk -F'\t' -v f="$file" '$1 != f' "$CI_WORK/$id.$kind" >"$CI_WORK/$id.$kind.tmp"
+      cat "$again.$kind" >>"$CI_WORK/$id.$kind.tmp"
+      mv "$CI_WORK/$id.$kind.tmp" "$CI_WORK/$id.$kind"
+    done
     if [ -n "$(failed_in "$again.counts")" ] || [ "$status" -ne 0 ]; then
       echo "quarantined $file failed in $label and again alone (entry: $entry)" >>"$CI_WORK/hits"
     else
@@ -140,28 +145,33 @@ ci_pass() {
 
 # The closing lines and, last, `N passed, N failed`. A file run in more than one pass counts once,
 # with the counts of the pass in which it failed most (the first on a tie): a failure in any pass
-# is a failure, and no assertion is counted twice. Skips and todos are in neither number. Returns
-# non-zero when anything failed.
+# is a failure, and no assertion is counted twice. Each failed file is followed by the names of
+# its failed assertions in that pass (ten at most), as the end of a long log is what gets read.
+# Skips and todos are in neither number. Returns non-zero when anything failed.
 ci_end() {
-  local id label p f s t n merged="$CI_WORK/merged" passed failed extra
+  local id label p f s t n merged="$CI_WORK/merged" passed failed extra file
   while IFS=$'\t' read -r id label; do
     read -r p f s t n <<<"$(counts_sum "$CI_WORK/$id.counts")"
     echo "$label: $p passed, $f failed, $s skipped, $t todo, in $n files"
   done <"$CI_WORK/passes"
-  # <file> <passed> <failed> <skipped> <todo> <pass label>, one line a file.
+  # <file> <passed> <failed> <skipped> <todo> <pass label> <pass id> <runs>, one line a file.
   while IFS=$'\t' read -r id label; do
-    awk -F'\t' -v OFS='\t' -v l="$label" '{ print $0, l }' "$CI_WORK/$id.counts"
+    awk -F'\t' -v OFS='\t' -v l="$label" -v i="$id" '{ print $0, l, i }' "$CI_WORK/$id.counts"
   done <"$CI_WORK/passes" | awk -F'\t' '
     !($1 in rec) { order[++n] = $1; rec[$1] = $0; fail[$1] = $3; runs[$1] = 1; next }
     { runs[$1]++ }
     $3 > fail[$1] { rec[$1] = $0; fail[$1] = $3 }
     END { for (i = 1; i <= n; i++) print rec[order[i]] "\t" runs[order[i]] }
   ' >"$merged"
-  n="$(awk -F'\t' '$7 > 1' "$merged" | wc -l)"
+  n="$(awk -F'\t' '$8 > 1' "$merged" | wc -l)"
   [ "$n" -eq 0 ] ||
     echo "files run in more than one pass: $n; each counts once, from the pass in which it failed most"
   cat "$CI_WORK/hits"
-  awk -F'\t' '$3 > 0 { printf "failed: %s: %d of %d assertions (%s)\n", $1, $3, $2 + $3, $6 }' "$merged"
+  while IFS=$'\t' read -r file p f s t label id _; do
+    [ "$f" -gt 0 ] || continue
+    echo "failed: $file: $f of $((p + f)) assertions ($label)"
+    awk -F'\t' -v f="$file" '$1 == f { print "  not ok: " $2 }' "$CI_WORK/$id.failures" | head -n 10
+  done <"$merged"
   sed 's/^/failed: /' "$CI_WORK/extra"
   passed="$(awk -F'\t' '{ s += $2 } END { print s + 0 }' "$merged")"
   failed="$(awk -F'\t' '{ s += $3 } END { print s + 0 }' "$merged")"

@@ -105,10 +105,12 @@ ci_end`,
       'files run in more than one pass: 1; each counts once, from the pass in which it failed most',
       'quarantined test/quarantined.test.mjs failed in pass one and passed alone (entry: 2026-11-28 fails on its first run only)',
       'failed: test/both.test.mjs: 1 of 3 assertions (pass two)',
+      '  not ok: c',
       'failed: test/fails-once.test.mjs: 1 of 2 assertions (pass one)',
+      '  not ok: passes from the second run on',
       '10 passed, 2 failed',
     ],
-    'the closing lines; `N passed, N failed` last',
+    'the closing lines, each failed file with its failed assertions; `N passed, N failed` last',
   );
   t.equal(lines.filter((l) => /^\d+ passed, \d+ failed$/.test(l)).length, 1, 'one total line');
 
