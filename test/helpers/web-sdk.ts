@@ -78,8 +78,8 @@ export function shownNotifications(page: Page): Promise<{ title: string; body: s
 
 export interface LocalServer {
   url: string;
-  /** Requests it took, with when they arrived and when they were answered (epoch ms). */
-  log: { method: string; path: string; at: number; status: number; answeredAt: number }[];
+  /** Requests it took, with when they arrived (epoch ms) and the status they were answered with. */
+  log: { method: string; path: string; at: number; status: number }[];
 }
 
 /**
@@ -89,9 +89,9 @@ export interface LocalServer {
 export async function localServer(t: Test, upstream: string, route: (req: IncomingMessage, res: ServerResponse) => boolean): Promise<LocalServer> {
   const log: LocalServer['log'] = [];
   const server: Server = createServer((req, res) => {
-    const entry = { method: req.method ?? '', path: req.url ?? '', at: Date.now(), status: 0, answeredAt: 0 };
+    const entry = { method: req.method ?? '', path: req.url ?? '', at: Date.now(), status: 0 };
     log.push(entry);
-    res.on('finish', () => Object.assign(entry, { status: res.statusCode, answeredAt: Date.now() }));
+    res.on('finish', () => (entry.status = res.statusCode));
     if (route(req, res)) return;
     const target = new URL(req.url ?? '/', upstream);
     const forward = request(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (answer) => {
