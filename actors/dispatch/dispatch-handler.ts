@@ -5,9 +5,10 @@ import { settlementOf, type Notifications } from '../../engine/state/notificatio
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
-import type { Recipient, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
+import type { RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
 import { parseConsent } from '../../engine/state/users/consent.ts';
 import { recordOf } from '../../engine/state/users/read-user.ts';
+import { recipientOfRecord, type RecipientState } from '../../engine/state/users/user-record.ts';
 import { decodeTag } from '../../engine/state/users/tag-codec.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
@@ -15,7 +16,8 @@ import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
 import { channelTypes, type Channel, type OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
-import type { StoredSubscription } from '../../schemas/state.ts';
+import type { SubscriptionType } from '../../schemas/sdk.ts';
+import type { StoredConsent, StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
 import { Gate } from './gate.ts';
 import { RecipientBatch } from './recipient-batch.ts';
@@ -44,8 +46,8 @@ const BACKOFF_MAX_MS = 5 * 60_000;
 const HOUR_MS = 3_600_000;
 
 const NO_FIELDS: readonly string[] = [];
-/** Each channel's subscription types as the load scripts take them, joined once. */
-const CHANNEL_TYPES = Object.fromEntries(Object.entries(channelTypes).map(([channel, types]) => [channel, types.join(' ')])) as Readonly<Record<Channel, string>>;
+/** Each channel's subscription types, as a set once. */
+const CHANNEL_TYPES: Readonly<Record<Channel, ReadonlySet<string>>> = { PUSH: new Set(channelTypes.PUSH), EMAIL: new Set(channelTypes.EMAIL), SMS: new Set(channelTypes.SMS) };
 
 export interface DispatchDeps {
   redis: RedisClient;
@@ -63,11 +65,14 @@ interface UserKeys extends RecipientKeys {
   partition: number;
 }
 
-/** What stands in the way of a user's sends: the notification's cancel mark, the consent JSON by type. */
+/** What stands in the way of a user's sends: the notification's cancel mark, the consent by type. */
 interface SendCheck {
   canceled: boolean;
-  consent: Record<string, string>;
+  consent: Partial<Record<SubscriptionType, StoredConsent>>;
 }
+
+/** A job's user, read from their record, and the notification's cancel mark in their partition. */
+interface Recipient extends RecipientState, SendCheck {}
 
 /**
  * When a local-time job is due: the first time at or after the notification's start that the
@@ -210,19 +215,22 @@ export class DispatchHandler {
 
   /**
    * Loads the job's user with the subscriptions it may send to: a retry's, else those the spec
-   * targets, else all, with the other users of the notification in the partition loaded at once.
+   * targets, else all of the channel, with the users of the other jobs of the turn loaded at once.
    */
-  private load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
+  private async load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
     const only = job.subs ?? targetedOf(spec, job.external_id);
-    const query = { types: CHANNEL_TYPES[spec.channel], allTags: spec.personal === true ? (1 as const) : (0 as const) };
-    if (only === undefined) return this.recipients.load(keys.partition, spec.id, query, keys);
-    return scripts.loadRecipient(this.deps.redis, { keys, args: { ...query, limited: 1 }, only });
+    const stored =
+      only === undefined
+        ? await this.recipients.load(keys.partition, keys)
+        : await scripts.loadRecipient(this.deps.redis, { keys: { user: keys.user, canceled: keys.canceled }, args: {} });
+    const state = recipientOfRecord(stored.record, CHANNEL_TYPES[spec.channel], only === undefined ? null : new Set(only), spec.personal === true);
+    return { ...state, canceled: stored.canceled };
   }
 
   /** The cancel mark and the consent of `sub`'s type, read again for a send that waited for its slot. */
   private async check(keys: UserKeys, sub: StoredSubscription): Promise<SendCheck> {
     const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, user: keys.user }, args: { type: sub.type } });
-    return { canceled, consent: consent === null ? {} : { [sub.type]: consent } };
+    return { canceled, consent: consent === null ? {} : parseConsent({ [sub.type]: consent }) };
   }
 
   /** 'frequency_capped' when the user's cap for the channel is reached; a slot is taken otherwise (docs/api.md#frequency-caps). */
@@ -309,33 +317,18 @@ class Outcomes {
 /** Why a send to `sub` must not start: the notification was canceled or the user opted out. */
 function blockedBy(check: SendCheck, sub: StoredSubscription): 'canceled' | 'opted_out' | null {
   if (check.canceled) return 'canceled';
-  const stored = check.consent[sub.type];
-  return stored !== undefined && parseConsent({ [sub.type]: stored })[sub.type]?.opted_out ? 'opted_out' : null;
+  return check.consent[sub.type]?.opted_out === true ? 'opted_out' : null;
 }
 
-/** The live ones of the subscriptions loadRecipient kept (the channel's; for a retry, those to retry). */
-function liveSubscriptions(stored: readonly string[]): StoredSubscription[] {
-  const out: StoredSubscription[] = [];
-  for (const json of stored) {
-    const sub = parseSubscription(json);
-    if (sub !== null && sub.state === 'live') out.push(sub);
-  }
-  return out.sort((a, b) => a.registered_at - b.registered_at);
+/** The live ones of the subscriptions loaded (the channel's; for a retry, those to retry), oldest registration first. */
+function liveSubscriptions(stored: readonly StoredSubscription[]): StoredSubscription[] {
+  return stored.filter((sub) => sub.state === 'live').sort((a, b) => a.registered_at - b.registered_at);
 }
 
 /** The keys of the job's user; the cancel mark is read in the user's partition, one slot with their consent. */
 function userKeys(topology: Topology, notifications: Pick<Notifications, 'cancelMark'>, job: DispatchJob): UserKeys {
   const user = recordOf(topology, job.project, job.external_id);
   return { partition: user.partition, user: user.user, canceled: notifications.cancelMark(user.partition, job.n) };
-}
-
-function parseSubscription(json: string): StoredSubscription | null {
-  try {
-    const value = JSON.parse(json) as StoredSubscription;
-    return typeof value === 'object' && value !== null && typeof value.token === 'string' ? value : null;
-  } catch {
-    return null;
-  }
 }
 
 function parseJob(json: string | undefined): DispatchJob | null {

@@ -12,6 +12,8 @@ import { PrivateCluster } from '../../bench/redis-cluster.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 import { NotificationKeys } from '../../engine/state/notifications/redis-keys.ts';
 import { UserKeys } from '../../engine/state/users/redis-keys.ts';
+import { recipientOfRecord } from '../../engine/state/users/user-record.ts';
+import type { RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
 
 /** The fan-out and dispatch scripts against the real Redis: each effect once. */
 
@@ -135,12 +137,20 @@ t.test('releaseDue moves only due members, each once, and says when the next is 
 const SEEDED_TAGS = { language: 'spt-BR', plan: 'sgold' };
 
 /** A user with two push subscriptions (one retired), an SMS one and a language tag, and more tags when given. */
-async function seedUser(redis: RedisClient, topology: Topology, user: string, tags: Record<string, string> = {}): Promise<Record<string, string>> {
+async function seedUser(redis: RedisClient, topology: Topology, user: string, tags: Record<string, string> = {}): Promise<Record<string, StoredSubscription>> {
   const sub = (type: SubscriptionType, token: string, state: 'live' | 'retired', registeredAt: number): StoredSubscription => ({ type, token, state, created_at: 1, updated_at: 1, registered_at: registeredAt });
   const subs = [sub('IOS_PUSH', 'aa', 'live', 2), sub('ANDROID_PUSH', 'bb', 'live', 1), sub('IOS_PUSH', 'cc', 'retired', 3), sub('SMS', '+15550000001', 'live', 4)];
   await writeUserRecord(redis, topology.own(UserKeys).user('p', user), { created_at: 1, updated_at: 1, tags: { ...SEEDED_TAGS, ...tags }, subs });
-  return Object.fromEntries(subs.map((s) => [`${s.type}:${s.token}`, JSON.stringify(s)]));
+  return Object.fromEntries(subs.map((s) => [`${s.type}:${s.token}`, s]));
 }
+
+/** loadRecipient's answer as dispatch reads it (engine/state/users/user-record.ts recipientOfRecord). */
+async function loadAs(redis: RedisClient, keys: RecipientKeys, types: string, only: readonly string[] | null = null, allTags = false) {
+  const stored = await scripts.loadRecipient(redis, { keys, args: {} });
+  return { ...recipientOfRecord(stored.record, new Set(types.split(' ')), only === null ? null : new Set(only), allTags), canceled: stored.canceled };
+}
+
+const byToken = (subs: readonly StoredSubscription[]) => [...subs].sort((a, b) => a.token.localeCompare(b.token));
 
 function recipientKeys(notifications: Notifications, topology: Topology, user: string, notification = 'n1') {
   const keys = topology.own(UserKeys).recordOf('p', user);
@@ -166,38 +176,53 @@ t.test('userKeys names the user record, with the user partition', async (t) => {
   }
 });
 
-t.test("loadRecipient answers the user's language and the subscriptions of the channel, or of a retry", async (t) => {
+t.test("loadRecipient answers the user's record: the language and the subscriptions of the channel, or of a retry", async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const subs = await seedUser(redis, topology, 'u1');
   const keys = recipientKeys(notifications, topology, 'u1');
-  const push = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0, allTags: 0 }, only: [] });
+  const push = await loadAs(redis, keys, 'IOS_PUSH ANDROID_PUSH WEB_PUSH');
   t.equal(push.language, 'spt-BR', 'the stored tag, as stored');
-  t.same([...push.subs].sort(), [subs['IOS_PUSH:aa'], subs['ANDROID_PUSH:bb'], subs['IOS_PUSH:cc']].sort(), 'every push subscription, retired too: the handler keeps the live ones');
-  const sms = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
+  t.same(byToken(push.subs), [subs['IOS_PUSH:aa'], subs['ANDROID_PUSH:bb'], subs['IOS_PUSH:cc']], 'every push subscription, retired too: the handler keeps the live ones');
+  const sms = await loadAs(redis, keys, 'SMS');
   t.same(sms.subs, [subs['SMS:+15550000001']]);
-  const retry = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 1, allTags: 0 }, only: ['IOS_PUSH:aa', 'SMS:+15550000001'] });
-  t.same(retry.subs, [subs['IOS_PUSH:aa']], "a retry gets only the listed subscriptions of the channel");
-  const none = await scripts.loadRecipient(redis, { keys, args: { types: 'IOS_PUSH', limited: 1, allTags: 0 }, only: [] });
+  const retry = await loadAs(redis, keys, 'IOS_PUSH ANDROID_PUSH WEB_PUSH', ['IOS_PUSH:aa', 'SMS:+15550000001']);
+  t.same(retry.subs, [subs['IOS_PUSH:aa']], 'a retry gets only the listed subscriptions of the channel');
+  const none = await loadAs(redis, keys, 'IOS_PUSH', []);
   t.same(none.subs, [], 'a retry listing nothing gets nothing');
-  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'nobody'), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] }), { language: null, subs: [], timezone: null, tags: null, canceled: false, consent: {} }, 'an unknown user');
+  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'nobody'), args: {} }), { record: null, canceled: false }, 'an unknown user: no record');
+  t.same(await loadAs(redis, recipientKeys(notifications, topology, 'nobody'), 'SMS'), { language: null, subs: [], timezone: null, tags: null, canceled: false, consent: {} }, 'read as no tag, subscription or consent');
   await seedUser(redis, topology, 'u1', { timezone: 'sAsia/Tokyo' });
-  const all = await scripts.loadRecipient(redis, { keys, args: { types: 'SMS', limited: 0, allTags: 1 }, only: [] });
+  const all = await loadAs(redis, keys, 'SMS', null, true);
   t.equal(all.timezone, 'sAsia/Tokyo', 'the timezone tag, as stored');
   t.same(pairs(all.tags), pairs(Object.entries({ ...SEEDED_TAGS, timezone: 'sAsia/Tokyo' }).flat()), 'every tag, for personal texts');
 });
 
-t.test('loadRecipient answers the cancel mark and the consent of the channel types, as checkSend reads them', async (t) => {
+t.test('loadRecipient answers the cancel mark, and the record the consent of the channel types, as checkSend reads them', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   await seedUser(redis, topology, 'u1');
   const keys = recipientKeys(notifications, topology, 'u1');
-  const push = { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', limited: 0, allTags: 0 };
-  t.match(await scripts.loadRecipient(redis, { keys, args: push, only: [] }), { canceled: false, consent: {} }, 'nothing in the way');
+  const push = 'IOS_PUSH ANDROID_PUSH WEB_PUSH';
+  t.match(await loadAs(redis, keys, push), { canceled: false, consent: {} }, 'nothing in the way');
   const ios = await writeConsent(redis, topology, 'p', 'u1', 'IOS_PUSH', true, 1234);
   await writeConsent(redis, topology, 'p', 'u1', 'SMS', true, 1234);
-  t.match(await scripts.loadRecipient(redis, { keys, args: push, only: [] }), { canceled: false, consent: { IOS_PUSH: JSON.stringify(ios) } }, 'the consent of the channel types only');
+  t.same((await loadAs(redis, keys, push)).consent, { IOS_PUSH: ios }, 'the consent of the channel types only');
   await notifications.cancel(await accepted(notifications, 'n1'), 1000);
-  t.match(await scripts.loadRecipient(redis, { keys, args: push, only: [] }), { canceled: true }, 'canceled');
-  t.match(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'u1', 'n2'), args: push, only: [] }), { canceled: false }, 'another notification is not');
+  t.match(await loadAs(redis, keys, push), { canceled: true }, 'canceled');
+  t.match(await loadAs(redis, recipientKeys(notifications, topology, 'u1', 'n2'), push), { canceled: false }, 'another notification is not');
+});
+
+t.test("loadRecipient answers a user still in 0.11.1's four hashes as their record would hold them", async (t) => {
+  const { redis, topology, notifications } = await setup(t);
+  const legacy = topology.own(UserKeys).legacyUser('p', 'old');
+  const sub: StoredSubscription = { type: 'IOS_PUSH', token: 'ab'.repeat(32), state: 'live', created_at: 1, updated_at: 2, registered_at: 3, device_model: 'iPhone15,2' };
+  await redis.hset(legacy.user, { created_at: '1', updated_at: '9' });
+  await redis.hset(legacy.tags, { language: 'sfr', plan: 'spro' });
+  await redis.hset(legacy.subs, `IOS_PUSH:${sub.token}`, JSON.stringify(sub), 'SMS:+15550000002', JSON.stringify({ ...sub, type: 'SMS', token: '+15550000002' }));
+  await redis.hset(legacy.consent, 'IOS_PUSH', JSON.stringify({ opted_out: true, at: 5 }));
+  const loaded = await loadAs(redis, recipientKeys(notifications, topology, 'old'), 'IOS_PUSH ANDROID_PUSH WEB_PUSH', null, true);
+  t.same(loaded, { language: 'sfr', timezone: null, tags: loaded.tags, subs: [sub], consent: { IOS_PUSH: { opted_out: true, at: 5 } }, canceled: false });
+  t.same(pairs(loaded.tags), ['language=sfr', 'plan=spro'], 'every tag');
+  t.equal(await redis.exists(legacy.user, legacy.tags, legacy.subs, legacy.consent), 4, 'a read changes nothing');
 });
 
 t.test('loadRecipients answers, in one call, what loadRecipient answers for each user', async (t) => {
@@ -206,15 +231,10 @@ t.test('loadRecipients answers, in one call, what loadRecipient answers for each
   for (const user of ['u1', 'u2']) await seedUser(redis, topology, user);
   await seedUser(redis, topology, 'u3', { timezone: 'sAsia/Tokyo' });
   await writeConsent(redis, topology, 'p', 'u2', 'IOS_PUSH', true, 1234);
-  for (const allTags of [0, 1]) {
-    const args = { types: 'IOS_PUSH ANDROID_PUSH WEB_PUSH', allTags };
-    const each = await Promise.all(users.map((u) => scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, u), args: { ...args, limited: 0 }, only: [] })));
-    const all = await scripts.loadRecipients(redis, { keys: {}, args, users: users.map((u) => recipientKeys(notifications, topology, u)) });
-    const sorted = (list: typeof each) => list.map((r) => ({ ...r, subs: [...r.subs].sort(), tags: r.tags === null ? null : pairs(r.tags) }));
-    t.same(sorted(all), sorted(each), `the same answers, in the order of the users (allTags ${allTags})`);
-  }
-  t.match(await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: [recipientKeys(notifications, topology, 'u2')] }), [{ consent: {} }], "only the channel's consent");
-  t.same(await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: [] }), [], 'no user, no answer');
+  const each = await Promise.all(users.map((u) => scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, u), args: {} })));
+  const all = await scripts.loadRecipients(redis, { keys: {}, args: {}, users: users.map((u) => recipientKeys(notifications, topology, u)) });
+  t.same(all, each, 'the same answers, in the order of the users');
+  t.same(await scripts.loadRecipients(redis, { keys: {}, args: {}, users: [] }), [], 'no user, no answer');
 });
 
 t.test('checkSend answers the cancel mark of the user partition and the consent of the type', async (t) => {
@@ -251,14 +271,14 @@ t.test('on a Redis Cluster each dispatch script call stays in one slot, and canc
   t.ok(new Set(users.map((u) => topology.partitionOf('p', u))).size > 2, 'the users are spread over partitions');
   for (const user of users) {
     const subs = await seedUser(redis, topology, user);
-    const loaded = await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, user), args: { types: 'SMS', limited: 0, allTags: 0 }, only: [] });
+    const loaded = await loadAs(redis, recipientKeys(notifications, topology, user), 'SMS');
     t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null, canceled: false, consent: {} }, `loadRecipient of ${user}`);
     t.same(await scripts.checkSend(redis, { keys: sendKeys(notifications, topology, user, 'n1'), args: { type: 'SMS' } }), { canceled: false, consent: null }, `checkSend of ${user}`);
   }
   const byPartition = new Map<number, string[]>();
   for (const user of users) byPartition.set(topology.partitionOf('p', user), [...(byPartition.get(topology.partitionOf('p', user)) ?? []), user]);
   for (const [partition, together] of byPartition) {
-    const loaded = await scripts.loadRecipients(redis, { keys: {}, args: { types: 'SMS', allTags: 0 }, users: together.map((u) => recipientKeys(notifications, topology, u)) });
+    const loaded = await scripts.loadRecipients(redis, { keys: {}, args: {}, users: together.map((u) => recipientKeys(notifications, topology, u)) });
     t.equal(loaded.length, together.length, `loadRecipients of partition ${partition}, in its slot`);
   }
   await notifications.cancel(await accepted(notifications, 'n1'), 1000);

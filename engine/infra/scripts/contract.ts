@@ -39,6 +39,8 @@ export interface KeyList<V> {
 /** How a script's reply is read: the named fields of a table reply, if it is one, and the parser. */
 export interface Reply<R> {
   readonly fields?: readonly string[];
+  /** Bulk strings come back as Buffers (bytes such as MessagePack, which a string would mangle). */
+  readonly binary?: boolean;
   parse(raw: unknown): R;
 }
 
@@ -95,7 +97,10 @@ export function defineScript<N extends string, K extends string, A extends strin
     }
     for (const a of contract.args) argv.push(call.args[a]);
     if (contract.variadic) argv.push(...contract.variadic.spread(call));
-    return contract.reply.parse(await client[contract.name](...argv));
+    // defineCommand puts a `<name>Buffer` variant beside each command on the client.
+    const command = contract.reply.binary === true ? (client as Partial<Record<string, Command>>)[`${contract.name}Buffer`] : client[contract.name];
+    if (command === undefined) throw new Error(`${contract.name}: the client has no ${contract.name}Buffer command`);
+    return contract.reply.parse(await command.apply(client, argv));
   };
   return Object.assign(run, { contract });
 }

@@ -49,47 +49,32 @@ export const recordAttempts = defineScript({
   reply: { parse: (raw) => ({ recorded: int('recordAttempts', raw) }) },
 });
 
-const recipientFields = ['language', 'subs', 'timezone', 'tags', 'canceled', 'consent'] as const;
+const recipientFields = ['record', 'canceled'] as const;
 
-/** A dispatch job's user as engine/infra/scripts/lua/include/recipient.lua answers it: tags still encoded. */
-export interface Recipient {
-  language: string | null;
-  subs: string[];
-  timezone: string | null;
-  /** Every tag, as a field, value list, for a notification with personal texts; else null. */
-  tags: string[] | null;
+/** A dispatch job's user as engine/infra/scripts/lua/include/recipient.lua answers it. */
+export interface StoredRecipient {
+  /** The user's record as stored (engine/state/users/user-record.ts reads it); null for no user. */
+  record: Buffer | null;
   /** The notification's cancel mark in the user's partition. */
   canceled: boolean;
-  /** The stored consent JSON of the channel's types, by type. */
-  consent: Record<string, string>;
 }
 
-function recipientOf(name: string, raw: unknown): Recipient {
+function storedRecipientOf(name: string, raw: unknown): StoredRecipient {
   const r = fields(name, recipientFields, raw);
-  const consent: Record<string, string> = {};
-  const stored = strings(`${name} consent`, r.consent);
-  for (let i = 0; i + 1 < stored.length; i += 2) consent[stored[i] ?? ''] = stored[i + 1] ?? '';
-  return {
-    language: r.language === null ? null : str(`${name} language`, r.language),
-    subs: strings(`${name} subs`, r.subs),
-    timezone: r.timezone === null ? null : str(`${name} timezone`, r.timezone),
-    tags: r.tags === null ? null : strings(`${name} tags`, r.tags),
-    canceled: flag(`${name} canceled`, r.canceled),
-    consent,
-  };
+  if (r.record !== null && !Buffer.isBuffer(r.record)) throw new Error(`${name}: expected the record's bytes, got ${JSON.stringify(r.record)}`);
+  return { record: r.record, canceled: flag(`${name} canceled`, r.canceled) };
 }
 
 /**
- * engine/infra/scripts/lua/loadRecipient-2.lua: a dispatch job's user: subscriptions of the channel, language and
- * timezone tags, every tag when asked, and the cancel mark and consent a send is checked against.
+ * engine/infra/scripts/lua/loadRecipient-2.lua: a dispatch job's user's record and the cancel mark
+ * a send is checked against, with the consent the record holds.
  */
 export const loadRecipient = defineScript({
   name: 'loadRecipient',
   oom: 'read',
   keys: ['user', 'canceled'],
-  args: ['types', 'limited', 'allTags'],
-  variadic: { name: 'only', spread: (call: { only: readonly string[] }) => [...call.only] },
-  reply: { fields: recipientFields, parse: (raw) => recipientOf('loadRecipient', raw) },
+  args: [],
+  reply: { fields: recipientFields, binary: true, parse: (raw) => storedRecipientOf('loadRecipient', raw) },
 });
 
 /** The keys of one user of loadRecipients, all in the partition's slot. */
@@ -98,7 +83,7 @@ export interface RecipientKeys {
   canceled: string;
 }
 
-/** engine/infra/scripts/lua/loadRecipients-n.lua: loadRecipient for the users of jobs of one partition and notification, in one call. */
+/** engine/infra/scripts/lua/loadRecipients-n.lua: loadRecipient for the users of jobs read together, in one call (one slot). */
 export const loadRecipients = defineScript({
   name: 'loadRecipients',
   oom: 'read',
@@ -112,11 +97,12 @@ export const loadRecipients = defineScript({
       return keys;
     },
   },
-  args: ['types', 'allTags'],
+  args: [],
   reply: {
+    binary: true,
     parse: (raw) => {
       if (!Array.isArray(raw)) throw new Error(`loadRecipients: expected a list, got ${JSON.stringify(raw)}`);
-      return raw.map((r: unknown) => recipientOf('loadRecipients', r));
+      return raw.map((r: unknown) => storedRecipientOf('loadRecipients', r));
     },
   },
 });

@@ -1,4 +1,6 @@
 import { Unpackr } from 'msgpackr';
+import type { SubscriptionType } from '../../../schemas/sdk.ts';
+import type { StoredConsent, StoredSubscription } from '../../../schemas/state.ts';
 
 /** One user's state as four maps, field to value, as 0.11.1's four hashes held it (the recorder's and the views' input). */
 export interface UserHashes {
@@ -30,7 +32,7 @@ export function decodeUserRecord(packed: Buffer | null): UserHashes {
     out.user = { created_at: String(created), updated_at: String(typeof updated === 'number' ? updated : created) };
   }
   for (const [key, value] of mapOf(record.get('t'))) if (typeof value === 'string') out.tags[key] = value;
-  for (const [field, sub] of mapOf(record.get('s'))) if (Array.isArray(sub)) out.subs[field] = subscriptionJson(field, sub);
+  for (const [field, sub] of mapOf(record.get('s'))) if (Array.isArray(sub)) out.subs[field] = JSON.stringify(storedSubscription(field, sub));
   for (const [type, c] of mapOf(record.get('o'))) {
     if (Array.isArray(c)) out.consent[type] = JSON.stringify({ opted_out: c[0] === true, at: c[1] });
   }
@@ -70,8 +72,46 @@ export function summaryOfRecord(packed: Buffer): UserSummary | null {
   return { createdAt: created, updatedAt: typeof updated === 'number' ? updated : created, tags, live, optedOut };
 }
 
-/** A stored subscription as the JSON of schemas/state.ts StoredSubscription. */
-function subscriptionJson(field: string, sub: unknown[]): string {
+/** What dispatch reads of a user (actors/dispatch/dispatch-handler.ts): tags still encoded. */
+export interface RecipientState {
+  /** The stored `language` tag; null when unset. */
+  language: string | null;
+  /** The stored `timezone` tag; null when unset. */
+  timezone: string | null;
+  /** Every tag, as a field, value list, when asked for (personal texts); else null. */
+  tags: string[] | null;
+  /** The subscriptions of the types asked for (only those of `only` when given), live or not. */
+  subs: StoredSubscription[];
+  /** The consent of the types asked for, by type. */
+  consent: Partial<Record<SubscriptionType, StoredConsent>>;
+}
+
+/**
+ * What a dispatch job needs of a user, read from their record (null: no user): the subscriptions
+ * of `types` (or, for a retry or a notification by subscription id, the fields of `only`), the
+ * consent of `types`, the language and timezone tags, and every tag when `allTags`.
+ */
+export function recipientOfRecord(packed: Buffer | null, types: ReadonlySet<string>, only: ReadonlySet<string> | null, allTags: boolean): RecipientState {
+  const out: RecipientState = { language: null, timezone: null, tags: allTags ? [] : null, subs: [], consent: {} };
+  if (packed === null) return out;
+  const record = mapOf(unpackr.unpack(packed));
+  for (const [key, value] of mapOf(record.get('t'))) {
+    if (typeof value !== 'string') continue;
+    if (key === 'language') out.language = value;
+    else if (key === 'timezone') out.timezone = value;
+    out.tags?.push(key, value);
+  }
+  for (const [field, sub] of mapOf(record.get('s'))) {
+    if (Array.isArray(sub) && types.has(field.slice(0, field.indexOf(':'))) && (only === null || only.has(field))) out.subs.push(storedSubscription(field, sub));
+  }
+  for (const [type, c] of mapOf(record.get('o'))) {
+    if (Array.isArray(c) && types.has(type) && typeof c[1] === 'number') out.consent[type as SubscriptionType] = { opted_out: c[0] === true, at: c[1] };
+  }
+  return out;
+}
+
+/** A stored subscription of the record, as schemas/state.ts StoredSubscription (its JSON's fields in this order). */
+function storedSubscription(field: string, sub: unknown[]): StoredSubscription {
   const colon = field.indexOf(':');
   const stored: Record<string, unknown> = {
     type: field.slice(0, colon),
@@ -85,7 +125,7 @@ function subscriptionJson(field: string, sub: unknown[]): string {
     const v = sub[4 + i];
     if (typeof v === 'string') stored[name] = v;
   });
-  return JSON.stringify(stored);
+  return stored as StoredSubscription;
 }
 
 /** A decoded map with string keys; anything else (Lua packs an empty map as an empty array) is empty. */

@@ -9,7 +9,6 @@
 --   o  TYPE -> { opted_out, at }
 
 local SUB_DEVICE = { 'device_model', 'device_os', 'app_version', 'web_auth', 'web_p256' }
-local SUB_STATES = { [0] = 'live', [1] = 'retired' }
 
 -- The four hashes 0.11.1 kept a user in, named after the record's key: `P usr:{pN}:proj:ext`
 -- becomes `P user:{pN}:proj:ext`, `P tags:…`, `P subs:…` and `P consent:…` (same slot).
@@ -57,36 +56,25 @@ end
 
 local function isEmptyTable(t) return next(t) == nil end
 
--- Saving a user read from 0.11.1's hashes deletes them: the record holds it all now. Returns the
--- record as stored.
-local function saveUser(key, user)
+-- A user's record as stored: its empty parts left out.
+local function packUser(user)
   local out = { c = user.c, u = user.u }
   if not isEmptyTable(user.t) then out.t = user.t end
   if not isEmptyTable(user.s) then out.s = user.s end
   if not isEmptyTable(user.o) then out.o = user.o end
-  local packed = cmsgpack.pack(out)
+  return cmsgpack.pack(out)
+end
+
+-- Saving a user read from 0.11.1's hashes deletes them: the record holds it all now. Returns the
+-- record as stored.
+local function saveUser(key, user)
+  local packed = packUser(user)
   redis.call('SET', key, packed)
   if user.legacy then
     local legacy = legacyKeys(key)
     redis.call('DEL', legacy.user, legacy.tags, legacy.subs, legacy.consent)
   end
   return packed
-end
-
--- A stored subscription as the JSON of schemas/state.ts StoredSubscription.
-local function subscriptionJson(field, sub)
-  local colon = string.find(field, ':', 1, true)
-  local out = {
-    '{"type":', cjson.encode(string.sub(field, 1, colon - 1)), ',"token":', cjson.encode(string.sub(field, colon + 1)),
-    ',"state":"', SUB_STATES[sub[1]] or 'live', '","created_at":', string.format('%.0f', sub[2]),
-    ',"updated_at":', string.format('%.0f', sub[3]), ',"registered_at":', string.format('%.0f', sub[4]),
-  }
-  for i, name in ipairs(SUB_DEVICE) do
-    local v = sub[4 + i]
-    if v then out[#out + 1] = ',"' .. name .. '":' .. cjson.encode(v) end
-  end
-  out[#out + 1] = '}'
-  return table.concat(out)
 end
 
 local function consentJson(c)
