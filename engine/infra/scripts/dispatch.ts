@@ -1,4 +1,4 @@
-import { defineScript, fields, flag, int, str, strings, type Arg } from './contract.ts';
+import { defineScript, fields, flag, int, str, type Arg } from './contract.ts';
 
 /** engine/infra/scripts/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
 export const appendJobs = defineScript({
