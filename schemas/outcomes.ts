@@ -2,9 +2,9 @@ import Type, { type Static } from 'typebox';
 import { SubscriptionTypeSchema, type SubscriptionType } from './sdk.ts';
 
 /**
- * One entry of the delivery-outcomes stream (field `d`, JSON): the dispatch actor appends one per
- * delivery attempt, and the recorder inserts it as one `message_deliveries` row
- * (docs/architecture.md#every-attempt-recorded). The fields are those of a delivery record
+ * One outcome of the delivery-outcomes stream (field `d`, JSON): the dispatch actor records one
+ * per delivery attempt, several to an entry (outcomeTexts), and the recorder inserts each as one
+ * `message_deliveries` row (docs/architecture.md#every-attempt-recorded). The fields are those of a delivery record
  * (docs/api.md#the-delivery-record) except `receipt`,
  * which is joined from receipts when read, plus `project`. Times are ms since the epoch.
  *
@@ -59,3 +59,23 @@ export const channelTypes: Readonly<Record<Channel, readonly SubscriptionType[]>
 /** The channel that sends to each subscription type. */
 export const channelOf = Object.fromEntries(Object.entries(channelTypes).flatMap(([channel, types]) => types.map((t) => [t, channel]))) as Readonly<Record<SubscriptionType, Channel>>;
 export type OutcomeEntry = Static<typeof OutcomeEntry>;
+
+/**
+ * What parts the outcomes of one entry's value: each is compact JSON on a line of its own
+ * (engine/infra/scripts/lua/recordAttempts-5.lua joins them with a newline). A newline followed by
+ * `{`, not a newline alone, so that an entry of one outcome written over several lines (which
+ * indent what is inside the object; a string's newline is escaped) is still one outcome.
+ */
+export const OUTCOME_SEPARATOR = '\n{';
+
+/** The JSON texts of the outcomes of one entry's value, in order. */
+export function outcomeTexts(value: string): string[] {
+  const texts: string[] = [];
+  let start = 0;
+  for (let at = value.indexOf(OUTCOME_SEPARATOR); at !== -1; at = value.indexOf(OUTCOME_SEPARATOR, at + 1)) {
+    texts.push(value.slice(start, at));
+    start = at + 1;
+  }
+  texts.push(value.slice(start));
+  return texts;
+}

@@ -1,5 +1,5 @@
 import { Change, type EventChange, type ReceiptChange } from '../../schemas/changes.ts';
-import { OutcomeEntry } from '../../schemas/outcomes.ts';
+import { OUTCOME_SEPARATOR, OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { Static } from 'typebox';
 import { parseConsent } from '../../engine/state/users/consent.ts';
 import { parseSubscription, type UserHashes } from '../../engine/state/users/read-user.ts';
@@ -55,53 +55,80 @@ export function recordsOf(entry: RawStreamEntry): Buffer[] {
   return out;
 }
 
+/** Where an entry's outcomes part: a newline followed by `{` (schemas/outcomes.ts OUTCOME_SEPARATOR). */
+const SEPARATOR = Buffer.from(OUTCOME_SEPARATOR);
+
+/** The outcomes of one entry's value, each a JSON object (schemas/outcomes.ts outcomeTexts, on bytes). */
+function outcomeLines(value: Buffer): Buffer[] {
+  const lines: Buffer[] = [];
+  let start = 0;
+  for (let at = value.indexOf(SEPARATOR); at !== -1; at = value.indexOf(SEPARATOR, at + 1)) {
+    lines.push(value.subarray(start, at));
+    start = at + 1;
+  }
+  lines.push(value.subarray(start));
+  return lines;
+}
+
 /**
- * The message_deliveries_in rows (migration 0007) of outcome entries as JSONEachRow text, without
- * parsing them: each entry's own JSON object with `stream_id` put in front
- * (`{"stream_id":"<id>",` replaces its `{`; a stream ID is digits and a dash, so it needs no
- * escaping), written into one buffer. Null when an entry's value is not an object text to splice
- * so (no `d`, or not starting with `{`). ClickHouse checks the rows as it parses them (column
- * types, unknown fields, the table's constraints); when it refuses the batch,
- * checkedDeliveryLines finds the bad entries. The recorder's hot path: byte copies only.
+ * The message_deliveries_in rows (migration 0007) of outcome entries as JSONEachRow text, and how
+ * many, without parsing them: each outcome's own JSON object (an entry holds one a line) with its
+ * entry's `stream_id` put in front (`{"stream_id":"<id>",` replaces its `{`; a stream ID is digits
+ * and a dash, so it needs no escaping), written into one buffer. Null when an outcome is not an
+ * object text to splice so (no `d`, or a line not starting with `{`). ClickHouse checks the rows
+ * as it parses them (column types, unknown fields, the table's constraints); when it refuses the
+ * batch, checkedDeliveryLines finds the bad outcomes. The recorder's hot path: byte copies only.
  */
-export function deliveryLines(entries: readonly RawStreamEntry[]): Buffer | null {
-  const values: Buffer[] = [];
+export function deliveryLines(entries: readonly RawStreamEntry[]): { lines: Buffer; rows: number } | null {
+  const values: Buffer[][] = [];
   let size = 0;
+  let rows = 0;
   for (const entry of entries) {
     const value = dataOf(entry);
-    if (value === undefined || value[0] !== OPEN_BRACE) return null;
-    values.push(value);
-    size += STREAM_ID_OPEN.length + entry.id.length + STREAM_ID_CLOSE.length + value.length;
+    if (value === undefined) return null;
+    const lines = outcomeLines(value);
+    for (const line of lines) {
+      if (line[0] !== OPEN_BRACE) return null;
+      size += STREAM_ID_OPEN.length + entry.id.length + STREAM_ID_CLOSE.length + line.length;
+    }
+    rows += lines.length;
+    values.push(lines);
   }
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   entries.forEach((entry, i) => {
-    const value = values[i] as Buffer;
-    out.set(STREAM_ID_OPEN, at);
-    at += STREAM_ID_OPEN.length;
     const { id } = entry;
-    for (let c = 0; c < id.length; c++) out[at++] = id.charCodeAt(c);
-    out.set(STREAM_ID_CLOSE, at);
-    at += STREAM_ID_CLOSE.length;
-    out.set(value.subarray(1), at);
-    at += value.length - 1;
-    out[at++] = NEWLINE;
+    for (const line of values[i] as Buffer[]) {
+      out.set(STREAM_ID_OPEN, at);
+      at += STREAM_ID_OPEN.length;
+      for (let c = 0; c < id.length; c++) out[at++] = id.charCodeAt(c);
+      out.set(STREAM_ID_CLOSE, at);
+      at += STREAM_ID_CLOSE.length;
+      out.set(line.subarray(1), at);
+      at += line.length - 1;
+      out[at++] = NEWLINE;
+    }
   });
-  return out;
+  return { lines: out, rows };
 }
 
 /**
- * The message_deliveries_in rows of the outcome entries that are valid OutcomeEntry JSON, each
- * checked and written anew, and how many entries were not: the slow path, taken only when
- * ClickHouse refused a batch of deliveryLines.
+ * The message_deliveries_in rows of the outcomes that are valid OutcomeEntry JSON, each checked
+ * and written anew, and how many outcomes were not (an entry without `d` counts one): the slow
+ * path, taken only when ClickHouse refused a batch of deliveryLines.
  */
 export function checkedDeliveryLines(entries: readonly RawStreamEntry[]): { lines: Buffer; rows: number; invalid: number } {
   const lines: string[] = [];
+  let invalid = 0;
   for (const entry of entries) {
-    const outcome = parsed(dataOf(entry)?.toString('utf8'), isOutcome);
-    if (outcome !== null) lines.push(JSON.stringify({ stream_id: entry.id, ...outcome }));
+    const value = dataOf(entry);
+    for (const text of value === undefined ? [''] : outcomeLines(value).map((line) => line.toString('utf8'))) {
+      const outcome = parsed(text, isOutcome);
+      if (outcome === null) invalid += 1;
+      else lines.push(JSON.stringify({ stream_id: entry.id, ...outcome }));
+    }
   }
-  return { lines: Buffer.from(lines.join('\n')), rows: lines.length, invalid: entries.length - lines.length };
+  return { lines: Buffer.from(lines.join('\n')), rows: lines.length, invalid };
 }
 
 /** An events row (migration 0004). */

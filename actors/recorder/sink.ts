@@ -45,13 +45,13 @@ export class RecorderSink {
    * entries is ClickHouse failing, and is thrown to be retried.
    */
   private async recordOutcomes(entries: RawStreamEntry[], token: string): Promise<void> {
-    const lines = deliveryLines(entries);
+    const rows = deliveryLines(entries);
     let refusal: unknown;
-    if (lines !== null) {
+    if (rows !== null) {
       try {
-        await insertJsonLines(this.ch, OUTCOMES_TABLE, lines, token);
-        this.metrics.recordedRows.labels('message_deliveries').inc(entries.length);
-        this.publish(lines);
+        await insertJsonLines(this.ch, OUTCOMES_TABLE, rows.lines, token);
+        this.metrics.recordedRows.labels('message_deliveries').inc(rows.rows);
+        this.publish(rows.lines);
         return;
       } catch (err) {
         refusal = err;

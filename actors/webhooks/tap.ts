@@ -1,5 +1,5 @@
 import { Change } from '../../schemas/changes.ts';
-import { OutcomeEntry } from '../../schemas/outcomes.ts';
+import { OutcomeEntry, outcomeTexts } from '../../schemas/outcomes.ts';
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
@@ -136,6 +136,14 @@ export class EventTap implements PartitionWork {
   private eventsOf(stream: string, entry: StreamEntry): ProjectEvent[] {
     const json = fieldOf(entry, 'd');
     if (json === undefined) return [];
+    const source = `${stream}/${entry.id}`;
+    if (stream !== this.opts.streams.outcomes) return this.factEvents(json, source, false);
+    // An entry holds several outcomes: the first keeps the entry's own source, as when it held one.
+    return outcomeTexts(json).flatMap((text, i) => this.factEvents(text, i === 0 ? source : `${source}/${i}`, true));
+  }
+
+  /** The events of one recorded fact: an outcome, or a change. */
+  private factEvents(json: string, source: string, isOutcome: boolean): ProjectEvent[] {
     let value: unknown;
     try {
       value = JSON.parse(json);
@@ -145,9 +153,8 @@ export class EventTap implements PartitionWork {
     // Most entries are of projects without an endpoint: no schema check, no events for them.
     const project = typeof value === 'object' && value !== null ? (value as { project?: unknown }).project : undefined;
     if (typeof project !== 'string' || !this.opts.endpoints.has(project)) return [];
-    const source = `${stream}/${entry.id}`;
     const { outcome, change } = entryChecks();
-    if (stream === this.opts.streams.outcomes) return outcome(value) ? outcomeEvents(source, value) : [];
+    if (isOutcome) return outcome(value) ? outcomeEvents(source, value) : [];
     return change(value) ? changeEvents(source, value) : [];
   }
 }

@@ -6,6 +6,7 @@ import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import { rows } from '../clickhouse/embedded.ts';
 import { inProcessGateway } from '../helpers/in-process.ts';
 import { outcome } from './outcomes.ts';
+import { outcomeTexts } from '../../schemas/outcomes.ts';
 
 /** An outcomes stream entry as a buffer read returns it: field `d` with the given text. */
 const entry = (id: string, d: string): RawStreamEntry => ({ id, fields: [Buffer.from('d'), Buffer.from(d)] });
@@ -63,4 +64,39 @@ t.test('a batch of valid outcomes goes to ClickHouse as its entries wrote it', a
     stored.map((row) => ({ ...row, at: Number(row['at']) })),
     written,
   );
+});
+
+t.test('an entry of several outcomes is a row each, under the entry stream ID; a bad one among them is skipped alone', async (t) => {
+  const gw = await inProcessGateway(t);
+  const project = gw.project.project_id;
+  const sink = new RecorderSink(gw.clickhouse, gw.redis, gw.topology, new Metrics(), createLogger('error'));
+  const valid = (n: number) => JSON.stringify(outcome(project, n));
+  const recorded = async () =>
+    rows<{ id: string; stream_id: string }>(gw.clickhouse, 'SELECT id, stream_id FROM message_deliveries WHERE project = {p:String} ORDER BY id', { p: project });
+
+  await sink.record('outcomes', [entry('7-0', [valid(0), valid(1)].join('\n')), entry('7-1', valid(2)), entry('7-2', [valid(3), valid(4), valid(5)].join('\n'))], 'many|7-0|7-2');
+  const expected = [
+    { id: 'd0', stream_id: '7-0' },
+    { id: 'd1', stream_id: '7-0' },
+    { id: 'd2', stream_id: '7-1' },
+    { id: 'd3', stream_id: '7-2' },
+    { id: 'd4', stream_id: '7-2' },
+    { id: 'd5', stream_id: '7-2' },
+  ];
+  t.same(await recorded(), expected, 'every outcome of every entry, in the fast path');
+
+  await sink.record('outcomes', [entry('8-0', [valid(6), JSON.stringify({ ...outcome(project, 7), status: 'lost' }), valid(8)].join('\n'))], 'many|8-0|8-0');
+  t.same((await recorded()).slice(6), [
+    { id: 'd6', stream_id: '8-0' },
+    { id: 'd8', stream_id: '8-0' },
+  ], 'the valid outcomes of an entry with a refused one');
+});
+
+t.test('outcomeTexts parts an entry at each line that starts an object, and keeps one written over lines whole', async (t) => {
+  t.same(outcomeTexts('{"a":1}'), ['{"a":1}']);
+  t.same(outcomeTexts('{"a":1}\n{"b":"x\\ny"}\n{"c":3}'), ['{"a":1}', '{"b":"x\\ny"}', '{"c":3}']);
+  const pretty = JSON.stringify({ a: 1, b: { c: 2 } }, null, 2);
+  t.same(outcomeTexts(pretty), [pretty], 'one object over several lines');
+  t.same(outcomeTexts(`${pretty}\n{"d":4}`), [pretty, '{"d":4}']);
+  t.same(outcomeTexts(''), [''], 'an empty value is one (invalid) text');
 });

@@ -36,7 +36,7 @@ export const recordAttempts = defineScript({
   name: 'recordAttempts',
   oom: 'allow', // records sends already made: refused, they would be sent again
   keys: ['dispatch', 'counts', 'outcomes', 'retries', 'ingest'],
-  args: ['group', 'now'],
+  args: ['group', 'now', 'perEntry'],
   variadic: {
     name: 'jobs',
     item: ['entryId', 'counters', 'lastAtField', 'retry', 'retryAt', 'outcomes', 'retire'],

@@ -9,6 +9,12 @@ import { NotificationKeys } from './redis-keys.ts';
 
 /** Most jobs in one call: a script holds Redis while it runs, about six commands a job. */
 const MAX_JOBS = 128;
+/**
+ * Most outcomes in one entry of `outcomes:{pN}`: one append serves many attempts, and the
+ * recorder, whose entry budget counts entries (actors/recorder/limits.ts), holds at most this
+ * many rows an entry.
+ */
+export const OUTCOMES_PER_ENTRY = 8;
 /** First and longest pause between tries of a record Redis could not take, ms. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2000;
@@ -37,7 +43,7 @@ export class RecordBatch {
     private readonly topology: Topology,
   ) {
     this.batch = new TickBatch(MAX_JOBS, async (keys, jobs) => {
-      await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: Date.now() }, jobs });
+      await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: Date.now(), perEntry: OUTCOMES_PER_ENTRY }, jobs });
       return jobs.map(() => undefined);
     });
   }
