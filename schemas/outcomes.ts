@@ -68,14 +68,16 @@ export type OutcomeEntry = Static<typeof OutcomeEntry>;
  */
 export const OUTCOME_SEPARATOR = '\n{';
 
-/** The JSON texts of the outcomes of one entry's value, in order. */
-export function outcomeTexts(value: string): string[] {
-  const texts: string[] = [];
+/** The outcomes of one entry's value, in order: their JSON texts, or their bytes when given bytes. */
+export function outcomeTexts<T extends string | Buffer>(value: T): T[] {
+  const find = (from: number): number => (typeof value === 'string' ? value.indexOf(OUTCOME_SEPARATOR, from) : value.indexOf(OUTCOME_SEPARATOR, from));
+  const part = (from: number, to?: number): T => (typeof value === 'string' ? value.slice(from, to) : value.subarray(from, to)) as T;
+  const texts: T[] = [];
   let start = 0;
-  for (let at = value.indexOf(OUTCOME_SEPARATOR); at !== -1; at = value.indexOf(OUTCOME_SEPARATOR, at + 1)) {
-    texts.push(value.slice(start, at));
+  for (let at = find(0); at !== -1; at = find(at + 1)) {
+    texts.push(part(start, at));
     start = at + 1;
   }
-  texts.push(value.slice(start));
+  texts.push(part(start));
   return texts;
 }

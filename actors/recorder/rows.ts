@@ -1,5 +1,5 @@
 import { Change, type EventChange, type ReceiptChange } from '../../schemas/changes.ts';
-import { OUTCOME_SEPARATOR, OutcomeEntry } from '../../schemas/outcomes.ts';
+import { OutcomeEntry, outcomeTexts } from '../../schemas/outcomes.ts';
 import type { Static } from 'typebox';
 import { parseConsent } from '../../engine/state/users/consent.ts';
 import { parseSubscription, type UserHashes } from '../../engine/state/users/read-user.ts';
@@ -55,21 +55,6 @@ export function recordsOf(entry: RawStreamEntry): Buffer[] {
   return out;
 }
 
-/** Where an entry's outcomes part: a newline followed by `{` (schemas/outcomes.ts OUTCOME_SEPARATOR). */
-const SEPARATOR = Buffer.from(OUTCOME_SEPARATOR);
-
-/** The outcomes of one entry's value, each a JSON object (schemas/outcomes.ts outcomeTexts, on bytes). */
-function outcomeLines(value: Buffer): Buffer[] {
-  const lines: Buffer[] = [];
-  let start = 0;
-  for (let at = value.indexOf(SEPARATOR); at !== -1; at = value.indexOf(SEPARATOR, at + 1)) {
-    lines.push(value.subarray(start, at));
-    start = at + 1;
-  }
-  lines.push(value.subarray(start));
-  return lines;
-}
-
 /**
  * The message_deliveries_in rows (migration 0007) of outcome entries as JSONEachRow text, and how
  * many, without parsing them: each outcome's own JSON object (an entry holds one a line) with its
@@ -86,7 +71,7 @@ export function deliveryLines(entries: readonly RawStreamEntry[]): { lines: Buff
   for (const entry of entries) {
     const value = dataOf(entry);
     if (value === undefined) return null;
-    const lines = outcomeLines(value);
+    const lines = outcomeTexts(value);
     for (const line of lines) {
       if (line[0] !== OPEN_BRACE) return null;
       size += STREAM_ID_OPEN.length + entry.id.length + STREAM_ID_CLOSE.length + line.length;
@@ -122,7 +107,7 @@ export function checkedDeliveryLines(entries: readonly RawStreamEntry[]): { line
   let invalid = 0;
   for (const entry of entries) {
     const value = dataOf(entry);
-    for (const text of value === undefined ? [''] : outcomeLines(value).map((line) => line.toString('utf8'))) {
+    for (const text of value === undefined ? [''] : outcomeTexts(value).map((line) => line.toString('utf8'))) {
       const outcome = parsed(text, isOutcome);
       if (outcome === null) invalid += 1;
       else lines.push(JSON.stringify({ stream_id: entry.id, ...outcome }));
