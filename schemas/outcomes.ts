@@ -68,16 +68,24 @@ export type OutcomeEntry = Static<typeof OutcomeEntry>;
  */
 export const OUTCOME_SEPARATOR = '\n{';
 
-/** The outcomes of one entry's value, in order: their JSON texts, or their bytes when given bytes. */
-export function outcomeTexts<T extends string | Buffer>(value: T): T[] {
-  const find = (from: number): number => (typeof value === 'string' ? value.indexOf(OUTCOME_SEPARATOR, from) : value.indexOf(OUTCOME_SEPARATOR, from));
-  const part = (from: number, to?: number): T => (typeof value === 'string' ? value.slice(from, to) : value.subarray(from, to)) as T;
-  const texts: T[] = [];
+/** What an entry's value is read as: its text, or (in the engine, which has Buffer) its bytes. */
+interface Searchable {
+  indexOf(search: string, from: number): number;
+}
+
+/** The outcomes of one entry's value, in order, each cut from it by `cut`. */
+export function outcomeParts<T>(value: Searchable, cut: (from: number, to?: number) => T): T[] {
+  const parts: T[] = [];
   let start = 0;
-  for (let at = find(0); at !== -1; at = find(at + 1)) {
-    texts.push(part(start, at));
+  for (let at = value.indexOf(OUTCOME_SEPARATOR, 0); at !== -1; at = value.indexOf(OUTCOME_SEPARATOR, at + 1)) {
+    parts.push(cut(start, at));
     start = at + 1;
   }
-  texts.push(part(start));
-  return texts;
+  parts.push(cut(start));
+  return parts;
+}
+
+/** The JSON texts of the outcomes of one entry's value, in order. */
+export function outcomeTexts(value: string): string[] {
+  return outcomeParts(value, (from, to) => value.slice(from, to));
 }

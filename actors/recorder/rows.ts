@@ -1,5 +1,5 @@
 import { Change, type EventChange, type ReceiptChange } from '../../schemas/changes.ts';
-import { OutcomeEntry, outcomeTexts } from '../../schemas/outcomes.ts';
+import { OutcomeEntry, outcomeParts } from '../../schemas/outcomes.ts';
 import type { Static } from 'typebox';
 import { parseConsent } from '../../engine/state/users/consent.ts';
 import { parseSubscription, type UserHashes } from '../../engine/state/users/read-user.ts';
@@ -71,7 +71,7 @@ export function deliveryLines(entries: readonly RawStreamEntry[]): { lines: Buff
   for (const entry of entries) {
     const value = dataOf(entry);
     if (value === undefined) return null;
-    const lines = outcomeTexts(value);
+    const lines = outcomeBytes(value);
     for (const line of lines) {
       if (line[0] !== OPEN_BRACE) return null;
       size += STREAM_ID_OPEN.length + entry.id.length + STREAM_ID_CLOSE.length + line.length;
@@ -107,13 +107,18 @@ export function checkedDeliveryLines(entries: readonly RawStreamEntry[]): { line
   let invalid = 0;
   for (const entry of entries) {
     const value = dataOf(entry);
-    for (const text of value === undefined ? [''] : outcomeTexts(value).map((line) => line.toString('utf8'))) {
+    for (const text of value === undefined ? [''] : outcomeBytes(value).map((line) => line.toString('utf8'))) {
       const outcome = parsed(text, isOutcome);
       if (outcome === null) invalid += 1;
       else lines.push(JSON.stringify({ stream_id: entry.id, ...outcome }));
     }
   }
   return { lines: Buffer.from(lines.join('\n')), rows: lines.length, invalid };
+}
+
+/** The bytes of each outcome of one entry's value (schemas/outcomes.ts). */
+function outcomeBytes(value: Buffer): Buffer[] {
+  return outcomeParts(value, (from, to) => value.subarray(from, to));
 }
 
 /** An events row (migration 0004). */
