@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Change } from '../../schemas/changes.ts';
 import { actionOf } from '../../schemas/delivery-codes.ts';
-import type { OutcomeEntry } from '../../schemas/outcomes.ts';
+import { outcomeTexts, type OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { WebhookEvent, WebhookEventType } from '../../schemas/webhooks.ts';
 
 /**
@@ -20,6 +20,15 @@ export interface ProjectEvent {
 
 export function eventId(source: string, type: WebhookEventType): string {
   return `evt_${createHash('sha256').update(`${source}\0${type}`).digest('base64url').slice(0, 27)}`;
+}
+
+/**
+ * The outcomes of one entry of an outcomes stream (`source` naming the entry), each with the
+ * source its events' ids come from: the first keeps the entry's own, as when an entry held one
+ * outcome, so its events keep their ids; the i-th after it is `<source>/<i>`.
+ */
+export function outcomeSources(source: string, json: string): { source: string; text: string }[] {
+  return outcomeTexts(json).map((text, i) => ({ source: i === 0 ? source : `${source}/${i}`, text }));
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();

@@ -1,5 +1,5 @@
 import { Change } from '../../schemas/changes.ts';
-import { OutcomeEntry, outcomeTexts } from '../../schemas/outcomes.ts';
+import { OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { Logger } from '../../engine/infra/process/log.ts';
 import type { Metrics } from '../../engine/infra/process/metrics.ts';
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
@@ -10,7 +10,7 @@ import { scripts } from '../../engine/infra/scripts/registry.ts';
 import { WEBHOOKS_GROUP } from '../../engine/infra/redis/topology.ts';
 import { compileFirst } from '../../engine/infra/validation/validator.ts';
 import type { EndpointCopy } from './endpoints.ts';
-import { changeEvents, outcomeEvents, type ProjectEvent } from './events.ts';
+import { changeEvents, outcomeEvents, outcomeSources, type ProjectEvent } from './events.ts';
 import type { EventItem, WebhookRegistry } from '../../engine/state/webhooks/registry.ts';
 
 /** Most entries of one stream read at once. */
@@ -138,8 +138,7 @@ export class EventTap implements PartitionWork {
     if (json === undefined) return [];
     const source = `${stream}/${entry.id}`;
     if (stream !== this.opts.streams.outcomes) return this.factEvents(json, source, false);
-    // An entry holds several outcomes: the first keeps the entry's own source, as when it held one.
-    return outcomeTexts(json).flatMap((text, i) => this.factEvents(text, i === 0 ? source : `${source}/${i}`, true));
+    return outcomeSources(source, json).flatMap((o) => this.factEvents(o.text, o.source, true));
   }
 
   /** The events of one recorded fact: an outcome, or a change. */

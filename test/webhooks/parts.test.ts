@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { backoffMs } from '../../actors/webhooks/backoff.ts';
-import { changeEvents, eventId, outcomeEvents } from '../../actors/webhooks/events.ts';
+import { changeEvents, eventId, outcomeEvents, outcomeSources } from '../../actors/webhooks/events.ts';
 import { WebhookHttp } from '../../actors/webhooks/http.ts';
 import { retryAfterMs } from '../../engine/infra/outbound/retry-after.ts';
 import { orderGroups } from '../../actors/webhooks/sender.ts';
@@ -66,6 +66,19 @@ t.test('a delivery attempt is its delivery event, and a retired token too', asyn
   t.same(outcomeEvents('s/1-0', { ...outcome, status: 'sent', error_code: null, hint: null }).map((e) => e.event.type), ['delivery.sent']);
   t.same(outcomeEvents('s/1-0', { ...outcome, error_code: 'timeout', retrying: true }).map((e) => e.event.type), ['delivery.failed'], 'a retried failure retires nothing');
   t.match(eventId('x', 'delivery.sent'), /^evt_[A-Za-z0-9_-]{27}$/);
+});
+
+t.test('each outcome of an entry is its own event; the first keeps the id of an entry of one', async (t) => {
+  const one = JSON.stringify(outcome);
+  const entry = [one, JSON.stringify({ ...outcome, id: 'o2', status: 'sent', error_code: null, hint: null }), JSON.stringify({ ...outcome, id: 'o3' })].join('\n');
+  const sources = outcomeSources('outcomes:{p1}/1-0', entry);
+  t.same(sources.map((o) => o.source), ['outcomes:{p1}/1-0', 'outcomes:{p1}/1-0/1', 'outcomes:{p1}/1-0/2']);
+  t.same(sources.map((o) => (JSON.parse(o.text) as OutcomeEntry).id), ['o1', 'o2', 'o3'], 'each outcome whole, in order');
+  const ids = sources.flatMap((o) => outcomeEvents(o.source, JSON.parse(o.text) as OutcomeEntry).map((e) => e.event.id));
+  t.equal(new Set(ids).size, ids.length, 'no two events of the entry share an id');
+  const alone = outcomeSources('outcomes:{p1}/1-0', one);
+  t.same(alone, [{ source: 'outcomes:{p1}/1-0', text: one }], 'an entry of one outcome: its own source');
+  t.equal(ids[0], outcomeEvents(alone[0]?.source ?? '', outcome)[0]?.event.id, "the first outcome's event: the id it has alone");
 });
 
 t.test('receipts and opt-outs from changes; opt-ins and other changes are no event', async (t) => {
