@@ -246,7 +246,19 @@ export const NotificationSpec = Type.Object({
   redrive: Type.Optional(Redrive),
 });
 
-/** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt. */
+/**
+ * A fan-out's dispatch job (field `d` of `dispatch:{pN}`, JSON): the first attempt for several users
+ * of one partition (engine/infra/scripts/lua/appendJobs-3.lua). Each user runs as a DispatchJob of
+ * their own; the job is recorded once, when all of them are done.
+ */
+export const UsersJob = Type.Object({
+  n: Type.String(),
+  project: Type.String(),
+  users: Type.Array(Type.String(), { minItems: 1 }),
+  attempt: Type.Literal(1),
+});
+
+/** One dispatch job (field `d` of `dispatch:{pN}`, JSON): one user of one notification, one attempt (a retry, a put-off local-time job, or an earlier release's). */
 export const DispatchJob = Type.Object({
   n: Type.String(),
   project: Type.String(),
@@ -271,3 +283,4 @@ export type PlatformDeliveryStats = Static<typeof PlatformDeliveryStats>;
 export type NotificationSpec = Static<typeof NotificationSpec>;
 export type NotificationOptions = Static<typeof NotificationOptions>;
 export type DispatchJob = Static<typeof DispatchJob>;
+export type UsersJob = Static<typeof UsersJob>;

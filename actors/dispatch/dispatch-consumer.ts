@@ -12,28 +12,40 @@ export interface DispatchConsumerOptions {
   group: string;
   /** Consumer name in the group: the worker id. */
   consumer: string;
-  /** Most jobs running at once in this partition: the in-flight window a crash may repeat. */
+  /** Most users whose jobs run at once in this partition: the in-flight window a crash may repeat. */
   window: number;
+  /** Most users in one job: a read asks for as many jobs as fit the window's free room. */
+  usersPerJob: number;
   blockMs: number;
-  /**
-   * Runs one job to its record (which acknowledges it); false when the job cannot run at all and
-   * is only to be acknowledged. A rejection leaves the job pending, to be claimed again. `stop`
-   * aborts when the consumer stops: nothing may wait on Redis past it.
-   */
-  run(entry: StreamEntry, stop: AbortSignal): Promise<boolean>;
+  /** Reads one job: the users it holds, and how to run it. */
+  open(entry: StreamEntry): OpenedJob;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
 }
 
+/** A job read from a dispatch stream. */
+export interface OpenedJob {
+  /** Its users: its share of the window. */
+  users: number;
+  /**
+   * Runs the job to its record (which acknowledges it); false when the job cannot run at all and
+   * is only to be acknowledged. A rejection leaves the job pending, to be claimed again. `stop`
+   * aborts when the consumer stops: nothing may wait on Redis past it.
+   */
+  run(stop: AbortSignal): Promise<boolean>;
+}
+
 /**
- * Runs the jobs of one owned partition's dispatch stream with a sliding window: new jobs are read
- * as soon as a quarter of the window is free, so a slow send holds one slot, not a whole batch.
+ * Runs the jobs of one owned partition's dispatch stream with a sliding window of users: new jobs
+ * are read as soon as a quarter of the window is free, so a slow send holds one slot, not a whole batch.
  * Jobs left pending (a crashed owner, a failed run, a lost read) are claimed when the consumer
  * recovers: on start, and after every failure (engine/infra/runner/consumer-loop.ts).
  */
 export class DispatchConsumer implements PartitionWork {
   private readonly loop: ConsumerLoop;
   private readonly running = new Set<Promise<void>>();
+  /** The users of the jobs running. */
+  private users = 0;
   /** Stream IDs of the jobs running: a claim of pending jobs must not start them twice. */
   private readonly runningIds = new Set<string>();
   private done: Promise<void> = Promise.resolve();
@@ -50,7 +62,7 @@ export class DispatchConsumer implements PartitionWork {
       recover: async () => {
         await this.loop.ensureGroup(stream);
         await this.slots();
-        await this.loop.claim(stream, { count: () => this.free() }, async (entries) => {
+        await this.loop.claim(stream, { count: () => this.readCount() }, async (entries) => {
           for (const entry of entries) if (!this.runningIds.has(entry.id)) this.launch(entry);
           await this.slots();
         });
@@ -58,7 +70,7 @@ export class DispatchConsumer implements PartitionWork {
       turn: async () => {
         await this.slots();
         if (this.loop.stopping) return;
-        for (const entry of (await this.loop.read([stream], this.free(), blockMs)).get(stream) ?? []) this.launch(entry);
+        for (const entry of (await this.loop.read([stream], this.readCount(), blockMs)).get(stream) ?? []) this.launch(entry);
       },
     });
   }
@@ -73,8 +85,9 @@ export class DispatchConsumer implements PartitionWork {
 
   private launch(entry: StreamEntry): void {
     const { stream, log } = this.opts;
-    const job: Promise<void> = this.opts
-      .run(entry, this.loop.stopSignal)
+    const opened = this.opts.open(entry);
+    const job: Promise<void> = opened
+      .run(this.loop.stopSignal)
       .then(async (ran) => {
         if (!ran) await this.loop.settle(stream, [entry.id]);
       })
@@ -85,15 +98,18 @@ export class DispatchConsumer implements PartitionWork {
       })
       .finally(() => {
         this.running.delete(job);
+        this.users -= opened.users;
         this.runningIds.delete(entry.id);
         this.freed?.();
       });
     this.running.add(job);
+    this.users += opened.users;
     this.runningIds.add(entry.id);
   }
 
-  private free(): number {
-    return Math.max(1, this.opts.window - this.running.size);
+  /** Jobs to read: as many as fit the window's free room when each holds the most users a job may. */
+  private readCount(): number {
+    return Math.max(1, Math.floor((this.opts.window - this.users) / this.opts.usersPerJob));
   }
 
   /**
@@ -102,7 +118,7 @@ export class DispatchConsumer implements PartitionWork {
    */
   private async slots(): Promise<void> {
     const busy = this.opts.window - Math.max(1, Math.floor(this.opts.window / 4));
-    while (this.running.size > busy && !this.loop.stopping) {
+    while (this.users > busy && !this.loop.stopping) {
       await new Promise<void>((resolve) => (this.freed = resolve));
     }
   }

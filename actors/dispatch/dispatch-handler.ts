@@ -5,7 +5,7 @@ import { settlementOf, type Notifications } from '../../engine/state/notificatio
 import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
-import type { RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
+import type { JobRecord, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
 import { parseConsent } from '../../engine/state/users/consent.ts';
 import { recordOf } from '../../engine/state/users/read-user.ts';
 import { recipientOfRecord, type RecipientState } from '../../engine/state/users/user-record.ts';
@@ -13,12 +13,13 @@ import { decodeTag } from '../../engine/state/users/tag-codec.ts';
 import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
-import type { DispatchJob, NotificationSpec } from '../../schemas/notifications.ts';
+import type { DispatchJob, NotificationSpec, UsersJob } from '../../schemas/notifications.ts';
 import { channelTypes, type Channel, type OutcomeEntry } from '../../schemas/outcomes.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { StoredConsent, StoredSubscription } from '../../schemas/state.ts';
 import type { ProjectClients } from './clients.ts';
+import type { OpenedJob } from './dispatch-consumer.ts';
 import { Gate } from './gate.ts';
 import { RecipientBatch } from './recipient-batch.ts';
 import type { RetryClock } from './retry-clock.ts';
@@ -114,36 +115,52 @@ export class DispatchHandler {
     this.recipients = new RecipientBatch(deps.redis);
   }
 
+  /** Reads one job of partition `partition`'s stream: its users, each a DispatchJob of their own. */
+  open(partition: number, entry: StreamEntry): OpenedJob {
+    const jobs = userJobsOf(fieldOf(entry, 'd'));
+    return { users: jobs?.length ?? 1, run: (stop) => this.run(partition, entry.id, jobs, stop) };
+  }
+
   /**
-   * Runs one job to its record; false, with nothing recorded, for a job that cannot run (unreadable,
-   * or of no known notification). Rejects (the job stays pending) only when Redis fails; a record
-   * Redis could not take is tried again until `stop` aborts.
+   * Runs one job's users to one record; false, with nothing recorded, for a job that cannot run
+   * (unreadable, or of no known notification). Rejects (the job stays pending) only when Redis
+   * fails for every user; a user whose run failed while others ran is recorded as a retry of their
+   * first attempt, so nothing sent goes unrecorded. A record Redis could not take is tried again
+   * until `stop` aborts.
    */
-  async run(partition: number, entry: StreamEntry, stop: AbortSignal): Promise<boolean> {
+  private async run(partition: number, entryId: string, jobs: readonly DispatchJob[] | null, stop: AbortSignal): Promise<boolean> {
     const { log } = this.deps;
-    const job = parseJob(fieldOf(entry, 'd'));
-    const spec = job === null ? null : await this.deps.specs.get(job.n);
-    if (job === null || spec === null) {
-      log.warn('dispatch job dropped', { partition, entry: entry.id, reason: job === null ? 'unreadable' : 'unknown notification' });
+    const first = jobs?.[0];
+    const spec = first === undefined ? null : await this.deps.specs.get(first.n);
+    if (jobs === null || first === undefined || spec === null) {
+      log.warn('dispatch job dropped', { partition, entry: entryId, reason: first === undefined ? 'unreadable' : 'unknown notification' });
       return false;
     }
-    const result = await this.attempt(job, spec);
-    const settlement = settlementOf(result.outcomes, result.retry === null);
-    await this.records.record(
-      partition,
-      job.n,
-      {
-        entryId: entry.id,
-        counters: settlement.counters,
-        lastAtField: settlement.lastAtField,
-        retry: result.retry === null ? '' : JSON.stringify(result.retry.job),
-        retryAt: result.retry?.at ?? 0,
-        outcomes: result.outcomes.map((o) => JSON.stringify(o)),
-        retire: result.retire.map((r) => JSON.stringify(r)),
-      },
-      stop,
-    );
-    if (result.retry !== null) this.deps.retries.queued(partition, result.retry.at);
+    const settled = await Promise.allSettled(jobs.map((job) => this.attempt(job, spec)));
+    if (settled.every((r) => r.status === 'rejected')) throw settled[0]?.reason;
+    const outcomes: OutcomeEntry[] = [];
+    const retire: string[] = [];
+    const retries: { job: DispatchJob; at: number }[] = [];
+    settled.forEach((result, i) => {
+      const job = jobs[i] ?? first;
+      if (result.status === 'rejected') {
+        log.warn('dispatch of a user failed; retried', { partition, entry: entryId, external_id: job.external_id, err: result.reason });
+        retries.push({ job, at: Date.now() + backoff(job.attempt) });
+        return;
+      }
+      outcomes.push(...result.value.outcomes);
+      for (const r of result.value.retire) retire.push(JSON.stringify(r));
+      if (result.value.retry !== null) retries.push(result.value.retry);
+    });
+    const record: JobRecord = {
+      entryId,
+      ...settlementOf(outcomes, jobs.length - retries.length),
+      retries: retries.map((r) => ({ job: JSON.stringify(r.job), at: r.at })),
+      outcomes: outcomes.map((o) => JSON.stringify(o)),
+      retire,
+    };
+    await this.records.record(partition, first.n, record, stop);
+    for (const r of retries) this.deps.retries.queued(partition, r.at);
     return true;
   }
 
@@ -331,13 +348,19 @@ function userKeys(topology: Topology, notifications: Pick<Notifications, 'cancel
   return { partition: user.partition, user: user.user, canceled: notifications.cancelMark(user.partition, job.n) };
 }
 
-function parseJob(json: string | undefined): DispatchJob | null {
+/** The users' jobs of one stream entry: a fan-out's UsersJob, one for each user; a DispatchJob, itself; null when unreadable. */
+function userJobsOf(json: string | undefined): DispatchJob[] | null {
+  let job: Partial<DispatchJob & UsersJob> | null;
   try {
-    const job = JSON.parse(json ?? '') as DispatchJob;
-    return typeof job.n === 'string' && typeof job.external_id === 'string' && typeof job.project === 'string' && Number.isInteger(job.attempt) ? job : null;
+    job = JSON.parse(json ?? '') as Partial<DispatchJob & UsersJob> | null;
   } catch {
     return null;
   }
+  if (typeof job !== 'object' || job === null) return null;
+  const { n, project, attempt, users } = job;
+  if (typeof n !== 'string' || typeof project !== 'string' || attempt === undefined || !Number.isInteger(attempt)) return null;
+  if (Array.isArray(users)) return users.length > 0 && users.every((u) => typeof u === 'string') ? users.map((external_id) => ({ n, project, external_id, attempt })) : null;
+  return typeof job.external_id === 'string' ? [job as DispatchJob] : null;
 }
 
 /** The subscriptions of the user a notification by subscription id targets; undefined for other notifications. */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Notifications } from '../../engine/state/notifications/lifecycle.ts';
+import { Notifications, USERS_PER_JOB } from '../../engine/state/notifications/lifecycle.ts';
 import { outboundPolicy } from '../../engine/infra/outbound/guard.ts';
 import { createRedis } from '../../engine/infra/redis/client.ts';
 import type { RoleFactory } from '../../engine/infra/runner/roles.ts';
@@ -14,9 +14,11 @@ import { RetryClock } from './retry-clock.ts';
 import { RedisTokenStore } from './token-store.ts';
 
 /**
- * Most jobs running at once per owned partition: the in-flight window a crash may repeat. With the
- * 64 partitions of a default deployment that is 2 048 jobs, twice the APNs sends a process keeps
- * in flight; at 128 the jobs waiting for a send slot held 140 MB more (docs/performance.md).
+ * Most users whose jobs run at once per owned partition: the in-flight window a crash may repeat.
+ * With the 64 partitions of a default deployment that is 2 048 users, twice the APNs sends a
+ * process keeps in flight; at 128 the jobs waiting for a send slot held 140 MB more
+ * (docs/performance.md). At least four fan-out jobs' users (USERS_PER_JOB), so that a quarter of
+ * it free takes a whole job.
  */
 export const WINDOW = 32;
 const BLOCK_MS = 2000;
@@ -46,8 +48,9 @@ export const dispatchRole: RoleFactory = async (ctx) => {
         group: DISPATCH_GROUP,
         consumer: workerId,
         window: WINDOW,
+        usersPerJob: USERS_PER_JOB,
         blockMs: BLOCK_MS,
-        run: (entry, stop) => handler.run(partition, entry, stop),
+        open: (entry) => handler.open(partition, entry),
         log,
         metrics,
       });

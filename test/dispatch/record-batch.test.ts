@@ -36,7 +36,7 @@ async function setup(t: Test) {
   const entryId = (await direct.xadd(keys.dispatch, '*', 'd', '{}')) ?? '';
   await direct.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
   const outcomes = [{ status: 'sent' as const, retrying: false }];
-  const job = { entryId, ...settlementOf(outcomes, true), retry: '', retryAt: 0, outcomes: outcomes.map((o) => JSON.stringify(o)), retire: [] };
+  const job = { entryId, ...settlementOf(outcomes, 1), retries: [], outcomes: outcomes.map((o) => JSON.stringify(o)), retire: [] };
   if (switched.status !== 'ready') await new Promise((resolve) => switched.once('ready', resolve));
   return { direct, cable, records: new RecordBatch(switched, topology), p, keys, job, notifications };
 }

@@ -1,9 +1,10 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../engine/infra/process/config.ts';
-import { Notifications, settlementOf, type NotificationRecord } from '../../engine/state/notifications/lifecycle.ts';
+import { Notifications, settlementOf, USERS_PER_JOB, type NotificationRecord } from '../../engine/state/notifications/lifecycle.ts';
 import { createRedis, type RedisClient } from '../../engine/infra/redis/client.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
 import { writeConsent } from '../../engine/state/users/consent.ts';
+import type { UsersJob } from '../../schemas/notifications.ts';
 import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { StoredSubscription } from '../../schemas/state.ts';
 import { writeUserRecord } from '../helpers/user-record.ts';
@@ -54,14 +55,20 @@ async function accepted(notifications: Notifications, id: string): Promise<Notif
   return record;
 }
 
-t.test('appendJobs appends each user once per notification, however often a chunk is appended', async (t) => {
+t.test('appendJobs appends each user once per notification, however often a chunk is appended, USERS_PER_JOB a job', async (t) => {
   const { redis, topology, notifications } = await setup(t);
-  const spec = { id: 'n1', project: 'p', ttl: 60 };
+  const spec = { id: 'n1', project: 'p"q', ttl: 60 };
   t.equal(await notifications.appendJobs(spec, 3, ['a', 'b']), 2);
   t.equal(await notifications.appendJobs(spec, 3, ['b', 'c']), 1, 'a resumed chunk appends only the new user');
-  const jobs = (await redis.xrange(topology.dispatch(3), '-', '+')).map(([, f]) => JSON.parse(f[1] ?? '{}') as { external_id: string; attempt: number });
-  t.same(jobs.map((j) => [j.external_id, j.attempt]), [['a', 1], ['b', 1], ['c', 1]]);
-  t.same(await notifications.counts('n1'), { jobs: 3, done: 0, sent: 0, failed: 0, skipped: 0, lastAt: 0 });
+  const many = Array.from({ length: USERS_PER_JOB + 2 }, (_, i) => `m${i}/"é`);
+  t.equal(await notifications.appendJobs(spec, 3, ['c', ...many]), many.length);
+  const jobs = (await redis.xrange(topology.dispatch(3), '-', '+')).map(([, f]) => JSON.parse(f[1] ?? '{}') as UsersJob);
+  t.same(
+    jobs,
+    [['a', 'b'], ['c'], many.slice(0, USERS_PER_JOB), many.slice(USERS_PER_JOB)].map((users) => ({ n: 'n1', project: 'p"q', attempt: 1, users })),
+    'one job per chunk, split at USERS_PER_JOB users; names escaped',
+  );
+  t.same(await notifications.counts('n1'), { jobs: 3 + many.length, done: 0, sent: 0, failed: 0, skipped: 0, lastAt: 0 }, 'the jobs counter counts users');
   t.ok((await redis.ttl(topology.own(NotificationKeys).notificationFanned(3, 'n1'))) > 0, 'the set expires');
 });
 
@@ -78,9 +85,8 @@ t.test('recordAttempts records a job once: a call resent after a lost reply writ
   ];
   const job = {
     entryId: id ?? '',
-    ...settlementOf(outcomes, false),
-    retry: '{"n":"n1","attempt":2}',
-    retryAt: 5000,
+    ...settlementOf(outcomes, 0),
+    retries: [{ job: '{"n":"n1","attempt":2}', at: 5000 }],
     outcomes: outcomes.map((o) => JSON.stringify(o)),
     retire: [JSON.stringify({ op: 'retire' })],
   };
@@ -95,7 +101,7 @@ t.test('recordAttempts records a job once: a call resent after a lost reply writ
   const retry = await redis.xadd(keys.dispatch, '*', 'd', '{}');
   await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
   const last = [{ status: 'failed' as const, retrying: false }, { status: 'skipped' as const, retrying: false }];
-  const settled = { entryId: retry ?? '', ...settlementOf(last, true), retry: '', retryAt: 0, outcomes: last.map((o) => JSON.stringify(o)), retire: [] };
+  const settled = { entryId: retry ?? '', ...settlementOf(last, 1), retries: [], outcomes: last.map((o) => JSON.stringify(o)), retire: [] };
   await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: 7000, perEntry: 8 }, jobs: [settled] });
   t.same(await notifications.counts('n1'), { jobs: 0, done: 1, sent: 1, failed: 1, skipped: 1, lastAt: 7000 }, 'the last attempt counts each outcome and the job as done, at its time');
 });
@@ -109,8 +115,8 @@ t.test('recordAttempts records a batch: each job once, its counters summed, one 
   for (let i = 0; i < 4; i++) ids.push((await redis.xadd(keys.dispatch, '*', 'd', '{}')) ?? '');
   await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
   const sent = [{ status: 'sent' as const, retrying: false, text: 'two\nlines' }];
-  const none = { retry: '', retryAt: 0, retire: [] };
-  const jobs = ids.map((entryId) => ({ entryId, ...settlementOf(sent, true), ...none, outcomes: sent.map((o) => JSON.stringify(o)) }));
+  const none = { retries: [], retire: [] };
+  const jobs = ids.map((entryId) => ({ entryId, ...settlementOf(sent, 1), ...none, outcomes: sent.map((o) => JSON.stringify(o)) }));
   const first = jobs[0];
   if (first === undefined) throw new Error('no job');
   t.same(await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: 10, perEntry: 2 }, jobs: [first] }), { recorded: 1 });
@@ -120,6 +126,30 @@ t.test('recordAttempts records a batch: each job once, its counters summed, one 
   t.same(recorded.map(([, f]) => (f[1] ?? '').split('\n').length), [1, 2, 1], 'one outcome per job, at most perEntry an entry');
   t.same(outcomeLines(recorded), [sent[0], sent[0], sent[0], sent[0]], 'an outcome holding an escaped newline stays one line');
   t.equal(await redis.xlen(keys.dispatch), 0, 'every job is deleted');
+});
+
+t.test('recordAttempts records a job of several users: its users done, each retry queued', async (t) => {
+  const { redis, topology, notifications } = await setup(t);
+  const p = 5;
+  const keys = { dispatch: topology.dispatch(p), counts: topology.own(NotificationKeys).notificationCounts(p, 'n3'), outcomes: topology.outcomes(p), retries: topology.retries(p), ingest: topology.ingest(p) };
+  await redis.xgroup('CREATE', keys.dispatch, DISPATCH_GROUP, '0', 'MKSTREAM');
+  const id = (await redis.xadd(keys.dispatch, '*', 'd', '{}')) ?? '';
+  await redis.xreadgroup('GROUP', DISPATCH_GROUP, 'w1', 'COUNT', 10, 'STREAMS', keys.dispatch, '>');
+  const outcomes = [
+    { status: 'sent' as const, retrying: false },
+    { status: 'failed' as const, retrying: true },
+    { status: 'skipped' as const, retrying: false },
+    { status: 'failed' as const, retrying: true },
+  ];
+  const retries = [
+    { job: '{"n":"n3","external_id":"b","attempt":2}', at: 5000 },
+    { job: '{"n":"n3","external_id":"d 1","attempt":2}', at: 6000 },
+  ];
+  const job = { entryId: id, ...settlementOf(outcomes, 2), retries, outcomes: outcomes.map((o) => JSON.stringify(o)), retire: [] };
+  t.same(await scripts.recordAttempts(redis, { keys, args: { group: DISPATCH_GROUP, now: 900, perEntry: 8 }, jobs: [job] }), { recorded: 1 });
+  t.same(await notifications.counts('n3'), { jobs: 0, done: 2, sent: 1, failed: 0, skipped: 1, lastAt: 900 }, 'two of four users done; the retried failures not counted');
+  t.same(await redis.zrange(keys.retries, 0, -1, 'WITHSCORES'), [retries[0]?.job, '5000', retries[1]?.job, '6000'], 'each retry queued at its own time');
+  t.same(outcomeLines(await redis.xrange(keys.outcomes, '-', '+')), outcomes, 'every outcome, in one entry');
 });
 
 t.test('releaseDue moves only due members, each once, and says when the next is due', async (t) => {

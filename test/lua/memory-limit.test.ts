@@ -71,7 +71,7 @@ t.test('at maxmemory the scripts declared allow-oom run, and one declared refuse
 
   const jobs = scripts.appendJobs(redis, {
     keys: { dispatch: 'm:dispatch:{p0}', fanned: 'm:nfan:{p0}:n1', counts: 'm:ncount:{p0}:n1' },
-    args: { notification: 'n1', project: 'proj', keepSeconds: 60, jobsField: 'jobs' },
+    args: { notification: 'n1', project: 'proj', keepSeconds: 60, jobsField: 'jobs', perJob: 8 },
     users: ['u1', 'u2'],
   });
   await t.rejects(jobs, OOM, 'new work (a fan-out chunk) is refused');

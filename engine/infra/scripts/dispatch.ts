@@ -1,11 +1,11 @@
 import { defineScript, fields, flag, int, str, type Arg } from './contract.ts';
 
-/** engine/infra/scripts/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once. */
+/** engine/infra/scripts/lua/appendJobs-3.lua: appends one fan-out chunk's jobs of a partition, each user once, up to `perJob` users a job. */
 export const appendJobs = defineScript({
   name: 'appendJobs',
   oom: 'refuse', // new work: the fan-out waits for room
   keys: ['dispatch', 'fanned', 'counts'],
-  args: ['notification', 'project', 'keepSeconds', 'jobsField'],
+  args: ['notification', 'project', 'keepSeconds', 'jobsField', 'perJob'],
   variadic: { name: 'users', spread: (call: { users: readonly string[] }) => [...call.users] },
   reply: { parse: (raw) => ({ appended: int('appendJobs', raw) }) },
 });
@@ -18,9 +18,8 @@ export interface JobRecord {
   counters: string;
   /** The counter set to the record's time, or '' to leave it. */
   lastAtField: string;
-  /** JSON of the retry job, or ''. */
-  retry: string;
-  retryAt: number;
+  /** The retry jobs that follow, each with when it is due (ms). */
+  retries: readonly { job: string; at: number }[];
   /** Outcome JSON (schemas/outcomes.ts), one per attempt. */
   outcomes: readonly string[];
   /** Ingest entry JSON of the dead tokens to retire. */
@@ -39,10 +38,10 @@ export const recordAttempts = defineScript({
   args: ['group', 'now', 'perEntry'],
   variadic: {
     name: 'jobs',
-    item: ['entryId', 'counters', 'lastAtField', 'retry', 'retryAt', 'outcomes', 'retire'],
+    item: ['entryId', 'counters', 'lastAtField', 'retries', 'outcomes', 'retire'],
     spread: (call: { jobs: readonly JobRecord[] }) => {
       const argv: Arg[] = [];
-      for (const j of call.jobs) argv.push(j.entryId, j.counters, j.lastAtField, j.retry, j.retryAt, j.outcomes.join('\n'), j.retire.join('\n'));
+      for (const j of call.jobs) argv.push(j.entryId, j.counters, j.lastAtField, j.retries.map((r) => `${r.at} ${r.job}`).join('\n'), j.outcomes.join('\n'), j.retire.join('\n'));
       return argv;
     },
   },

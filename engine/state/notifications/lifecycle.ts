@@ -38,6 +38,12 @@ export type AcceptedState = Exclude<StoredState, 'sending'>;
 export const CountField = { jobs: 'jobs', done: 'done', sent: 'sent', failed: 'failed', skipped: 'skipped', lastAt: 'last_at' } as const;
 const countFields = Object.values(CountField);
 
+/**
+ * Most users in one fan-out job (UsersJob, schemas/notifications.ts): one stream entry, one read
+ * and one record for them all. A user is a job's share of dispatch's window (actors/dispatch/role.ts).
+ */
+export const USERS_PER_JOB = 8;
+
 /** How long the per-partition keys (appended users, counters, cancel marks) outlive the ttl, s. */
 const KEEP_MARGIN_S = 7 * 24 * 3600;
 
@@ -54,7 +60,9 @@ export interface NotificationRecord {
 
 /** Counters of one notification, summed over partitions. */
 export interface DispatchCounts {
+  /** Users appended to dispatch (each a first attempt, alone or in a job of several). */
   jobs: number;
+  /** Users whose attempts are over: no retry follows. */
   done: number;
   sent: number;
   failed: number;
@@ -85,13 +93,14 @@ export function statusOf(record: NotificationRecord, counts: DispatchCounts): No
 
 /**
  * The counters one job's outcomes move: each outcome counts under its status, except a failure
- * whose retry follows (the retry's outcome will count); the job is done once no retry follows.
+ * whose retry follows (the retry's outcome will count); `done` users of the job are done, those
+ * with no retry following.
  */
-export function settlementOf(outcomes: readonly Pick<OutcomeEntry, 'status' | 'retrying'>[], done: boolean): Settlement {
+export function settlementOf(outcomes: readonly Pick<OutcomeEntry, 'status' | 'retrying'>[], done: number): Settlement {
   const counters: Record<string, number> = {};
   for (const o of outcomes) if (!o.retrying) counters[CountField[o.status]] = (counters[CountField[o.status]] ?? 0) + 1;
-  if (done) counters[CountField.done] = 1;
-  return { counters: JSON.stringify(counters), lastAtField: done ? CountField.lastAt : '' };
+  if (done > 0) counters[CountField.done] = done;
+  return { counters: JSON.stringify(counters), lastAtField: done > 0 ? CountField.lastAt : '' };
 }
 
 export class Notifications {
@@ -204,14 +213,14 @@ export class Notifications {
 
   /**
    * Appends one chunk's dispatch jobs for the users of partition `partition`, each user once per
-   * notification (a resumed fan-out skips those appended before); the jobs counter moves in the
-   * same call. Answers how many were appended.
+   * notification (a resumed fan-out skips those appended before), up to USERS_PER_JOB users a job;
+   * the jobs counter (users appended) moves in the same call. Answers how many users were appended.
    */
   async appendJobs(spec: Pick<NotificationSpec, 'id' | 'project' | 'ttl'>, partition: number, users: readonly string[]): Promise<number> {
     const { redis, topology } = this;
     const { appended } = await scripts.appendJobs(redis, {
       keys: { dispatch: topology.dispatch(partition), fanned: topology.own(NotificationKeys).notificationFanned(partition, spec.id), counts: topology.own(NotificationKeys).notificationCounts(partition, spec.id) },
-      args: { notification: spec.id, project: spec.project, keepSeconds: spec.ttl + KEEP_MARGIN_S, jobsField: CountField.jobs },
+      args: { notification: spec.id, project: spec.project, keepSeconds: spec.ttl + KEEP_MARGIN_S, jobsField: CountField.jobs, perJob: USERS_PER_JOB },
       users,
     });
     return appended;

@@ -3,7 +3,7 @@
   Records what dispatch jobs of one partition and one notification came to
   (engine/state/notifications/attempts.ts), each once: a job is acknowledged, and only if it was still
   pending are its outcomes appended for the recorder, its share of the notification's counters
-  moved (as engine/state/notifications/lifecycle.ts settles them), its retry queued and its dead tokens
+  moved (as engine/state/notifications/lifecycle.ts settles them), its retries queued and its dead tokens
   sent to the partition's log to be retired. A call resent after a lost reply finds its jobs
   acknowledged and writes nothing again. The counters of the jobs recorded are summed first, so
   a batch moves each counter field once, and their outcomes go to the recorder in entries of up
@@ -17,12 +17,12 @@
   ARGV[1] group     consumer group of the dispatch stream
   ARGV[2] now       ms, the value of a done job's lastAt field
   ARGV[3] perEntry  most outcomes in one entry of the outcomes stream
-  ARGV[4], ARGV[5], ...  jobs {entryId, counters, lastAtField, retry, retryAt, outcomes, retire}
+  ARGV[4], ARGV[5], ...  jobs {entryId, counters, lastAtField, retries, outcomes, retire}
     entryId      the job's stream ID
     counters     JSON object: counter field -> increment
     lastAtField  the counter set to `now`, or '' to leave it
-    retry        JSON of the retry job, or ''
-    retryAt      ms when the retry is due
+    retries      the retry jobs, one a line: `<due ms> <job JSON>` (a job of several users may
+                 retry several); '' for none
     outcomes     outcome JSON lines (schemas/outcomes.ts), newline-separated ('' for none)
     retire       ingest entry JSON lines (retire), newline-separated ('' for none)
 
@@ -32,15 +32,15 @@ local recorded = 0
 local sums = {}
 local lastAt = nil
 local lines = {}
-for i = 4, #ARGV, 7 do
+for i = 4, #ARGV, 6 do
   local entryId = ARGV[i]
   if redis.call('XACK', KEYS[1], ARGV[1], entryId) == 1 then
     recorded = recorded + 1
-    for line in string.gmatch(ARGV[i + 5], '[^\n]+') do lines[#lines + 1] = line end
-    for line in string.gmatch(ARGV[i + 6], '[^\n]+') do redis.call('XADD', KEYS[5], '*', 'd', line) end
+    for line in string.gmatch(ARGV[i + 4], '[^\n]+') do lines[#lines + 1] = line end
+    for line in string.gmatch(ARGV[i + 5], '[^\n]+') do redis.call('XADD', KEYS[5], '*', 'd', line) end
     for field, increment in pairs(cjson.decode(ARGV[i + 1])) do sums[field] = (sums[field] or 0) + increment end
     if ARGV[i + 2] ~= '' then lastAt = ARGV[i + 2] end
-    if ARGV[i + 3] ~= '' then redis.call('ZADD', KEYS[4], ARGV[i + 4], ARGV[i + 3]) end
+    for due, retry in string.gmatch(ARGV[i + 3], '(%d+) ([^\n]+)') do redis.call('ZADD', KEYS[4], due, retry) end
     redis.call('XDEL', KEYS[1], entryId)
   end
 end
