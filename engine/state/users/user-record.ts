@@ -31,10 +31,10 @@ export function decodeUserRecord(packed: Buffer | null): UserHashes {
     const updated = record.get('u');
     out.user = { created_at: String(created), updated_at: String(typeof updated === 'number' ? updated : created) };
   }
-  for (const [key, value] of mapOf(record.get('t'))) if (typeof value === 'string') out.tags[key] = value;
-  for (const [field, sub] of mapOf(record.get('s'))) if (Array.isArray(sub)) out.subs[field] = JSON.stringify(storedSubscription(field, sub));
+  for (const [key, value] of mapOf(record.get('t'))) if (typeof key === 'string' && typeof value === 'string') out.tags[key] = value;
+  for (const [field, sub] of mapOf(record.get('s'))) if (typeof field === 'string' && Array.isArray(sub)) out.subs[field] = JSON.stringify(storedSubscription(field, sub));
   for (const [type, c] of mapOf(record.get('o'))) {
-    if (Array.isArray(c)) out.consent[type] = JSON.stringify({ opted_out: c[0] === true, at: c[1] });
+    if (typeof type === 'string' && Array.isArray(c)) out.consent[type] = JSON.stringify({ opted_out: c[0] === true, at: c[1] });
   }
   return out;
 }
@@ -62,13 +62,13 @@ export function summaryOfRecord(packed: Buffer): UserSummary | null {
   if (typeof created !== 'number') return null;
   const updated = record.get('u');
   const tags = new Map<string, string>();
-  for (const [key, value] of mapOf(record.get('t'))) if (typeof value === 'string') tags.set(key, value);
+  for (const [key, value] of mapOf(record.get('t'))) if (typeof key === 'string' && typeof value === 'string') tags.set(key, value);
   const live = new Set<string>();
   for (const [field, sub] of mapOf(record.get('s'))) {
-    if (Array.isArray(sub) && (STATES[Number(sub[0])] ?? 'live') === 'live') live.add(field.slice(0, field.indexOf(':')));
+    if (typeof field === 'string' && Array.isArray(sub) && (STATES[Number(sub[0])] ?? 'live') === 'live') live.add(field.slice(0, field.indexOf(':')));
   }
   const optedOut: string[] = [];
-  for (const [type, c] of mapOf(record.get('o'))) if (Array.isArray(c) && c[0] === true) optedOut.push(type);
+  for (const [type, c] of mapOf(record.get('o'))) if (typeof type === 'string' && Array.isArray(c) && c[0] === true) optedOut.push(type);
   return { createdAt: created, updatedAt: typeof updated === 'number' ? updated : created, tags, live, optedOut };
 }
 
@@ -96,16 +96,16 @@ export function recipientOfRecord(packed: Buffer | null, types: ReadonlySet<stri
   if (packed === null) return out;
   const record = mapOf(unpackr.unpack(packed));
   for (const [key, value] of mapOf(record.get('t'))) {
-    if (typeof value !== 'string') continue;
+    if (typeof key !== 'string' || typeof value !== 'string') continue;
     if (key === 'language') out.language = value;
     else if (key === 'timezone') out.timezone = value;
     out.tags?.push(key, value);
   }
   for (const [field, sub] of mapOf(record.get('s'))) {
-    if (Array.isArray(sub) && types.has(field.slice(0, field.indexOf(':'))) && (only === null || only.has(field))) out.subs.push(storedSubscription(field, sub));
+    if (typeof field === 'string' && Array.isArray(sub) && types.has(field.slice(0, field.indexOf(':'))) && (only === null || only.has(field))) out.subs.push(storedSubscription(field, sub));
   }
   for (const [type, c] of mapOf(record.get('o'))) {
-    if (Array.isArray(c) && types.has(type) && typeof c[1] === 'number') out.consent[type as SubscriptionType] = { opted_out: c[0] === true, at: c[1] };
+    if (typeof type === 'string' && Array.isArray(c) && types.has(type) && typeof c[1] === 'number') out.consent[type as SubscriptionType] = { opted_out: c[0] === true, at: c[1] };
   }
   return out;
 }
@@ -128,9 +128,12 @@ function storedSubscription(field: string, sub: unknown[]): StoredSubscription {
   return stored as StoredSubscription;
 }
 
-/** A decoded map with string keys; anything else (Lua packs an empty map as an empty array) is empty. */
-function mapOf(value: unknown): Map<string, unknown> {
-  const out = new Map<string, unknown>();
-  if (value instanceof Map) for (const [k, v] of value) if (typeof k === 'string') out.set(k, v);
-  return out;
+const NO_ENTRIES: ReadonlyMap<unknown, unknown> = new Map();
+
+/**
+ * A decoded map as it is, not copied (its readers skip keys that are not strings); anything else
+ * (Lua packs an empty map as an empty array) has no entries.
+ */
+function mapOf(value: unknown): ReadonlyMap<unknown, unknown> {
+  return value instanceof Map ? (value as ReadonlyMap<unknown, unknown>) : NO_ENTRIES;
 }
