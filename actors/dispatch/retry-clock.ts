@@ -28,7 +28,7 @@ export class RetryClock {
     private readonly redis: RedisClient,
     private readonly topology: Topology,
     private readonly log: Logger,
-    /** Most retries moved in a call: a partition's window of jobs. */
+    /** Most retries moved in a call: a partition's window (a retry is one user's job). */
     private readonly max: number,
   ) {}
 
