@@ -25,7 +25,7 @@ import { RecipientBatch } from './recipient-batch.ts';
 import type { RetryClock } from './retry-clock.ts';
 import { RecordBatch } from '../../engine/state/notifications/attempts.ts';
 import { frequencySends } from './redis-keys.ts';
-import { providerFor, sendTo, type SendResult } from './providers/index.ts';
+import { providerFor, sendTo, type ProviderClients, type SendResult } from './providers/index.ts';
 import { personalize, personalValues, render } from './render.ts';
 import type { Specs } from './specs.ts';
 
@@ -136,7 +136,8 @@ export class DispatchHandler {
       log.warn('dispatch job dropped', { partition, entry: entryId, reason: first === undefined ? 'unreadable' : 'unknown notification' });
       return false;
     }
-    const settled = await Promise.allSettled(jobs.map((job) => this.attempt(job, spec)));
+    const clients = await this.deps.clients.get(spec.project);
+    const settled = await Promise.allSettled(jobs.map((job) => this.attempt(job, spec, clients)));
     if (settled.every((r) => r.status === 'rejected')) throw settled[0]?.reason;
     const outcomes: OutcomeEntry[] = [];
     const retire: string[] = [];
@@ -168,9 +169,8 @@ export class DispatchHandler {
    * Loads the user, puts a local-time job off to the user's local time, checks throttle, cancel
    * and consent, sends to each subscription.
    */
-  private async attempt(job: DispatchJob, spec: NotificationSpec): Promise<JobResult> {
+  private async attempt(job: DispatchJob, spec: NotificationSpec, clients: ProviderClients): Promise<JobResult> {
     const keys = userKeys(this.deps.topology, this.deps.notifications, job);
-    const clients = await this.deps.clients.get(spec.project);
     let recipient: Recipient | null = null;
     if (spec.local_time !== undefined && job.due === undefined) {
       recipient = await this.load(keys, job, spec);
