@@ -1,5 +1,7 @@
 import t from 'tap';
 import { DispatchConsumer } from '../../actors/dispatch/dispatch-consumer.ts';
+import { WINDOW as ROLE_WINDOW } from '../../actors/dispatch/role.ts';
+import { USERS_PER_JOB as FANOUT_USERS_PER_JOB } from '../../engine/state/notifications/lifecycle.ts';
 import { loadConfig } from '../../engine/infra/process/config.ts';
 import { createLogger } from '../../engine/infra/process/log.ts';
 import { Metrics } from '../../engine/infra/process/metrics.ts';
@@ -17,6 +19,11 @@ import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
 const WINDOW = 32;
 const USERS_PER_JOB = 8;
+
+t.test("the dispatch role's window holds four of the fan-out's largest jobs", async (t) => {
+  // A read asks for the jobs that fit a quarter of the window free; a job larger than that quarter would pass the window.
+  t.ok(ROLE_WINDOW >= 4 * FANOUT_USERS_PER_JOB, `WINDOW ${ROLE_WINDOW}, USERS_PER_JOB ${FANOUT_USERS_PER_JOB}`);
+});
 
 t.test('the jobs running hold at most the window of users, and each job runs once', async (t) => {
   const prefix = testPrefix();
