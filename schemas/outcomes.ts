@@ -66,7 +66,7 @@ export type OutcomeEntry = Static<typeof OutcomeEntry>;
  * `{`, not a newline alone, so that an entry of one outcome written over several lines (which
  * indent what is inside the object; a string's newline is escaped) is still one outcome.
  */
-export const OUTCOME_SEPARATOR = '\n{';
+const OUTCOME_SEPARATOR = '\n{';
 
 /** What an entry's value is read as: its text, or (in the engine, which has Buffer) its bytes. */
 interface Searchable {
