@@ -69,6 +69,12 @@ export class ApnsTokenCache {
     this.#store = store;
   }
 
+  /** The current token of (team, key) when it needs no signing; null when `token` must be awaited. */
+  current(key: ApnsKey): string | null {
+    const entry = this.#entries.get(`${key.team_id}:${key.key_id}`);
+    return entry !== undefined && !entry.pending && entry.keyHash === this.#keyHash(key) && !this.#due(entry) ? entry.jwt : null;
+  }
+
   /** The current token of (team, key), signed now if there is none or it is due. */
   async token(key: ApnsKey): Promise<string> {
     const id = `${key.team_id}:${key.key_id}`;

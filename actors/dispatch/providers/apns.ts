@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { deliveryCode } from '../../../schemas/delivery-codes.ts';
 import { DefaultBaseUrls, type ApnsCredentials } from '../../../schemas/providers.ts';
 import { apnsTokens, type ApnsTokenCache } from './apns-token.ts';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import { H2Pool, type H2PoolOptions, type H2Response } from './h2-pool.ts';
 import {
   answered,
@@ -71,6 +72,11 @@ function bodyOf(message: PushMessage): Buffer {
   return body;
 }
 
+/** The answer when no provider token can be signed (a bad key): nothing is sent. */
+function invalidToken(): SendResult {
+  return failure(deliveryCode('apns', 403, 'InvalidProviderToken'), null);
+}
+
 /**
  * APNs over pooled HTTP/2 with token authentication. All clients of one team+key share one
  * provider token (ApnsTokenCache); an ExpiredProviderToken answer renews it (at most every 20 min)
@@ -82,6 +88,7 @@ export class ApnsClient implements ProviderClient {
   readonly #inflight = new InFlight();
   #closing: Promise<void> | null = null;
   readonly #tokens: ApnsTokenCache;
+  #bearer: { jwt: string; header: string } | null = null;
 
   constructor(creds: ApnsCredentials, opts: ApnsClientOptions = {}) {
     this.#creds = creds;
@@ -97,19 +104,24 @@ export class ApnsClient implements ProviderClient {
 
   send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
     if (this.#inflight.closing) return Promise.resolve(closedFailure());
-    return this.#inflight.run(() => this.#send(target, message, signal));
+    return this.#inflight.track(this.#send(target, message, signal));
   }
 
   async #send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
     const body = bodyOf(message);
     if (body.length > APNS_MAX_PAYLOAD) return failure(deliveryCode('apns', 413, 'PayloadTooLarge'), null);
-    const headers = this.#headers(message);
-    const first = await this.#attempt(target, headers, body, signal);
-    if (first.ok || first.code !== 'apns_403_ExpiredProviderToken' || !first.jwt) return first.result;
+    // The token in force needs no await: a send waits only while one is being signed.
+    const jwt = this.#tokens.current(this.#creds) ?? (await this.#signed());
+    if (jwt === null) return invalidToken();
+    // A retry with a renewed token is the same notification: the same apns-id.
+    const id = randomUUID();
+    const first = await this.#attempt(target, message, body, jwt, id, signal);
+    if (first.ok || first.code !== 'apns_403_ExpiredProviderToken') return first;
     // REAUTH: re-sign only if the token is old enough (else APNs answers 429
     // TooManyProviderTokenUpdates), then retry once; a second refusal goes back to the caller.
-    if (!this.#tokens.expired(this.#creds, first.jwt)) return first.result;
-    return (await this.#attempt(target, headers, body, signal)).result;
+    if (!this.#tokens.expired(this.#creds, jwt)) return first;
+    const renewed = await this.#signed();
+    return renewed === null ? invalidToken() : this.#attempt(target, message, body, renewed, id, signal);
   }
 
   /** Refuses new sends, lets running ones finish, then closes the connections. Idempotent. */
@@ -118,12 +130,26 @@ export class ApnsClient implements ProviderClient {
     return this.#closing;
   }
 
-  #headers(message: PushMessage): Record<string, string> {
+  /** A token signed now if none is in force; null when it cannot be signed. */
+  #signed(): Promise<string | null> {
+    return this.#tokens.token(this.#creds).catch(() => null);
+  }
+
+  /** `authorization` of the token in force, built once a token rather than once a send. */
+  #authorization(jwt: string): string {
+    if (this.#bearer?.jwt !== jwt) this.#bearer = { jwt, header: `bearer ${jwt}` };
+    return this.#bearer.header;
+  }
+
+  /** The headers of one request, in the object the pool completes and sends (h2-pool.ts). */
+  #headers(target: Target, message: PushMessage, jwt: string, id: string): OutgoingHttpHeaders {
     const background = message.title === null && message.body === '';
-    const headers: Record<string, string> = {
+    const headers: OutgoingHttpHeaders = {
+      ':path': `/3/device/${target.token}`,
+      authorization: this.#authorization(jwt),
       'apns-topic': this.#creds.topic,
       'apns-push-type': background ? 'background' : 'alert',
-      'apns-id': randomUUID(),
+      'apns-id': id,
       'apns-expiration': String(message.ttlSeconds > 0 ? Math.floor(Date.now() / 1000) + message.ttlSeconds : 0),
       // Apple: background pushes must use priority 5.
       'apns-priority': message.priority === 'high' && !background ? '10' : '5',
@@ -134,35 +160,26 @@ export class ApnsClient implements ProviderClient {
     return headers;
   }
 
-  async #attempt(
-    target: Target,
-    headers: Record<string, string>,
-    body: Buffer,
-    signal?: AbortSignal,
-  ): Promise<{ ok: boolean; code: string | null; jwt: string | null; result: SendResult }> {
-    let jwt: string;
-    try {
-      jwt = await this.#tokens.token(this.#creds);
-    } catch {
-      return { ok: false, code: null, jwt: null, result: failure(deliveryCode('apns', 403, 'InvalidProviderToken'), null) };
-    }
+  async #attempt(target: Target, message: PushMessage, body: Buffer, jwt: string, id: string, signal?: AbortSignal): Promise<SendResult> {
+    const headers = this.#headers(target, message, jwt, id);
     const start = performance.now();
     let answer: H2Response;
     try {
-      answer = await this.#pool.request({ ':path': `/3/device/${target.token}`, authorization: `bearer ${jwt}`, ...headers }, body, signal);
+      answer = await this.#pool.request(headers, body, signal);
     } catch (err) {
-      return { ok: false, code: null, jwt, result: transportFailure(err, elapsed(start)) };
+      return transportFailure(err, elapsed(start));
     }
     const latencyMs = elapsed(start);
     if (answer.status === 200) {
-      const id = answer.headers['apns-id'];
-      return { ok: true, code: null, jwt, result: { ok: true, providerMessageId: typeof id === 'string' ? id : headers['apns-id'] ?? null, latencyMs } };
+      const given = answer.headers['apns-id'];
+      return { ok: true, providerMessageId: typeof given === 'string' ? given : id, latencyMs };
     }
     const parsed = parseJson(answer.body) as { reason?: unknown; timestamp?: unknown } | null;
     const reason = typeof parsed?.reason === 'string' ? parsed.reason : null;
     if (answer.status === 503 || reason === 'IdleTimeout' || reason === 'Shutdown') this.#pool.replace(answer.conn);
     const result = answered('apns', answer.status, reason, latencyMs, retryAfterMs(answer.headers['retry-after']));
     if (answer.status === 410 && typeof parsed?.timestamp === 'number') result.invalidSinceMs = parsed.timestamp;
-    return { ok: false, code: result.code, jwt, result };
+    return result;
   }
+
 }

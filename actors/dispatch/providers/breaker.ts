@@ -32,26 +32,33 @@ export class Breaker implements ProviderClient {
     private readonly opts: Readonly<BreakerOptions>,
   ) {}
 
-  async send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
-    const open = this.silent >= this.opts.threshold;
-    if (open) {
-      const wait = this.openUntil - Date.now();
-      if (wait > 0 || this.probing) return failure(ownCode('provider_unavailable'), null, wait > 0 ? wait : this.opts.coolDownMs);
-      this.probing = true;
-    }
+  send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
+    if (this.silent >= this.opts.threshold) return this.probe(target, message, signal);
+    // A closed breaker adds one reaction to the send, not an async frame (most sends pass it).
+    return this.inner.send(target, message, signal).then(this.observe);
+  }
+
+  /** A send while the breaker is open: refused at once until the cool-down ends, then one probe at a time. */
+  private async probe(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
+    const wait = this.openUntil - Date.now();
+    if (wait > 0 || this.probing) return failure(ownCode('provider_unavailable'), null, wait > 0 ? wait : this.opts.coolDownMs);
+    this.probing = true;
     try {
-      const result = await this.inner.send(target, message, signal);
-      if (!result.ok && (result.code === 'timeout' || result.code === 'connection_error')) {
-        this.silent++;
-        if (this.silent >= this.opts.threshold) this.openUntil = Date.now() + this.opts.coolDownMs;
-      } else {
-        this.silent = 0;
-      }
-      return result;
+      return this.observe(await this.inner.send(target, message, signal));
     } finally {
-      if (open) this.probing = false;
+      this.probing = false;
     }
   }
+
+  private readonly observe = (result: SendResult): SendResult => {
+    if (!result.ok && (result.code === 'timeout' || result.code === 'connection_error')) {
+      this.silent++;
+      if (this.silent >= this.opts.threshold) this.openUntil = Date.now() + this.opts.coolDownMs;
+    } else {
+      this.silent = 0;
+    }
+    return result;
+  };
 
   close(): Promise<void> {
     return this.inner.close();

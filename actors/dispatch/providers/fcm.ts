@@ -84,7 +84,7 @@ export class FcmClient implements ProviderClient {
 
   send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {
     if (this.#inflight.closing) return Promise.resolve(closedFailure());
-    return this.#inflight.run(() => this.#send(target, message, signal));
+    return this.#inflight.track(this.#send(target, message, signal));
   }
 
   async #send(target: Target, message: PushMessage, signal?: AbortSignal): Promise<SendResult> {

@@ -54,8 +54,14 @@ interface Pending {
   done: boolean;
   stream: ClientHttp2Stream | null;
   conn: Conn | null;
-  cleanup: () => void;
+  timer: NodeJS.Timeout | null;
+  /** The caller's signal and its listener, when the caller gave one. */
+  signal: AbortSignal | null;
+  onAbort: (() => void) | null;
 }
+
+/** A stream's error: its 'close' handler decides what the request comes to. */
+function closeDecides(): void {}
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL } = http2.constants;
 
@@ -101,18 +107,22 @@ export class H2Pool {
     this.#reconnectDelayMs = opts.reconnectDelayMs ?? 1000;
   }
 
-  /** Sends one request and reads the whole answer; rejects with a TransportError only. */
+  /**
+   * Sends one request and reads the whole answer; rejects with a TransportError only. The pool
+   * completes `headers` (`:method` POST unless set, `content-length`) and sends that very object:
+   * the caller builds one per request.
+   */
   request(headers: OutgoingHttpHeaders, body: Buffer | string, signal?: AbortSignal): Promise<H2Response> {
     if (this.#closing) return Promise.reject(new TransportError('connection_error', 'the HTTP/2 pool is closed'));
     if (this.#queue.length >= this.#maxQueued) return Promise.reject(new TransportError('queue_full', `${this.#queue.length} requests wait for ${this.#origin}`));
     if (signal?.aborted) return Promise.reject(new TransportError('canceled', 'aborted before the send'));
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    headers[':method'] ??= 'POST';
+    headers['content-length'] = bytes.length;
     return new Promise<H2Response>((resolve, reject) => {
-      const timer = setTimeout(() => this.#abandon(p, this.#timedOut()), this.#timeoutMs);
-      const onAbort = (): void => this.#abandon(p, new TransportError('canceled', 'aborted by the caller'));
-      signal?.addEventListener('abort', onAbort, { once: true });
       const p: Pending = {
         headers,
-        body: typeof body === 'string' ? Buffer.from(body) : body,
+        body: bytes,
         resolve,
         reject,
         replays: 0,
@@ -120,11 +130,16 @@ export class H2Pool {
         done: false,
         stream: null,
         conn: null,
-        cleanup: () => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-        },
+        timer: null,
+        signal: signal ?? null,
+        onAbort: null,
       };
+      // An argument rather than a closure: a timer object a request, nothing more.
+      p.timer = setTimeout(this.#onTimeout, this.#timeoutMs, p);
+      if (signal !== undefined) {
+        p.onAbort = () => this.#abandon(p, new TransportError('canceled', 'aborted by the caller'));
+        signal.addEventListener('abort', p.onAbort, { once: true });
+      }
       this.#pending += 1;
       this.#queue.push(p);
       this.#pump();
@@ -226,7 +241,7 @@ export class H2Pool {
     p.conn = conn;
     let stream: ClientHttp2Stream;
     try {
-      stream = conn.session.request({ ':method': 'POST', ...p.headers, 'content-length': p.body.length });
+      stream = conn.session.request(p.headers);
     } catch {
       // The session closed between the check and the request: nothing was sent.
       conn.active -= 1;
@@ -243,11 +258,9 @@ export class H2Pool {
       headers = h;
     });
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.on('error', () => {
-      /* the 'close' handler decides */
-    });
+    stream.on('error', closeDecides);
     stream.on('end', () => {
-      if (status) this.#finish(p, null, { status, headers, body: Buffer.concat(chunks).toString('utf8'), conn });
+      if (status) this.#finish(p, null, { status, headers, body: chunks.length === 0 ? '' : Buffer.concat(chunks).toString('utf8'), conn });
     });
     stream.on('close', () => {
       conn.active -= 1;
@@ -280,6 +293,8 @@ export class H2Pool {
     this.#queue.unshift(p);
   }
 
+  readonly #onTimeout = (p: Pending): void => this.#abandon(p, this.#timedOut());
+
   #timedOut(): TransportError {
     return new TransportError('timeout', `no answer from ${this.#origin} in ${this.#timeoutMs} ms`);
   }
@@ -298,7 +313,8 @@ export class H2Pool {
   #finish(p: Pending, err: Error | null, answer?: H2Response): void {
     if (p.done) return;
     p.done = true;
-    p.cleanup();
+    if (p.timer !== null) clearTimeout(p.timer);
+    if (p.onAbort !== null) p.signal?.removeEventListener('abort', p.onAbort);
     this.#pending -= 1;
     if (this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
     if (err) p.reject(err);

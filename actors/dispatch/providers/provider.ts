@@ -186,14 +186,30 @@ export class InFlight {
   #idle: (() => void)[] = [];
   closing = false;
 
-  async run<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Counts `send` until it settles, and answers it as it settles. The caller starts the send
+   * synchronously before this call, so no `drain` can come between (an async wrapper would cost a
+   * frame per send: docs/performance.md, "The send path's own allocations").
+   */
+  track<T>(send: Promise<T>): Promise<T> {
     this.#count += 1;
-    try {
-      return await work();
-    } finally {
-      this.#count -= 1;
-      if (this.#count === 0) for (const wake of this.#idle.splice(0)) wake();
-    }
+    return send.then(this.#settled, this.#failed);
+  }
+
+  // Bound once: a pair of closures a send would cost what the frame cost.
+  readonly #settled = <T>(value: T): T => {
+    this.#leave();
+    return value;
+  };
+
+  readonly #failed = (err: unknown): never => {
+    this.#leave();
+    throw err;
+  };
+
+  #leave(): void {
+    this.#count -= 1;
+    if (this.#count === 0) for (const wake of this.#idle.splice(0)) wake();
   }
 
   /** Marks the client closing and resolves once no send is running. */

@@ -106,6 +106,22 @@ t.test('ExpiredProviderToken: a token of 25 minutes is re-signed and the send re
   const reqs = (await sims.apns.requests()).filter((r) => r.path.endsWith(deviceToken(21)));
   t.same(reqs.map((r) => r.status), [403, 200]);
   t.not(reqs[0]?.headers.authorization, reqs[1]?.headers.authorization, 'the retry carried a new token');
+  t.match(reqs[0]?.headers['apns-id'], /^[0-9a-f-]{36}$/);
+  t.equal(reqs[0]?.headers['apns-id'], reqs[1]?.headers['apns-id'], 'and the same apns-id: it is the same notification');
+});
+
+t.test('the token in force is answered without signing; none while one is due or being signed', async (t) => {
+  let now = Date.now();
+  const tokens = new ApnsTokenCache(() => now);
+  const key = sims.apns.credentials();
+  t.equal(tokens.current(key), null, 'nothing signed yet');
+  const signing = tokens.token(key);
+  t.equal(tokens.current(key), null, 'being signed');
+  const jwt = await signing;
+  t.equal(tokens.current(key), jwt);
+  now += 41 * 60_000;
+  t.equal(tokens.current(key), null, 'due for renewal at 40 minutes');
+  t.not(await tokens.token(key), jwt);
 });
 
 t.test('ExpiredProviderToken on a token under 20 minutes: REAUTH back to the caller, no re-signing', async (t) => {
