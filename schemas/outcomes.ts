@@ -61,6 +61,26 @@ export const channelOf = Object.fromEntries(Object.entries(channelTypes).flatMap
 export type OutcomeEntry = Static<typeof OutcomeEntry>;
 
 /**
+ * An outcome as the dispatch actor builds it: `tail` is the token's last characters, which
+ * outcomeJson writes as the entry's `token_tail` after the ellipsis.
+ */
+export interface OutcomeDraft extends Omit<OutcomeEntry, 'token_tail'> {
+  tail: string | null;
+}
+
+/**
+ * The JSON of an outcome, with `token_tail`'s ellipsis escaped (`\u2026`, which every JSON reader
+ * decodes, ClickHouse's included): the JSON of an ASCII token is then ASCII. V8 keeps a string
+ * holding `…` at two bytes a character, and so would be the JSON, its join with the entry's other
+ * outcomes and the command written to Redis (docs/performance.md, "One byte a character").
+ * `"tail":` matches the key alone: inside a JSON string every `"` is escaped.
+ */
+export function outcomeJson(draft: OutcomeDraft): string {
+  const json = JSON.stringify(draft);
+  return draft.tail === null ? json.replace('"tail":', '"token_tail":') : json.replace('"tail":"', '"token_tail":"\\u2026');
+}
+
+/**
  * What parts the outcomes of one entry's value: each is compact JSON on a line of its own
  * (engine/infra/scripts/lua/recordAttempts-5.lua joins them with a newline). A newline followed by
  * `{`, not a newline alone, so that an entry of one outcome written over several lines (which

@@ -14,7 +14,7 @@ import type { Topology } from '../../engine/infra/redis/topology.ts';
 import { ownCode, type DeliveryAnswer } from '../../schemas/delivery-codes.ts';
 import type { IngestRetire } from '../../schemas/ingest.ts';
 import type { DispatchJob, NotificationSpec, UsersJob } from '../../schemas/notifications.ts';
-import { channelTypes, type Channel, type OutcomeEntry } from '../../schemas/outcomes.ts';
+import { channelTypes, outcomeJson, type Channel, type OutcomeDraft } from '../../schemas/outcomes.ts';
 import type { ProviderName } from '../../schemas/providers.ts';
 import type { SubscriptionType } from '../../schemas/sdk.ts';
 import type { StoredConsent, StoredSubscription } from '../../schemas/state.ts';
@@ -87,7 +87,7 @@ function localDue(spec: NotificationSpec, local: { minute: number; default_timez
 
 /** What one job came to: its outcomes, the dead tokens to retire, the retry that follows. */
 interface JobResult {
-  outcomes: OutcomeEntry[];
+  outcomes: OutcomeDraft[];
   retire: IngestRetire[];
   retry: { job: DispatchJob; at: number } | null;
 }
@@ -139,7 +139,7 @@ export class DispatchHandler {
     const clients = await this.deps.clients.get(spec.project);
     const settled = await Promise.allSettled(jobs.map((job) => this.attempt(job, spec, clients)));
     if (settled.every((r) => r.status === 'rejected')) throw settled[0]?.reason;
-    const outcomes: OutcomeEntry[] = [];
+    const outcomes: OutcomeDraft[] = [];
     const retire: string[] = [];
     const retries: { job: DispatchJob; at: number }[] = [];
     settled.forEach((result, i) => {
@@ -157,7 +157,7 @@ export class DispatchHandler {
       entryId,
       ...settlementOf(outcomes, jobs.length - retries.length),
       retries: retries.map((r) => ({ job: JSON.stringify(r.job), at: r.at })),
-      outcomes: outcomes.map((o) => JSON.stringify(o)),
+      outcomes: outcomes.map(outcomeJson),
       retire,
     };
     await this.records.record(partition, first.n, record, stop);
@@ -279,18 +279,18 @@ export class DispatchHandler {
   }
 }
 
-/** Builds the outcome entries of one job (schemas/outcomes.ts). */
+/** Builds the outcomes of one job (schemas/outcomes.ts, OutcomeDraft). */
 class Outcomes {
   constructor(
     private readonly job: DispatchJob,
     private readonly spec: NotificationSpec,
   ) {}
 
-  skip(sub: StoredSubscription | null, answer: DeliveryAnswer, at: number): OutcomeEntry {
+  skip(sub: StoredSubscription | null, answer: DeliveryAnswer, at: number): OutcomeDraft {
     return this.entry(sub, 'skipped', answer.code, answer.hint, null, null, false, at);
   }
 
-  attempt(sub: StoredSubscription, sent: SendResult, retrying: boolean, at: number): OutcomeEntry {
+  attempt(sub: StoredSubscription, sent: SendResult, retrying: boolean, at: number): OutcomeDraft {
     if (sent.ok) return this.entry(sub, 'sent', null, null, sent.providerMessageId, Math.round(sent.latencyMs), false, at);
     if (sent.skipped) return this.entry(sub, 'skipped', sent.code, sent.hint, null, null, false, at);
     const latency = sent.latencyMs === null ? null : Math.round(sent.latencyMs);
@@ -300,14 +300,14 @@ class Outcomes {
   // Positional, so an outcome is one object literal (no intermediate object spread into it).
   private entry(
     sub: StoredSubscription | null,
-    status: OutcomeEntry['status'],
-    errorCode: OutcomeEntry['error_code'],
-    hint: OutcomeEntry['hint'],
-    providerMessageId: OutcomeEntry['provider_message_id'],
-    latencyMs: OutcomeEntry['latency_ms'],
+    status: OutcomeDraft['status'],
+    errorCode: OutcomeDraft['error_code'],
+    hint: OutcomeDraft['hint'],
+    providerMessageId: OutcomeDraft['provider_message_id'],
+    latencyMs: OutcomeDraft['latency_ms'],
     retrying: boolean,
     at: number,
-  ): OutcomeEntry {
+  ): OutcomeDraft {
     const { job, spec } = this;
     const which = sub === null ? 'none' : subKey(sub);
     return {
@@ -318,7 +318,7 @@ class Outcomes {
       external_id: job.external_id,
       channel: spec.channel,
       subscription_type: sub?.type ?? null,
-      token_tail: sub === null ? null : `…${sub.token.slice(-4)}`,
+      tail: sub === null ? null : sub.token.slice(-4),
       attempt: job.attempt,
       status,
       error_code: errorCode,
