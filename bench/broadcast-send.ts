@@ -141,8 +141,13 @@ function notificationBodies(options: BroadcastOptions): object[] {
   }));
 }
 
+/** How often the bench looks at the broadcast: the last record is seen at most this late. */
+const POLL_MS = 250;
+/** How often it counts the records in ClickHouse while pushes still go out (the progress line's figure). */
+const RECORDED_EVERY_MS = 2000;
+
 /**
- * Polls every 500 ms until every delivery is recorded (then reads the CPU at the end) and every
+ * Polls every POLL_MS until every delivery is recorded (then reads the CPU at the end) and every
  * notification is `completed`; fails after STALL_MS without progress.
  */
 async function follow(dep: BroadcastDeployment, options: BroadcastOptions, sent: Sent, rss: RssSampler): Promise<{ progress: Progress; end: End }> {
@@ -156,7 +161,7 @@ async function follow(dep: BroadcastDeployment, options: BroadcastOptions, sent:
   try {
     for (;;) {
       const before = progress.total();
-      await progress.read();
+      await progress.read(sent.expected);
       const now = Date.now();
       if (progress.total() !== before) lastChange = now;
       if (progress.recorded >= sent.expected && end === null) end = { mark: await dep.cpuMark(), threads: await threadCpu(dep.enginePid), peer: await dep.peerCount() };
@@ -170,7 +175,7 @@ async function follow(dep: BroadcastDeployment, options: BroadcastOptions, sent:
           `bench: ${seconds.toFixed(0)} s: fanned out ${progress.fannedAt === null ? progress.appended : 'all'}, sent ${ok} failed ${failed} skipped ${skipped} (${Math.round((ok + failed + skipped) / seconds)}/s), recorded ${recorded}/${sent.expected}, ${options.split ? 'dispatch' : 'engine'} RSS ${Math.round(rss.latest())} MB (peak ${Math.round(rss.peak())})`,
         );
       }
-      await sleep(500);
+      await sleep(POLL_MS);
     }
   } finally {
     scripted.disconnect();
@@ -190,6 +195,8 @@ class Progress {
   fannedAt: number | null = null;
   /** Jobs fan-out appended so far, while it is not done. */
   appended = 0;
+  /** When ClickHouse's count was last read. */
+  private recordedReadAt = 0;
   private readonly open: Set<string>;
   private readonly counts = new Map<string, Counts>();
 
@@ -207,9 +214,18 @@ class Progress {
     return this.sent + this.failed + this.skipped + this.recorded;
   }
 
-  async read(): Promise<void> {
+  /**
+   * Reads the counters (Redis) each time, and ClickHouse's count each time once they show every
+   * push made, but only every RECORDED_EVERY_MS before: each count is a query of some 35 ms of
+   * CPU in the engine's ClickHouse, which the engine's CPU a push counts (docs/performance.md,
+   * "What the bench's own reads cost").
+   */
+  async read(expected: number): Promise<void> {
     await this.readNotifications();
     if (this.fannedAt === null) await this.readFanOut();
+    const now = Date.now();
+    if (this.sent + this.failed + this.skipped < expected && now - this.recordedReadAt < RECORDED_EVERY_MS) return;
+    this.recordedReadAt = now;
     await this.readRecorded();
   }
 
@@ -303,7 +319,7 @@ class RssSampler {
     const readings: number[] = [];
     for (let i = 0; i < 4; i++) {
       readings.push(await rssMb(this.pid));
-      await sleep(500);
+      await sleep(POLL_MS);
     }
     this.baseline = Math.max(...readings);
     this.timer = setInterval(() => {
