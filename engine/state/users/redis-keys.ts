@@ -79,7 +79,7 @@ export class UserKeys {
 
   /** A token's ownership record as 0.11.1 kept it, one hash per token (engine/state/users/token-index.ts adopts them). */
   legacyToken(project: string, type: SubscriptionType, token: string): string {
-    const partition = fnv1a(`${project}\0${type}\0${token}`) % this.topology.partitions;
+    const partition = fnv1a(project, type, token) % this.topology.partitions;
     return `${this.topology.prefix}token:${this.topology.tag(partition)}:${project}:${type}:${token}`;
   }
 
