@@ -37,8 +37,8 @@ import type { Specs } from './specs.ts';
  * paced a broadcast (docs/performance.md, "Broadcast").
  */
 const SENDS_IN_FLIGHT: Record<ProviderName, number> = { apns: 1024, fcm: 256, webpush: 32, twilio: 32, sendgrid: 32 };
-/** Gates kept before idle ones are dropped: as many as the clients ProjectClients keeps. */
-const MAX_GATES = 5 * 1000;
+/** Projects whose gates are kept before idle ones are dropped: as many as ProjectClients keeps clients of. */
+const MAX_GATED_PROJECTS = 1000;
 
 /** Attempts per subscription, the first included (docs/api.md#provider-behaviour). */
 export const MAX_ATTEMPTS = 5;
@@ -106,7 +106,7 @@ interface JobResult {
  */
 export class DispatchHandler {
   /** One gate per project and provider, so a slow provider or project holds only its own slots. */
-  private readonly gates = new Map<string, Gate>();
+  private readonly gates = new Map<string, Partial<Record<ProviderName, Gate>>>();
   private readonly records: RecordBatch;
   private readonly recipients: RecipientBatch;
 
@@ -198,31 +198,35 @@ export class DispatchHandler {
     let retryAfter = 0;
     // One cap slot per job, taken by the first subscription that gets past consent; the others share it.
     let capSlot: Promise<'frequency_capped' | null> | undefined;
-    await Promise.all(
-      subs.map(async (sub) => {
-        const gate = this.gateOf(job.project, providerFor(sub.type));
-        const free = gate.tryAcquire();
-        const release = free ?? (await gate.acquire());
-        try {
-          // Checked with a slot in hand, right before the request goes out: on the load's reply when
-          // the slot was free at once, else read again (docs/architecture.md#consent-first).
-          const check = free !== null ? loaded : await this.check(keys, sub);
-          const skip = blockedBy(check, sub) ?? (await (capSlot ??= this.capped(job, spec)));
-          if (skip !== null) return result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
-          const sentAt = Date.now();
-          const sent = await sendTo(clients, sub, message);
-          const retrying = !sent.ok && (sent.action === 'RETRY' || sent.action === 'REAUTH') && job.attempt < MAX_ATTEMPTS && message.ttlSeconds > 0;
-          result.outcomes.push(outcome.attempt(sub, sent, retrying, Date.now()));
-          if (retrying) {
-            again.push(subKey(sub));
-            retryAfter = Math.max(retryAfter, sent.ok ? 0 : (sent.retryAfterMs ?? 0));
-          }
-          if (!sent.ok && sent.action === 'DROP') result.retire.push(retireEntry(job, sub, sent.invalidSinceMs ?? sentAt));
-        } finally {
-          release();
+    const send = async (sub: StoredSubscription): Promise<void> => {
+      const gate = this.gateOf(job.project, providerFor(sub.type));
+      const free = gate.tryAcquire();
+      const release = free ?? (await gate.acquire());
+      try {
+        // Checked with a slot in hand, right before the request goes out: on the load's reply when
+        // the slot was free at once, else read again (docs/architecture.md#consent-first).
+        const check = free !== null ? loaded : await this.check(keys, sub);
+        const skip = blockedBy(check, sub) ?? (spec.frequency_cap === undefined ? null : await (capSlot ??= this.capped(job, spec)));
+        if (skip !== null) {
+          result.outcomes.push(outcome.skip(sub, ownCode(skip), Date.now()));
+          return;
         }
-      }),
-    );
+        const sentAt = Date.now();
+        const sent = await sendTo(clients, sub, message);
+        const retrying = !sent.ok && (sent.action === 'RETRY' || sent.action === 'REAUTH') && job.attempt < MAX_ATTEMPTS && message.ttlSeconds > 0;
+        result.outcomes.push(outcome.attempt(sub, sent, retrying, Date.now()));
+        if (retrying) {
+          again.push(subKey(sub));
+          retryAfter = Math.max(retryAfter, sent.ok ? 0 : (sent.retryAfterMs ?? 0));
+        }
+        if (!sent.ok && sent.action === 'DROP') result.retire.push(retireEntry(job, sub, sent.invalidSinceMs ?? sentAt));
+      } finally {
+        release();
+      }
+    };
+    // Most users have one subscription of a channel: their send needs no list of promises.
+    if (subs.length === 1) await send(subs[0] as StoredSubscription);
+    else await Promise.all(subs.map(send));
     if (again.length > 0) {
       const delay = Math.max(retryAfter, backoff(job.attempt));
       result.retry = { job: { ...job, attempt: job.attempt + 1, subs: again }, at: Date.now() + delay };
@@ -261,15 +265,15 @@ export class DispatchHandler {
     return taken ? null : 'frequency_capped';
   }
 
+  /** A send's gate, found without building a key: a push looks it up once. */
   private gateOf(project: string, provider: ProviderName): Gate {
-    const key = `${project}\0${provider}`;
-    let gate = this.gates.get(key);
-    if (gate === undefined) {
-      if (this.gates.size >= MAX_GATES) for (const [k, g] of this.gates) if (g.idle) this.gates.delete(k);
-      gate = new Gate(SENDS_IN_FLIGHT[provider]);
-      this.gates.set(key, gate);
+    let byProvider = this.gates.get(project);
+    if (byProvider === undefined) {
+      if (this.gates.size >= MAX_GATED_PROJECTS) for (const [p, gates] of this.gates) if (Object.values(gates).every((g) => g.idle)) this.gates.delete(p);
+      byProvider = {};
+      this.gates.set(project, byProvider);
     }
-    return gate;
+    return (byProvider[provider] ??= new Gate(SENDS_IN_FLIGHT[provider]));
   }
 
   /** 0 to send now, else ms to wait: a token of the notification's rate, shared by every dispatch worker. */
