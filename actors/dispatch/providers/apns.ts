@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import { deliveryCode } from '../../../schemas/delivery-codes.ts';
 import { DefaultBaseUrls, type ApnsCredentials } from '../../../schemas/providers.ts';
 import { apnsTokens, type ApnsTokenCache } from './apns-token.ts';
-import type { OutgoingHttpHeaders } from 'node:http2';
 import { H2Pool, type H2PoolOptions, type H2Response } from './h2-pool.ts';
 import {
   answered,
@@ -181,5 +181,4 @@ export class ApnsClient implements ProviderClient {
     if (answer.status === 410 && typeof parsed?.timestamp === 'number') result.invalidSinceMs = parsed.timestamp;
     return result;
   }
-
 }

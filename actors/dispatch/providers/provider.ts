@@ -196,7 +196,7 @@ export class InFlight {
     return send.then(this.#settled, this.#failed);
   }
 
-  // Bound once: a pair of closures a send would cost what the frame cost.
+  // Bound once, so that a send allocates no closures for them.
   readonly #settled = <T>(value: T): T => {
     this.#leave();
     return value;
