@@ -6,7 +6,6 @@ import type { RedisClient } from '../../engine/infra/redis/client.ts';
 import { fieldOf, type StreamEntry } from '../../engine/infra/runner/types.ts';
 import { scripts } from '../../engine/infra/scripts/registry.ts';
 import type { JobRecord, RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
-import { parseConsent } from '../../engine/state/users/consent.ts';
 import { recordOf } from '../../engine/state/users/read-user.ts';
 import { recipientOfRecord, type RecipientState } from '../../engine/state/users/user-record.ts';
 import { decodeTag } from '../../engine/state/users/tag-codec.ts';
@@ -47,6 +46,16 @@ const BACKOFF_MAX_MS = 5 * 60_000;
 const HOUR_MS = 3_600_000;
 
 const NO_FIELDS: readonly string[] = [];
+/** Each subscription type as a set of one, for the consent a send reads again. */
+const TYPE_SETS: Readonly<Record<SubscriptionType, ReadonlySet<string>>> = {
+  IOS_PUSH: new Set(['IOS_PUSH']),
+  ANDROID_PUSH: new Set(['ANDROID_PUSH']),
+  WEB_PUSH: new Set(['WEB_PUSH']),
+  SMS: new Set(['SMS']),
+  EMAIL: new Set(['EMAIL']),
+};
+/** No subscription wanted: a read for consent alone builds none. */
+const NO_SUBSCRIPTIONS: ReadonlySet<string> = new Set();
 /** Each channel's subscription types, as a set once. */
 const CHANNEL_TYPES: Readonly<Record<Channel, ReadonlySet<string>>> = { PUSH: new Set(channelTypes.PUSH), EMAIL: new Set(channelTypes.EMAIL), SMS: new Set(channelTypes.SMS) };
 
@@ -98,7 +107,7 @@ interface JobResult {
  * are loaded in one call shared by the jobs read together (actors/dispatch/recipient-batch.ts; a
  * retry's alone, engine/infra/scripts/lua/loadRecipient-2.lua). A send whose provider slot is free when that
  * reply comes back goes out on that check; one that waited for its slot reads cancel and consent
- * again first (engine/infra/scripts/lua/checkSend-2.lua). Each subscription gets its localized message through
+ * again first, as the load does. Each subscription gets its localized message through
  * its provider's client, and one outcome per attempt is recorded with the job's acknowledgement
  * (engine/state/notifications/attempts.ts: one call for the jobs that end in the same turn). Jobs run
  * concurrently (actors/dispatch/dispatch-consumer.ts); each provider client bounds its own
@@ -248,10 +257,14 @@ export class DispatchHandler {
     return { ...state, canceled: stored.canceled };
   }
 
-  /** The cancel mark and the consent of `sub`'s type, read again for a send that waited for its slot. */
+  /**
+   * The cancel mark and the consent of `sub`'s type, read again for a send that waited for its
+   * slot: as a load reads them, in one call with the other loads of the turn (slots come free
+   * together, as a socket read brings several answers).
+   */
   private async check(keys: UserKeys, sub: StoredSubscription): Promise<SendCheck> {
-    const { canceled, consent } = await scripts.checkSend(this.deps.redis, { keys: { canceled: keys.canceled, user: keys.user }, args: { type: sub.type } });
-    return { canceled, consent: consent === null ? {} : parseConsent({ [sub.type]: consent }) };
+    const stored = await this.recipients.load(keys.partition, keys);
+    return { canceled: stored.canceled, consent: recipientOfRecord(stored.record, TYPE_SETS[sub.type], NO_SUBSCRIPTIONS, false).consent };
   }
 
   /** 'frequency_capped' when the user's cap for the channel is reached; a slot is taken otherwise (docs/api.md#frequency-caps). */

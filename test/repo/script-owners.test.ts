@@ -27,7 +27,6 @@ const callers: Record<keyof typeof scripts, readonly string[]> = {
   // Read a user's record and a notification's cancel mark; they write nothing.
   loadRecipient: ['actors/dispatch'],
   loadRecipients: ['actors/dispatch'],
-  checkSend: ['actors/dispatch'],
   // The infrastructure's: the caller owns the keys it names.
   settleTapped: ['actors/webhooks'],
   appendDetach: ['actors/partition'],

@@ -106,23 +106,6 @@ export const loadRecipients = defineScript({
   },
 });
 
-const sendCheckFields = ['canceled', 'consent'] as const;
-
-/** engine/infra/scripts/lua/checkSend-2.lua: the cancel mark and the consent a send is checked against, slot in hand. */
-export const checkSend = defineScript({
-  name: 'checkSend',
-  oom: 'read',
-  keys: ['canceled', 'user'],
-  args: ['type'],
-  reply: {
-    fields: sendCheckFields,
-    parse: (raw) => {
-      const r = fields('checkSend', sendCheckFields, raw);
-      return { canceled: flag('checkSend canceled', r.canceled), consent: r.consent === null ? null : str('checkSend consent', r.consent) };
-    },
-  },
-});
-
 /** engine/infra/scripts/lua/takeCapSlot-1.lua: takes a slot of a user's frequency cap for a notification, or says it is reached. */
 export const takeCapSlot = defineScript({
   name: 'takeCapSlot',

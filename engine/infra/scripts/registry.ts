@@ -4,7 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './apply-batch.ts';
 import { upgradeUser, writeConsent } from './consent.ts';
 import type { AnyContract, Command } from './contract.ts';
-import { appendJobs, checkSend, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './dispatch.ts';
+import { appendJobs, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './header.ts';
 import { heartbeat, releaseLease, renewLeases, setIfAbsent } from './lease.ts';
 import { markRound, settleBatch, settleTapped } from './settle-batch.ts';
@@ -41,7 +41,6 @@ export const scripts = {
   appendJobs,
   loadRecipient,
   loadRecipients,
-  checkSend,
   takeCapSlot,
   recordAttempts,
   releaseDue,

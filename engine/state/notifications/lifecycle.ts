@@ -26,7 +26,7 @@ import { NotificationKeys } from './redis-keys.ts';
  *
  * Canceled is one fact: `canceled_at` on the record. Its copies, the marks, exist because the send
  * check reads cancel and consent in one script call in the user's partition slot
- * (engine/infra/scripts/lua/checkSend-2.lua); cancel writes every mark before `canceled_at`, so a record that says
+ * (engine/infra/scripts/lua/loadRecipients-n.lua); cancel writes every mark before `canceled_at`, so a record that says
  * canceled has all of them.
  */
 

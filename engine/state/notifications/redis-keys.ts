@@ -36,7 +36,7 @@ export class NotificationKeys {
 
   /**
    * A notification's cancel mark in partition N (string, the cancel time): dispatch reads it with
-   * the user's consent in one call in the partition's slot (engine/infra/scripts/lua/checkSend-2.lua).
+   * the user's record in one call in the partition's slot (engine/infra/scripts/lua/loadRecipients-n.lua).
    */
   notificationCanceled(partition: number, id: string): string {
     return `${this.topology.prefix}ncancel:${this.topology.tag(partition)}:${id}`;

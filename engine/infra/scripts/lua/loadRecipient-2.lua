@@ -4,7 +4,8 @@
   their record, whose subscriptions, tags and consent the engine picks (a retry's subscriptions,
   those a notification by subscription id targets, the channel's), and the notification's cancel
   mark in the user's partition, which a send whose provider slot is free when the reply comes back
-  is checked against with the record's consent (as checkSend-2.lua reads them).
+  is checked against with the record's consent; one that waited for its slot reads them again
+  so (loadRecipients-n.lua).
 
   KEYS[1] user      usr:{pN}:<project>:<external_id> (engine/infra/scripts/lua/include/user.lua)
   KEYS[2] canceled  ncancel:{pN}:<notification>
