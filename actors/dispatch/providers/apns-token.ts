@@ -78,10 +78,11 @@ export class ApnsTokenCache {
   /** The current token of (team, key), signed now if there is none or it is due. */
   async token(key: ApnsKey): Promise<string> {
     const id = `${key.team_id}:${key.key_id}`;
-    const keyHash = this.#keyHash(key);
     const entry = this.#entries.get(id);
     if (entry?.pending) return entry.pending;
-    if (entry && entry.keyHash === keyHash && !this.#due(entry)) return entry.jwt;
+    const inForce = this.current(key);
+    if (inForce !== null) return inForce;
+    const keyHash = this.#keyHash(key);
     const pending = this.#sign(key, id, keyHash);
     if (entry) entry.pending = pending;
     else this.#entries.set(id, { jwt: '', issuedAt: 0, expired: true, pending, keyHash });
