@@ -2,6 +2,7 @@
 export interface RecorderLimits {
   maxBatch: number;
   lingerMs: number;
+  quietMs: number;
   retryMs: number;
   maxBuffered: number;
   probeBatch: number;
@@ -19,6 +20,11 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
    * clock's multiples of it, so the partitions of a process are due together and share a round.
    */
   lingerMs: 1000,
+  /**
+   * How long every stream of the process must go without a new entry for the batches held to be
+   * inserted before they fall due (QuietWatch), ms: far longer than the gaps of a running load.
+   */
+  quietMs: 50,
   /** Pause before a failed insert is tried again, ms. */
   retryMs: 500,
   /** Most entries read but not yet inserted, over every partition of the process (EntryBudget). */

@@ -7,6 +7,7 @@ import type { RawStreamEntry } from '../../engine/infra/runner/types.ts';
 import type { EntryBudget } from './entry-budget.ts';
 import { RECORDER_GROUP } from '../../engine/infra/redis/topology.ts';
 import { RecorderLimits } from './limits.ts';
+import type { QuietWatch, QuietHolder } from './quiet-watch.ts';
 import type { RecordRounds } from './rounds.ts';
 import type { StreamKind } from './sink.ts';
 
@@ -24,6 +25,8 @@ export interface RecorderConsumerOptions {
   budget: EntryBudget;
   /** The partition's lease: nothing is read or inserted unless it surely outlasts the command. */
   lease: LeaseView;
+  /** Shared by the process's partitions: has held batches go early when the streams go quiet. Without it, batches wait for their time. */
+  quiet?: Pick<QuietWatch, 'watch' | 'forget' | 'hold' | 'release'>;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
   limits?: Readonly<RecorderLimits>;
@@ -44,7 +47,7 @@ const kinds: readonly StreamKind[] = ['changes', 'outcomes'];
  * entries are exactly that batch, and its partition's mark names the round to insert again; see
  * docs/architecture.md, "The recorder".
  */
-export class RecorderConsumer implements PartitionWork {
+export class RecorderConsumer implements PartitionWork, QuietHolder {
   private readonly limits: Readonly<RecorderLimits>;
   private readonly batches = new Map<StreamKind, Batch>();
   /** Entries of the batches that hold budget (EntryBudget): read while the streams had more. */
@@ -53,6 +56,8 @@ export class RecorderConsumer implements PartitionWork {
   private drained = true;
   /** The last wait for an entry ended with none: the streams are idle, so the next turn waits again without a look first. */
   private quiet = false;
+  /** The process's streams went quiet while this partition held batches (QuietWatch): they are due now. */
+  private hurried = false;
   private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
 
@@ -63,6 +68,8 @@ export class RecorderConsumer implements PartitionWork {
   }
 
   start(): void {
+    const { quiet, partition, streams } = this.opts;
+    quiet?.watch(partition, [streams.changes, streams.outcomes]);
     this.done = this.loop
       .run({
         recover: () => this.recover(),
@@ -76,8 +83,16 @@ export class RecorderConsumer implements PartitionWork {
 
   /** Inserts what is batched (a blocked read is abandoned), then stops. */
   stop(): Promise<void> {
+    this.opts.quiet?.release(this);
+    this.opts.quiet?.forget(this.opts.partition);
     this.loop.stop();
     return this.done;
+  }
+
+  /** The streams went quiet: the batches held are read to the end and inserted now. */
+  hurry(): void {
+    this.hurried = true;
+    this.loop.wake();
   }
 
   /**
@@ -129,8 +144,13 @@ export class RecorderConsumer implements PartitionWork {
       return;
     }
     if (this.drained && this.batches.size > 0) {
-      // The streams keep up: what comes before the batch falls due is read in one look then.
-      await this.loop.pause(wait);
+      // The streams keep up: what comes before the batch falls due is read in one look then, or
+      // sooner when every stream of the process goes quiet.
+      if (!this.hurried) {
+        this.opts.quiet?.hold(this);
+        await this.loop.pause(wait);
+        this.opts.quiet?.release(this);
+      }
       if (this.loop.stopping || this.opts.lease.remainingMs() <= 0) return;
       wait = 0;
     }
@@ -179,7 +199,8 @@ export class RecorderConsumer implements PartitionWork {
   /** Hands every due batch to its round at once (the kinds go to rounds of their own), then settles them. */
   private async flushDue(now: number): Promise<void> {
     if (this.opts.lease.remainingMs() <= 0) return;
-    const due = [...this.batches].filter(([, b]) => b.entries.length >= this.limits.maxBatch || now >= b.due);
+    const due = [...this.batches].filter(([, b]) => this.hurried || b.entries.length >= this.limits.maxBatch || now >= b.due);
+    this.hurried = false;
     if (due.length === 0) return;
     const pending = await Promise.all(due.map(([kind, batch]) => this.flush(kind, batch.entries)));
     for (const [kind] of due) this.batches.delete(kind);

@@ -4,6 +4,7 @@ import { runPartitionRole } from '../../engine/infra/runner/partition-runner.ts'
 import { Topology } from '../../engine/infra/redis/topology.ts';
 import { EntryBudget } from './entry-budget.ts';
 import { RecorderLimits } from './limits.ts';
+import { QuietWatch } from './quiet-watch.ts';
 import { RecorderConsumer } from './recorder-consumer.ts';
 import { RecordRounds } from './rounds.ts';
 import { RecorderSink } from './sink.ts';
@@ -11,7 +12,7 @@ import { RecorderSink } from './sink.ts';
 /**
  * The `recorder` role: owns partitions through leases of its own and records their changes
  * (users, events, receipts) and outcomes (message_deliveries) into ClickHouse. close() inserts
- * what is batched, acknowledges it and releases the leases.
+ * what is batched, acknowledges it, releases the leases and closes the quiet watch's connection.
  */
 export const recorderRole: RoleFactory = async (ctx) => {
   const { config, log, metrics, workerId } = ctx;
@@ -21,7 +22,8 @@ export const recorderRole: RoleFactory = async (ctx) => {
   const sink = new RecorderSink(ch, redis, topology, metrics, log);
   const rounds = new RecordRounds({ redis, topology, sink, worker: workerId, log });
   const budget = new EntryBudget(RecorderLimits.maxBuffered);
-  return runPartitionRole('recorder', ctx, redis, {
+  const quiet = new QuietWatch({ redis, log });
+  const role = runPartitionRole('recorder', ctx, redis, {
     leaseKey: (p) => topology.recorderLease(p),
     workersKey: topology.recorderWorkers(),
     work: (partition, _onLost, lease) =>
@@ -33,8 +35,10 @@ export const recorderRole: RoleFactory = async (ctx) => {
         rounds,
         budget,
         lease,
+        quiet,
         log,
         metrics,
       }),
   });
+  return { name: role.name, close: () => role.close().finally(() => quiet.stop()) };
 };

@@ -198,7 +198,12 @@ export class ConsumerLoop {
     this.pausing.wake();
   }
 
-  /** Waits `ms`, or less when the loop stops meanwhile. */
+  /** Ends the pause in progress, if any, as if its time were up. */
+  wake(): void {
+    this.pausing.wake();
+  }
+
+  /** Waits `ms`, or less when the loop stops or is woken meanwhile. */
   pause(ms: number): Promise<void> {
     return this.stopping ? Promise.resolve() : this.pausing.wait(ms);
   }
