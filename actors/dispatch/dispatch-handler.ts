@@ -104,8 +104,8 @@ interface JobResult {
 /**
  * Runs the dispatch jobs of one partition (`dispatch:{pN}`). For each user, their live
  * subscriptions of the notification's channel, their language, the cancel mark and their consent
- * are loaded in one call shared by the jobs read together (actors/dispatch/recipient-batch.ts; a
- * retry's alone, engine/infra/scripts/lua/loadRecipient-2.lua). A send whose provider slot is free when that
+ * are loaded in one call shared by the jobs read together (actors/dispatch/recipient-batch.ts), a
+ * retry's and a targeted job's too. A send whose provider slot is free when that
  * reply comes back goes out on that check; one that waited for its slot reads cancel and consent
  * again first, as the load does. Each subscription gets its localized message through
  * its provider's client, and one outcome per attempt is recorded with the job's acknowledgement
@@ -249,10 +249,7 @@ export class DispatchHandler {
    */
   private async load(keys: UserKeys, job: DispatchJob, spec: NotificationSpec): Promise<Recipient> {
     const only = job.subs ?? targetedOf(spec, job.external_id);
-    const stored =
-      only === undefined
-        ? await this.recipients.load(keys.partition, keys)
-        : await scripts.loadRecipient(this.deps.redis, { keys: { user: keys.user, canceled: keys.canceled }, args: {} });
+    const stored = await this.recipients.load(keys.partition, keys);
     const state = recipientOfRecord(stored.record, CHANNEL_TYPES[spec.channel], only === undefined ? null : new Set(only), spec.personal === true);
     return { ...state, canceled: stored.canceled };
   }

@@ -80,8 +80,8 @@ t.test('a key list: its header, its -n file name, and each disagreement refused'
   t.match(headerProblems('loadRecipients-n.lua', lua, { ...list, keyList: { name: 'users', item: ['user'] } }), [/key list: header users \{user, canceled\}, declared users \{user\}/]);
   const withoutList = { name: list.name, keys: list.keys, args: list.args, oom: list.oom, reply: list.reply };
   t.match(headerProblems('loadRecipients-n.lua', lua, withoutList), [/file name says n keys, declared 0/, /header lists KEYS users, no key list declared/]);
-  const single = contract('loadRecipient');
-  t.match(headerProblems('loadRecipient-n.lua', source('loadRecipient-2.lua'), { ...single, keyList: { name: 'users', item: ['user'] } }), [
+  const single = contract('takeCapSlot');
+  t.match(headerProblems('takeCapSlot-n.lua', source('takeCapSlot-1.lua'), { ...single, keyList: { name: 'users', item: ['user'] } }), [
     /a script with a key list names no other KEYS/,
     /declared key list users is not in the header/,
   ]);

@@ -14,7 +14,7 @@ import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 import { NotificationKeys } from '../../engine/state/notifications/redis-keys.ts';
 import { UserKeys } from '../../engine/state/users/redis-keys.ts';
 import { recipientOfRecord } from '../../engine/state/users/user-record.ts';
-import type { RecipientKeys } from '../../engine/infra/scripts/dispatch.ts';
+import type { RecipientKeys, StoredRecipient } from '../../engine/infra/scripts/dispatch.ts';
 
 /** The fan-out and dispatch scripts against the real Redis: each effect once. */
 
@@ -174,9 +174,16 @@ async function seedUser(redis: RedisClient, topology: Topology, user: string, ta
   return Object.fromEntries(subs.map((s) => [`${s.type}:${s.token}`, s]));
 }
 
-/** loadRecipient's answer as dispatch reads it (engine/state/users/user-record.ts recipientOfRecord). */
+/** One user's answer of loadRecipients. */
+async function loadOne(redis: RedisClient, keys: RecipientKeys): Promise<StoredRecipient | undefined> {
+  const [stored] = await scripts.loadRecipients(redis, { keys: {}, args: {}, users: [keys] });
+  return stored;
+}
+
+/** loadRecipients' answer for one user as dispatch reads it (engine/state/users/user-record.ts recipientOfRecord). */
 async function loadAs(redis: RedisClient, keys: RecipientKeys, types: string, only: readonly string[] | null = null, allTags = false) {
-  const stored = await scripts.loadRecipient(redis, { keys, args: {} });
+  const stored = await loadOne(redis, keys);
+  if (stored === undefined) throw new Error('loadRecipients answered no user');
   return { ...recipientOfRecord(stored.record, new Set(types.split(' ')), only === null ? null : new Set(only), allTags), canceled: stored.canceled };
 }
 
@@ -206,7 +213,7 @@ t.test('userKeys names the user record, with the user partition', async (t) => {
   }
 });
 
-t.test("loadRecipient answers the user's record: the language and the subscriptions of the channel, or of a retry", async (t) => {
+t.test("loadRecipients answers the user's record: the language and the subscriptions of the channel, or of a retry", async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const subs = await seedUser(redis, topology, 'u1');
   const keys = recipientKeys(notifications, topology, 'u1');
@@ -219,7 +226,7 @@ t.test("loadRecipient answers the user's record: the language and the subscripti
   t.same(retry.subs, [subs['IOS_PUSH:aa']], 'a retry gets only the listed subscriptions of the channel');
   const none = await loadAs(redis, keys, 'IOS_PUSH', []);
   t.same(none.subs, [], 'a retry listing nothing gets nothing');
-  t.same(await scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, 'nobody'), args: {} }), { record: null, canceled: false }, 'an unknown user: no record');
+  t.same(await loadOne(redis, recipientKeys(notifications, topology, 'nobody')), { record: null, canceled: false }, 'an unknown user: no record');
   t.same(await loadAs(redis, recipientKeys(notifications, topology, 'nobody'), 'SMS'), { language: null, subs: [], timezone: null, tags: null, canceled: false, consent: {} }, 'read as no tag, subscription or consent');
   await seedUser(redis, topology, 'u1', { timezone: 'sAsia/Tokyo' });
   const all = await loadAs(redis, keys, 'SMS', null, true);
@@ -227,7 +234,7 @@ t.test("loadRecipient answers the user's record: the language and the subscripti
   t.same(pairs(all.tags), pairs(Object.entries({ ...SEEDED_TAGS, timezone: 'sAsia/Tokyo' }).flat()), 'every tag, for personal texts');
 });
 
-t.test('loadRecipient answers the cancel mark, and the record the consent of the channel types', async (t) => {
+t.test('loadRecipients answers the cancel mark, and the record the consent of the channel types', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   await seedUser(redis, topology, 'u1');
   const keys = recipientKeys(notifications, topology, 'u1');
@@ -241,7 +248,7 @@ t.test('loadRecipient answers the cancel mark, and the record the consent of the
   t.match(await loadAs(redis, recipientKeys(notifications, topology, 'u1', 'n2'), push), { canceled: false }, 'another notification is not');
 });
 
-t.test("loadRecipient answers a user still in 0.11.1's four hashes as their record would hold them", async (t) => {
+t.test("loadRecipients answers a user still in 0.11.1's four hashes as their record would hold them", async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const legacy = topology.own(UserKeys).legacyUser('p', 'old');
   const sub: StoredSubscription = { type: 'IOS_PUSH', token: 'ab'.repeat(32), state: 'live', created_at: 1, updated_at: 2, registered_at: 3, device_model: 'iPhone15,2' };
@@ -255,13 +262,13 @@ t.test("loadRecipient answers a user still in 0.11.1's four hashes as their reco
   t.equal(await redis.exists(legacy.user, legacy.tags, legacy.subs, legacy.consent), 4, 'a read changes nothing');
 });
 
-t.test('loadRecipients answers, in one call, what loadRecipient answers for each user', async (t) => {
+t.test('loadRecipients answers, in one call, what it answers for each user alone', async (t) => {
   const { redis, topology, notifications } = await setup(t);
   const users = ['u1', 'u2', 'nobody', 'u3'];
   for (const user of ['u1', 'u2']) await seedUser(redis, topology, user);
   await seedUser(redis, topology, 'u3', { timezone: 'sAsia/Tokyo' });
   await writeConsent(redis, topology, 'p', 'u2', 'IOS_PUSH', true, 1234);
-  const each = await Promise.all(users.map((u) => scripts.loadRecipient(redis, { keys: recipientKeys(notifications, topology, u), args: {} })));
+  const each = await Promise.all(users.map((u) => loadOne(redis, recipientKeys(notifications, topology, u))));
   const all = await scripts.loadRecipients(redis, { keys: {}, args: {}, users: users.map((u) => recipientKeys(notifications, topology, u)) });
   t.same(all, each, 'the same answers, in the order of the users');
   t.same(await scripts.loadRecipients(redis, { keys: {}, args: {}, users: [] }), [], 'no user, no answer');
@@ -290,7 +297,7 @@ t.test('on a Redis Cluster each dispatch script call stays in one slot, and canc
   for (const user of users) {
     const subs = await seedUser(redis, topology, user);
     const loaded = await loadAs(redis, recipientKeys(notifications, topology, user), 'SMS');
-    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null, canceled: false, consent: {} }, `loadRecipient of ${user}`);
+    t.same(loaded, { language: 'spt-BR', subs: [subs['SMS:+15550000001']], timezone: null, tags: null, canceled: false, consent: {} }, `loadRecipients of ${user} alone`);
   }
   const byPartition = new Map<number, string[]>();
   for (const user of users) byPartition.set(topology.partitionOf('p', user), [...(byPartition.get(topology.partitionOf('p', user)) ?? []), user]);

@@ -25,7 +25,6 @@ const callers: Record<keyof typeof scripts, readonly string[]> = {
   offerToken: ['actors/dispatch'],
   takeCapSlot: ['actors/dispatch'],
   // Read a user's record and a notification's cancel mark; they write nothing.
-  loadRecipient: ['actors/dispatch'],
   loadRecipients: ['actors/dispatch'],
   // The infrastructure's: the caller owns the keys it names.
   settleTapped: ['actors/webhooks'],

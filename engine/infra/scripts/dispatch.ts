@@ -64,25 +64,16 @@ function storedRecipientOf(name: string, raw: unknown): StoredRecipient {
   return { record: r.record, canceled: flag(`${name} canceled`, r.canceled) };
 }
 
-/**
- * engine/infra/scripts/lua/loadRecipient-2.lua: a dispatch job's user's record and the cancel mark
- * a send is checked against, with the consent the record holds.
- */
-export const loadRecipient = defineScript({
-  name: 'loadRecipient',
-  oom: 'read',
-  keys: ['user', 'canceled'],
-  args: [],
-  reply: { fields: recipientFields, binary: true, parse: (raw) => storedRecipientOf('loadRecipient', raw) },
-});
-
 /** The keys of one user of loadRecipients, all in the partition's slot. */
 export interface RecipientKeys {
   user: string;
   canceled: string;
 }
 
-/** engine/infra/scripts/lua/loadRecipients-n.lua: loadRecipient for the users of jobs read together, in one call (one slot). */
+/**
+ * engine/infra/scripts/lua/loadRecipients-n.lua: for each user of the jobs read together, in one
+ * call (one slot), the user's record and the cancel mark a send is checked against.
+ */
 export const loadRecipients = defineScript({
   name: 'loadRecipients',
   oom: 'read',

@@ -4,7 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { applyBatch } from './apply-batch.ts';
 import { upgradeUser, writeConsent } from './consent.ts';
 import type { AnyContract, Command } from './contract.ts';
-import { appendJobs, loadRecipient, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './dispatch.ts';
+import { appendJobs, loadRecipients, offerToken, recordAttempts, releaseDue, takeCapSlot } from './dispatch.ts';
 import { scriptProblems, SCRIPT_FILE } from './header.ts';
 import { heartbeat, releaseLease, renewLeases, setIfAbsent } from './lease.ts';
 import { markRound, settleBatch, settleTapped } from './settle-batch.ts';
@@ -39,7 +39,6 @@ export const scripts = {
   tokenOwner,
   takeToken,
   appendJobs,
-  loadRecipient,
   loadRecipients,
   takeCapSlot,
   recordAttempts,
