@@ -1,4 +1,7 @@
-/** How the recorder batches (at most about 1 s or 10k rows, whichever comes first). */
+/**
+ * How the recorder batches: at most about 1 s or 10k stream entries, whichever comes first. An
+ * outcomes entry holds up to 8 outcomes (OUTCOMES_PER_ENTRY), so a batch may hold 8 times as many rows.
+ */
 export interface RecorderLimits {
   maxBatch: number;
   lingerMs: number;
@@ -8,7 +11,7 @@ export interface RecorderLimits {
   probeBatch: number;
   budgetWaitMs: number;
   gatherMs: number;
-  maxRoundRows: number;
+  maxRoundEntries: number;
   roundTtlSeconds: number;
 }
 
@@ -39,8 +42,8 @@ export const RecorderLimits: Readonly<RecorderLimits> = {
   budgetWaitMs: 5,
   /** How long a round waits, after its first batch, for the other partitions' batches due with it, ms. */
   gatherMs: 25,
-  /** A round this large goes without waiting for more batches: a backlog's full batch needs no company. */
-  maxRoundRows: 10_000,
+  /** A round of this many entries goes without waiting for more batches: a backlog's full batch needs no company. */
+  maxRoundEntries: 10_000,
   /** How long a round's manifest outlives a crash that kept it from being deleted, s. */
   roundTtlSeconds: 7 * 24 * 3600,
 };

@@ -44,7 +44,7 @@ interface Waiter {
 
 interface OpenRound {
   waiters: Waiter[];
-  rows: number;
+  entries: number;
   timer: NodeJS.Timeout;
 }
 
@@ -96,12 +96,12 @@ export class RecordRounds {
       let round = this.open.get(part.kind);
       if (round === undefined) {
         const timer = setTimeout(() => this.start(part.kind), this.limits.gatherMs);
-        round = { waiters: [], rows: 0, timer };
+        round = { waiters: [], entries: 0, timer };
         this.open.set(part.kind, round);
       }
       round.waiters.push({ part, resolve, reject });
-      round.rows += part.entries.length;
-      if (round.rows >= this.limits.maxRoundRows) this.start(part.kind);
+      round.entries += part.entries.length;
+      if (round.entries >= this.limits.maxRoundEntries) this.start(part.kind);
     });
   }
 
