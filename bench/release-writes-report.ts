@@ -16,9 +16,13 @@ export interface Figures {
   p99_ms: number;
   writes: number;
   failed: number;
-  /** Cores used over the window (bench/cost-window.ts): the engine's processes and Redis. */
-  cpu_cores: { engine: number; redis: number };
-  cpu_us_per_write: { engine: number; redis: number; total: number };
+  /**
+   * Cores used over the window (bench/cost-window.ts): the engine's processes, Redis, and this
+   * process, autocannon's load, which shares the host's cores with them.
+   */
+  cpu_cores: { engine: number; redis: number; load_generator: number };
+  /** Per write accepted: the engine (of which its main thread), Redis, both, and the load generator. */
+  cpu_us_per_write: { engine: number; engine_main: number; redis: number; total: number; load_generator: number };
   /** Seconds from the end of the load until everything accepted was applied and recorded. */
   drain_seconds: number;
   redis_commands: CommandCosts;
@@ -65,8 +69,20 @@ export function summaryRows(figures: Figures[], current: string, release: string
 
 export function print(figures: Figures[]): void {
   printRows([
-    ['load', 'engine', 'writes/s', 'p99 ms', 'failed', 'µs/write engine', 'Redis', 'total', 'Redis cmds/write', 'drained after s'],
-    ...figures.map((f) => [LOADS[f.load], f.engine, String(f.writes_per_sec), String(f.p99_ms), String(f.failed), String(f.cpu_us_per_write.engine), String(f.cpu_us_per_write.redis), String(f.cpu_us_per_write.total), String(f.redis_commands.calls_per_write), String(f.drain_seconds)]),
+    ['load', 'engine', 'writes/s', 'p99 ms', 'failed', 'µs/write engine', 'Redis', 'total', 'load generator', 'Redis cmds/write', 'drained after s'],
+    ...figures.map((f) => [
+      LOADS[f.load],
+      f.engine,
+      String(f.writes_per_sec),
+      String(f.p99_ms),
+      String(f.failed),
+      String(f.cpu_us_per_write.engine),
+      String(f.cpu_us_per_write.redis),
+      String(f.cpu_us_per_write.total),
+      String(f.cpu_us_per_write.load_generator),
+      String(f.redis_commands.calls_per_write),
+      String(f.drain_seconds),
+    ]),
   ]);
 }
 

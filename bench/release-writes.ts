@@ -114,8 +114,14 @@ async function measureOne(subject: Subject, load: LoadName): Promise<Figures> {
     p99_ms: m.p99_ms,
     writes,
     failed: m.non_2xx + m.errors + m.timeouts,
-    cpu_cores: { engine: costs.cpu_cores.engine, redis: costs.cpu_cores.redis },
-    cpu_us_per_write: { engine: costs.cpu_us_per_write.engine, redis: costs.cpu_us_per_write.redis, total: costs.cpu_us_per_write.engine_and_redis },
+    cpu_cores: costs.cpu_cores,
+    cpu_us_per_write: {
+      engine: costs.cpu_us_per_write.engine,
+      engine_main: costs.cpu_us_per_write.engine_main,
+      redis: costs.cpu_us_per_write.redis,
+      total: costs.cpu_us_per_write.engine_and_redis,
+      load_generator: costs.cpu_us_per_write.load_generator,
+    },
     drain_seconds: drainSeconds,
     redis_commands: costs.redis_commands,
   };

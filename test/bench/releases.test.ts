@@ -30,8 +30,8 @@ const figures = (engine: string, load: Figures['load'], writesPerSec: number, cp
   p99_ms: 20,
   writes: writesPerSec * 10,
   failed: 0,
-  cpu_cores: { engine: 1, redis: 0.5 },
-  cpu_us_per_write: { engine: cpu / 2, redis: cpu / 2, total: cpu },
+  cpu_cores: { engine: 1, redis: 0.5, load_generator: 0.8 },
+  cpu_us_per_write: { engine: cpu / 2, engine_main: cpu / 3, redis: cpu / 2, total: cpu, load_generator: cpu },
   drain_seconds: 1,
   redis_commands: { calls_per_write: commands, commands: [] },
 });
