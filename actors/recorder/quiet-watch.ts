@@ -17,19 +17,20 @@ export interface QuietWatchOptions {
 }
 
 /**
- * Sends the process's batches early when its streams go quiet: while a partition holds a batch
- * waiting to fall due, the watch waits (one blocking XREAD for new entries of every stream the
- * process records) and, when none came for `quietMs`, has every partition holding batches read
- * what is left and insert now, together. The end of a load is recorded in a fraction of a
- * linger, and a steady load costs one look every `quietMs` for the whole process. After an early
- * round the watch rests half a linger, so rounds come at most twice as often as the linger alone
- * makes them. A Redis Cluster keeps each partition in a slot of its own, where one read cannot
- * name them all: there the batches wait for their time (docs/architecture.md, "The recorder").
+ * Sends the process's batches early when their streams go quiet: while partitions hold batches
+ * waiting to fall due, the watch waits (one blocking XREAD for a new entry of any stream whose
+ * batch is held) and, when none came for `quietMs`, has every partition holding batches read what
+ * is left and insert now, together. The end of a load is recorded in a fraction of a linger, and
+ * a steady load costs one look every `quietMs` for the whole process (Redis registers the read on
+ * each stream it names: about 2 µs a stream). After an early round the watch rests half a linger,
+ * so rounds come at most twice as often as the linger alone makes them. A Redis Cluster keeps
+ * each partition in a slot of its own, where one read cannot name them all: there the batches
+ * wait for their time (docs/architecture.md, "The recorder").
  */
 export class QuietWatch {
   private readonly limits: Readonly<RecorderLimits>;
-  private readonly streams = new Map<number, readonly string[]>();
-  private readonly holders = new Set<QuietHolder>();
+  /** Who holds batches, with the streams of the batches each holds. */
+  private readonly holders = new Map<QuietHolder, readonly string[]>();
   private readonly resting = new Pause();
   private reader: RedisClient | undefined;
   private running = false;
@@ -39,19 +40,10 @@ export class QuietWatch {
     this.limits = opts.limits ?? RecorderLimits;
   }
 
-  /** The streams of an owned partition, watched until forget(). */
-  watch(partition: number, streams: readonly string[]): void {
-    this.streams.set(partition, streams);
-  }
-
-  forget(partition: number): void {
-    this.streams.delete(partition);
-  }
-
-  /** `holder` waits for its batches to fall due: it is hurried when the streams go quiet first. */
-  hold(holder: QuietHolder): void {
+  /** `holder` waits for its batches of `streams` to fall due: it is hurried when they go quiet first. */
+  hold(holder: QuietHolder, streams: readonly string[]): void {
     if (this.stopped || this.opts.redis instanceof Cluster) return;
-    this.holders.add(holder);
+    this.holders.set(holder, streams);
     if (!this.running) void this.run();
   }
 
@@ -74,7 +66,7 @@ export class QuietWatch {
         const quiet = await this.quietFor(this.limits.quietMs);
         if (this.stopped) return;
         if (quiet) {
-          const hurried = [...this.holders];
+          const hurried = [...this.holders.keys()];
           this.holders.clear();
           for (const holder of hurried) holder.hurry();
         }
@@ -86,9 +78,9 @@ export class QuietWatch {
     }
   }
 
-  /** Whether no stream of the process got an entry during `ms` (false when the look failed). */
+  /** Whether no stream of a held batch got an entry during `ms` (false when the look failed). */
   private async quietFor(ms: number): Promise<boolean> {
-    const streams = [...this.streams.values()].flat();
+    const streams = [...new Set([...this.holders.values()].flat())];
     if (streams.length === 0) return false;
     this.reader ??= this.openReader();
     try {

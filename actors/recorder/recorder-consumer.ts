@@ -26,7 +26,7 @@ export interface RecorderConsumerOptions {
   /** The partition's lease: nothing is read or inserted unless it surely outlasts the command. */
   lease: LeaseView;
   /** Shared by the process's partitions: has held batches go early when the streams go quiet. Without it, batches wait for their time. */
-  quiet?: Pick<QuietWatch, 'watch' | 'forget' | 'hold' | 'release'>;
+  quiet?: Pick<QuietWatch, 'hold' | 'release'>;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
   limits?: Readonly<RecorderLimits>;
@@ -68,8 +68,6 @@ export class RecorderConsumer implements PartitionWork, QuietHolder {
   }
 
   start(): void {
-    const { quiet, partition, streams } = this.opts;
-    quiet?.watch(partition, [streams.changes, streams.outcomes]);
     this.done = this.loop
       .run({
         recover: () => this.recover(),
@@ -84,7 +82,6 @@ export class RecorderConsumer implements PartitionWork, QuietHolder {
   /** Inserts what is batched (a blocked read is abandoned), then stops. */
   stop(): Promise<void> {
     this.opts.quiet?.release(this);
-    this.opts.quiet?.forget(this.opts.partition);
     this.loop.stop();
     return this.done;
   }
@@ -147,7 +144,7 @@ export class RecorderConsumer implements PartitionWork, QuietHolder {
       // The streams keep up: what comes before the batch falls due is read in one look then, or
       // sooner when every stream of the process goes quiet.
       if (!this.hurried) {
-        this.opts.quiet?.hold(this);
+        this.opts.quiet?.hold(this, [...this.batches.keys()].map((kind) => this.opts.streams[kind]));
         await this.loop.pause(wait);
         this.opts.quiet?.release(this);
       }

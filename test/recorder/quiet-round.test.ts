@@ -70,11 +70,10 @@ t.test('the watch hurries no one while entries keep coming, and everyone once th
     quiet.stop();
     redis.disconnect();
   });
-  quiet.watch(7, [stream]);
   let hurried = 0;
   const holder = { hurry: () => hurried++ };
 
-  quiet.hold(holder);
+  quiet.hold(holder, [stream]);
   const feeding = Date.now();
   while (Date.now() - feeding < 4 * quietMs) {
     await redis.xadd(stream, '*', 'd', '{}');
@@ -85,20 +84,38 @@ t.test('the watch hurries no one while entries keep coming, and everyone once th
   await eventually('the holder hurried once the entries stopped', async () => (hurried > 0 ? true : undefined));
   t.equal(hurried, 1, 'hurried once');
   quiet.release(holder);
-  quiet.forget(7);
+});
+
+t.test('entries on streams of no held batch keep no one waiting', async (t) => {
+  const gw = await inProcessGateway(t);
+  const quiet = new QuietWatch({ redis: gw.redis, log, limits: { ...limits, quietMs: 200 } });
+  const redis = createRedis(gw.config);
+  t.teardown(() => {
+    quiet.stop();
+    redis.disconnect();
+  });
+  let hurried = 0;
+  quiet.hold({ hurry: () => hurried++ }, [gw.topology.outcomes(9)]);
+  // Another partition's stream, and the held partition's changes, keep getting entries.
+  for (let i = 0; hurried === 0 && i < 500; i++) {
+    await redis.xadd(gw.topology.outcomes(10), '*', 'd', '{}');
+    await redis.xadd(gw.topology.changes(9), '*', 'd', '{}');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.equal(hurried, 1, 'hurried while streams it does not hold kept getting entries');
 });
 
 t.test('a holder that lets go is not hurried', async (t) => {
   const gw = await inProcessGateway(t);
   const quiet = new QuietWatch({ redis: gw.redis, log, limits: { ...limits, quietMs: 20 } });
   t.teardown(() => quiet.stop());
-  quiet.watch(8, [gw.topology.outcomes(8)]);
+  const streams = [gw.topology.outcomes(8)];
   let hurried = 0;
   const kept = { hurry: () => hurried++ };
   const gone = { hurry: () => t.fail('a released holder was hurried') };
-  quiet.hold(gone);
+  quiet.hold(gone, streams);
   quiet.release(gone);
-  quiet.hold(kept);
+  quiet.hold(kept, streams);
   await eventually('the holder kept hurried', async () => (hurried > 0 ? true : undefined));
   t.equal(hurried, 1);
 });
