@@ -67,7 +67,7 @@ t.test('a recorder killed with SIGKILL again and again mid-batch, then restarted
   }, 120_000);
   const code = await last.stop();
   // Its errors and warnings with the failure: a stop that timed out says what it waited for.
-  t.equal(code, 0, 'the last recorder stops cleanly', { logged: last.logs.filter((l) => l['level'] === 'error' || l['level'] === 'warn').slice(-10) });
+  t.equal(code, 0, 'the last recorder stops cleanly', { logged: last.logs.filter((l) => l['level'] === 'error' || l['level'] === 'warn').slice(-10), stderr: last.stderr().slice(-2000) });
 
   const ch = await openClickHouse(config);
   t.teardown(() => ch.close());

@@ -33,13 +33,16 @@ export async function runRoles(config: Config, names: readonly RoleName[], avail
     await clickhouse.close();
     return err instanceof ConfigError ? 2 : 1;
   }
-  log.info('started', { roles: names });
-  // The process runs until a signal, even when no role holds a handle open (say, all are idle).
-  const keepAlive = setInterval(() => undefined, 1 << 30);
-  await new Promise<void>((resolve) => {
+  // Listening before `started` is told: a signal sent on reading that line stops the roles
+  // rather than killing the process, however late this process runs after writing it.
+  const signaled = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  log.info('started', { roles: names });
+  // The process runs until a signal, even when no role holds a handle open (say, all are idle).
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+  await signaled;
   clearInterval(keepAlive);
   log.info('stopping', { roles: names });
   const timer = setTimeout(() => {
