@@ -21,7 +21,7 @@ const bin = fileURLToPath(new URL('../../bin/engine.js', import.meta.url));
  * sources, which a build older than them would not be.
  */
 const build = freshBuild();
-const engineEntry: readonly string[] = build === null ? [bin] : [build];
+export const engineEntry: readonly string[] = build === null ? [bin] : [build];
 const fromSource: Record<string, string> = build === null ? { ENGINE_FROM_SOURCE: '1' } : {};
 
 /**
