@@ -25,7 +25,7 @@ export interface RecorderConsumerOptions {
   budget: EntryBudget;
   /** The partition's lease: nothing is read or inserted unless it surely outlasts the command. */
   lease: LeaseView;
-  /** Shared by the process's partitions: has held batches go early when the streams go quiet. Without it, batches wait for their time. */
+  /** Shared by the process's partitions: has held batches go early when their streams go quiet. Without it, batches wait for their time. */
   quiet?: Pick<QuietWatch, 'hold' | 'release'>;
   log: Logger;
   metrics: Pick<Metrics, 'lostEntries'>;
@@ -56,7 +56,7 @@ export class RecorderConsumer implements PartitionWork, QuietHolder {
   private drained = true;
   /** The last wait for an entry ended with none: the streams are idle, so the next turn waits again without a look first. */
   private quiet = false;
-  /** The process's streams went quiet while this partition held batches (QuietWatch): they are due now. */
+  /** The streams of the batches held went quiet (QuietWatch): the batches are due now. */
   private hurried = false;
   private readonly loop: ConsumerLoop;
   private done: Promise<void> = Promise.resolve();
@@ -142,7 +142,7 @@ export class RecorderConsumer implements PartitionWork, QuietHolder {
     }
     if (this.drained && this.batches.size > 0) {
       // The streams keep up: what comes before the batch falls due is read in one look then, or
-      // sooner when every stream of the process goes quiet.
+      // sooner when the streams of the process's held batches all go quiet.
       if (!this.hurried) {
         this.opts.quiet?.hold(this, [...this.batches.keys()].map((kind) => this.opts.streams[kind]));
         await this.loop.pause(wait);

@@ -58,10 +58,10 @@ export interface StoredRecipient {
   canceled: boolean;
 }
 
-function storedRecipientOf(name: string, raw: unknown): StoredRecipient {
-  const r = fields(name, recipientFields, raw);
-  if (r.record !== null && !Buffer.isBuffer(r.record)) throw new Error(`${name}: expected the record's bytes, got ${JSON.stringify(r.record)}`);
-  return { record: r.record, canceled: flag(`${name} canceled`, r.canceled) };
+function storedRecipientOf(raw: unknown): StoredRecipient {
+  const r = fields('loadRecipients', recipientFields, raw);
+  if (r.record !== null && !Buffer.isBuffer(r.record)) throw new Error(`loadRecipients: expected the record's bytes, got ${JSON.stringify(r.record)}`);
+  return { record: r.record, canceled: flag('loadRecipients canceled', r.canceled) };
 }
 
 /** The keys of one user of loadRecipients, all in the partition's slot. */
@@ -92,7 +92,7 @@ export const loadRecipients = defineScript({
     binary: true,
     parse: (raw) => {
       if (!Array.isArray(raw)) throw new Error(`loadRecipients: expected a list, got ${JSON.stringify(raw)}`);
-      return raw.map((r: unknown) => storedRecipientOf('loadRecipients', r));
+      return raw.map(storedRecipientOf);
     },
   },
 });
