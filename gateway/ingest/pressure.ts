@@ -124,7 +124,7 @@ export class RedisPressure implements Admission {
   spillRoom(): number {
     const r = this.reading;
     if (r === null) return Infinity;
-    return Math.max(0, Math.floor(this.highBytes(r) - this.used(r) + FREED_SHARE * this.backlog.bytes));
+    return Math.max(0, Math.floor(this.highBytes(r) - this.used(r) + FREED_SHARE * this.backlogBytes()));
   }
 
   describe(): string {
@@ -137,10 +137,10 @@ export class RedisPressure implements Admission {
     const r = this.reading;
     if (r === null) return 'Redis memory is not known yet';
     const high = this.config.ADMISSION_HIGH_PERCENT;
-    if (this.backlog.drained) {
+    if (this.drained()) {
       return `${this.holds(r)} in live state that waiting does not free: the workers have applied and recorded everything. Writes are taken again once Redis is under ${high}% (free memory in Redis or raise its limit)`;
     }
-    return `${this.holds(r)}, past its ${high}% watermark; draining the workers' backlog (about ${mb(this.backlog.bytes)}) is expected to make room for about ${mb(this.spillRoom())}, and this gateway's spill journal already holds ${mb(journaled)} waiting for it. The rest is live state that waiting does not free`;
+    return `${this.holds(r)}, past its ${high}% watermark; draining the workers' backlog (about ${mb(this.backlogBytes())}) is expected to make room for about ${mb(this.spillRoom())}, and this gateway's spill journal already holds ${mb(journaled)} waiting for it. The rest is live state that waiting does not free`;
   }
 
   /** One reading: memory of every master, then the oldest unapplied and unrecorded entries. */
@@ -202,12 +202,24 @@ export class RedisPressure implements Admission {
     const used = this.used(r);
     const was = this.shedding;
     if (used >= this.highBytes(r)) this.shedding = true;
-    else if (used <= (r.limit * this.config.ADMISSION_LOW_PERCENT) / 100 || this.backlog.drained) this.shedding = false;
+    else if (used <= (r.limit * this.config.ADMISSION_LOW_PERCENT) / 100 || this.drained()) this.shedding = false;
     if (was !== this.shedding) {
       this.metrics.admissionShedding.set(this.shedding ? 1 : 0);
       if (this.shedding) this.log.warn('redis past its high watermark; buffered writes are held back from it', { detail: this.describe() });
       else this.log.info('redis under its low watermark; buffered writes go to redis again', { detail: this.describe() });
     }
+  }
+
+  /**
+   * The backlog of the last reading, and what this gateway appended since: unapplied too, as far
+   * as it knows. A surge that crosses the watermark between two readings is not live state.
+   */
+  private backlogBytes(): number {
+    return this.backlog.bytes + this.since;
+  }
+
+  private drained(): boolean {
+    return this.backlog.drained && this.since === 0;
   }
 
   private holds(r: Reading): string {

@@ -234,6 +234,27 @@ t.test('RedisPressure on a real Redis: past the high watermark the journal may h
   t.pass('admitted once the live state is gone');
 });
 
+t.test('RedisPressure past the high watermark between two readings: what the gateway appended since counts as backlog', async (t) => {
+  const { server, topology } = await privateSetup(t, MAXMEMORY);
+  const redis = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 2000 });
+  t.teardown(() => redis.disconnect());
+  const pressure = new RedisPressure(redis, topology, config, new Metrics(), log);
+  await pressure.start();
+  t.teardown(() => pressure.close());
+  const { used, maxmemory } = await redisMemory(server.url);
+  const high = (maxmemory * config.ADMISSION_HIGH_PERCENT) / 100;
+
+  // The reading saw an empty Redis with nothing to drain; a surge crosses the watermark before the
+  // next one (no await in between: no reading can come).
+  const surge = Math.ceil(high - used) + 1024 * 1024;
+  pressure.appended(surge);
+  t.notOk(pressure.admits, 'held back on what was appended since the reading');
+  const room = pressure.spillRoom();
+  t.ok(room > surge / 4, `the journal may hold ${room} bytes: the ${surge} bytes appended since are a backlog the workers will drain`);
+  t.ok(room <= surge / 2, 'no more than half of them');
+  t.notMatch(pressure.describeNoRoom(room), /the workers have applied and recorded everything/, 'and the backlog is not called drained');
+});
+
 t.test('a writer on a real Redis full of live state: refused at once, journaled only up to what draining frees, applied first once memory is freed', async (t) => {
   const { server, redis, topology, dir } = await privateSetup(t, MAXMEMORY);
   const reader = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 2000 });
