@@ -17,7 +17,7 @@ import type { BroadcastOptions } from './broadcast-options.ts';
 import { startChild, type Child } from './child.ts';
 import { ownCpu, redisCpu } from './cpu.ts';
 import { call, startSimulators, waitFor, type Project, type Simulators } from './deployment.ts';
-import { engineBin as freshEngineBin } from './engine-build.ts';
+import { engineNodeFlags, engineBin as freshEngineBin } from './engine-build.ts';
 import { root } from './paths.ts';
 import { REDIS_URL } from './redis.ts';
 import { PrivateCluster } from './redis-cluster.ts';
@@ -212,7 +212,7 @@ async function startEngines(
   const project = JSON.parse(await cli('project', 'create', 'bench-broadcast', '--json')) as Project;
   for (const provider of ['apns', 'fcm', 'webpush']) await cli('providers', 'set', project.project_id, provider, '--file', provider === 'apns' ? at.apnsCreds : at.sims.credentials(provider));
   const profArgs = options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProf)}`] : [];
-  const nodeFlags = options.nodeFlags.split(' ').filter(Boolean);
+  const nodeFlags = [...engineNodeFlags(options.engineRoot), ...options.nodeFlags.split(' ').filter(Boolean)];
   const engine = processes.spawn('engine', [...nodeFlags, ...profArgs, engineBin, 'start', ...(options.split ? ['--roles', 'gateway,apply,fanout,recorder,scheduler'] : [])], env);
   const dispatchers = Array.from({ length: options.dispatchProcesses }, (_, i) => processes.spawn(`dispatch ${i + 1}`, [...nodeFlags, engineBin, 'start', '--roles', 'dispatch'], env));
   const base = `http://127.0.0.1:${port}`;

@@ -5,6 +5,7 @@
 import { cpus, totalmem } from 'node:os';
 import type { Ceiling } from './broadcast-ceiling.ts';
 import { TYPE_NAMES, type BroadcastOptions } from './broadcast-options.ts';
+import { engineNodeFlags } from './engine-build.ts';
 import { IDS_PER_NOTIFICATION, type BroadcastResult } from './broadcast-send.ts';
 import type { Registration } from './broadcast-users.ts';
 import type { SummaryRow } from './summary.ts';
@@ -120,7 +121,7 @@ function settings({ options, result, mix }: Run): BroadcastReport['settings'] {
     engine_root: options.engineRoot,
     ceiling_count: options.ceilingCount,
     cpu_prof: options.cpuProf ?? null,
-    node_flags: options.nodeFlags,
+    node_flags: [...engineNodeFlags(options.engineRoot), options.nodeFlags].join(' ').trim(),
     dispatch_processes: options.dispatchProcesses,
     redis_nodes: result.redis_nodes,
     peer: options.peerFlag ?? null,

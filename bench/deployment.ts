@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { RECORDER_GROUP } from '../engine/infra/redis/topology.ts';
 import { APPLY_GROUP, type Topology } from '../engine/infra/redis/topology.ts';
 import { startChild, type Child } from './child.ts';
-import { engineBin as freshEngineBin } from './engine-build.ts';
+import { engineNodeFlags, engineBin as freshEngineBin } from './engine-build.ts';
 import { root } from './paths.ts';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -65,7 +65,7 @@ export interface EngineOptions {
   roles?: string[];
   /** More environment (PROVIDER_CA_FILE, PARTITIONS, ...). */
   env?: Record<string, string>;
-  /** Node flags after those of ENGINE_NODE_FLAGS (for example `--cpu-prof`). */
+  /** Node flags after the engine's own (engineNodeFlags) and those of ENGINE_NODE_FLAGS (for example `--cpu-prof`). */
   nodeFlags?: string[];
   /** The checkout whose engine runs (a release built by bench/release.ts); default this tree. */
   engineRoot?: string;
@@ -75,17 +75,18 @@ export interface EngineOptions {
  * Starts `engine start` on a free port (the dist/ build when there is one, as `bin/engine.js`
  * decides, this tree's built first when older than its sources; ENGINE_FROM_SOURCE=1 in the
  * environment runs the sources) and resolves once it logged
- * `started`. ENGINE_NODE_FLAGS in the environment go to its node (for example `--cpu-prof`).
+ * `started`. Its node runs with the checkout's own flags (engineNodeFlags), then those of
+ * ENGINE_NODE_FLAGS in the environment (for example `--cpu-prof`).
  */
 export async function startEngine(opts: EngineOptions): Promise<Engine> {
   // No SQL listener: its fixed port would collide between engines of one machine. The simulators
   // listen on loopback, which the outbound guard refuses by default (docs/api.md#outbound-urls).
   const env: Record<string, string> = { KEY_PREFIX: opts.prefix, DATA_DIR: opts.dataDir, REDIS_URL: opts.redisUrl, LOG_LEVEL: 'info', SQL_PORT: '0', OUTBOUND_ALLOW_PRIVATE: 'true', ...opts.env };
   const roles = opts.roles === undefined ? [] : ['--roles', opts.roles.join(',')];
-  const nodeFlags = [...(process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== ''), ...(opts.nodeFlags ?? [])];
+  const engineRoot = opts.engineRoot ?? root;
+  const nodeFlags = [...engineNodeFlags(engineRoot), ...(process.env['ENGINE_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== ''), ...(opts.nodeFlags ?? [])];
   // A process without the gateway listens nowhere: it is started once it logged `started`.
   const listens = opts.roles === undefined || opts.roles.includes('gateway');
-  const engineRoot = opts.engineRoot ?? root;
   // This tree's build is made fresh first; a release's worktree is built once, as it is.
   const engineBin = opts.engineRoot === undefined ? await freshEngineBin() : join(engineRoot, 'bin/engine.js');
   const child = await startChild('engine', [...nodeFlags, engineBin, 'start', ...roles, '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000, listens });

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { root } from './paths.ts';
@@ -54,4 +54,15 @@ export async function engineBin(): Promise<string> {
     await building;
   }
   return join(root, 'bin/engine.js');
+}
+
+/**
+ * The node flags a checkout's engine runs with (its package.json's `config.node_flags`, which
+ * `make run` and docs/configuration.md use): a bench starts each engine as its users do, a release
+ * without them as it was.
+ */
+export function engineNodeFlags(engineRoot = root): string[] {
+  const pkg = JSON.parse(readFileSync(join(engineRoot, 'package.json'), 'utf8')) as { config?: { node_flags?: unknown } };
+  const flags = pkg.config?.node_flags;
+  return typeof flags === 'string' ? flags.split(' ').filter((flag) => flag !== '') : [];
 }

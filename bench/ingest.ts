@@ -12,7 +12,7 @@ import { loadConfig } from '../engine/infra/process/config.ts';
 import { Keystore } from '../engine/state/keys/keystore.ts';
 import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
-import { engineBin } from './engine-build.ts';
+import { engineBin, engineNodeFlags } from './engine-build.ts';
 import { startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { measure, type LoadSettings, type Measurement } from './load.ts';
@@ -137,7 +137,7 @@ async function main(): Promise<void> {
 /** `engine start --roles gateway`; when it does not start, the run goes on with the ceiling alone and says why. */
 async function startGateway(): Promise<{ gateway: Child | null; gatewayError: string | null }> {
   try {
-    const gateway = await startChild('gateway', [await engineBin(), 'start', '--roles', 'gateway', '--port', '0'], { KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, {
+    const gateway = await startChild('gateway', [...engineNodeFlags(), await engineBin(), 'start', '--roles', 'gateway', '--port', '0'], { KEY_PREFIX: prefix, LOG_LEVEL: 'info' }, {
       readyMsg: 'started',
       timeoutMs: 30_000,
     });

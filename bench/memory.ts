@@ -41,6 +41,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { startChild, type Child } from './child.ts';
+import { engineNodeFlags } from './engine-build.ts';
 import { call } from './deployment.ts';
 import { outstanding, settle, type Snapshot } from './memory-snapshot.ts';
 import { apnsCredentials, BATCH, extraTags, firstTags, IN_FLIGHT, iosToken, notify, recipientId, sendOps, silentApns, subscribe, userId } from './memory-workload.ts';
@@ -162,7 +163,7 @@ async function startTreeEngine(tree: Tree, redisUrl: string, apnsUrl: string, re
   const cli = async (...args: string[]): Promise<string> => (await run(process.execPath, [engineBin, ...args], { env: { ...process.env, ...env }, cwd: tree.dir })).stdout;
   const project = JSON.parse(await cli('project', 'create', 'bench-memory', '--json')) as { project_id: string; sdk_key: string; rest_key: string };
   await cli('providers', 'set', project.project_id, 'apns', '--file', apnsCredentials(work, apnsUrl));
-  const child = teardown.child(await startChild('engine', [engineBin, 'start', '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 }));
+  const child = teardown.child(await startChild('engine', [...engineNodeFlags(tree.dir), engineBin, 'start', '--port', '0'], env, { readyMsg: 'started', timeoutMs: 180_000 }));
   const alive = (): void => {
     if (child.proc.exitCode !== null || child.proc.signalCode !== null) throw new Error(`the engine exited (${child.proc.exitCode ?? child.proc.signalCode}): ${child.output()}`);
   };

@@ -25,7 +25,7 @@ import { loadConfig } from '../engine/infra/process/config.ts';
 import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
 import type { OutcomeEntry } from '../schemas/outcomes.ts';
-import { engineBin } from './engine-build.ts';
+import { engineBin, engineNodeFlags } from './engine-build.ts';
 import { startChild } from './child.ts';
 import { isClickHouseThread, sampleCpu, threadCpu, threadCpuBetween, type CpuShare } from './cpu.ts';
 import { appendOutcomes } from './outcomes.ts';
@@ -114,7 +114,7 @@ interface Drain {
 
 /** Starts one recorder process on the filled backlog and times it until no outcome is unread or pending. */
 async function drain(redis: RedisClient): Promise<Drain> {
-  const recorder = teardown.child(await startChild('recorder', [...nodeFlags, await engineBin(), 'start', '--roles', 'recorder'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false }));
+  const recorder = teardown.child(await startChild('recorder', [...engineNodeFlags(), ...nodeFlags, await engineBin(), 'start', '--roles', 'recorder'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false }));
   const pid = recorder.proc.pid ?? 0;
   const cpu = await sampleCpu(pid, redis);
   const threads0 = await threadCpu(pid);

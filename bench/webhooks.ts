@@ -22,7 +22,7 @@ import { createRedis, type RedisClient } from '../engine/infra/redis/client.ts';
 import { Topology } from '../engine/infra/redis/topology.ts';
 import { WebhookRegistry } from '../engine/state/webhooks/registry.ts';
 import type { OutcomeEntry } from '../schemas/outcomes.ts';
-import { engineBin } from './engine-build.ts';
+import { engineBin, engineNodeFlags } from './engine-build.ts';
 import { startChild, type Child } from './child.ts';
 import { sampleCpu } from './cpu.ts';
 import { appendOutcomes } from './outcomes.ts';
@@ -86,7 +86,7 @@ async function measure(redis: RedisClient, receiver: Child, shape: Shape, index:
   const before = await received(receiver);
   const hook = await registry.create(project, { url: `http://127.0.0.1:${receiver.port}/hook`, events: ['delivery.sent'] });
   await appendOutcomes(redis, topology, EVENTS, (n) => outcome(project, shape, n));
-  const engine = teardown.child(await startChild('webhooks', [await engineBin(), 'start', '--roles', 'webhooks'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false }));
+  const engine = teardown.child(await startChild('webhooks', [...engineNodeFlags(), await engineBin(), 'start', '--roles', 'webhooks'], env, { readyMsg: 'started', timeoutMs: 30_000, listens: false }));
   try {
     const cpu = await sampleCpu(engine.proc.pid ?? 0, redis);
     const t0 = performance.now();

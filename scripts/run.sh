@@ -85,4 +85,6 @@ node -e 'const fs = require("fs"); fs.writeFileSync(process.argv[2], [...require
   "$sims_dir/ca.pem" "$sims_dir/trusted.pem"
 # The simulators listen on loopback, which Web Push endpoints may not name in production.
 export DATA_DIR HOST PORT PROVIDER_CA_FILE="$sims_dir/trusted.pem" OUTBOUND_ALLOW_PRIVATE=true
-node bin/engine.js start
+# The node flags the engine is measured and documented with (docs/configuration.md#operations).
+read -ra node_flags <<<"$(node -p 'require("./package.json").config.node_flags')"
+node "${node_flags[@]}" bin/engine.js start

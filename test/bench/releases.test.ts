@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { engineNodeFlags } from '../../bench/engine-build.ts';
 import { summaryRows, type Figures } from '../../bench/release-writes-report.ts';
 import { releaseNamed } from '../../bench/release.ts';
 import { root } from '../../bench/paths.ts';
@@ -21,6 +23,16 @@ t.test('the release is the one the goals name, or the one BENCH_RELEASE names; a
   t.equal((await releaseNamed(undefined)).version, releases.bench_against);
   t.equal((await releaseNamed('0.12.0')).version, '0.12.0');
   await t.rejects(releaseNamed('0.0.1'), /lists no release 0\.0\.1/);
+});
+
+t.test("a bench starts each checkout's engine with that checkout's node flags", async (t) => {
+  const flags = engineNodeFlags();
+  t.same(flags, ['--max-semi-space-size=32'], "this tree's, from package.json's config.node_flags");
+  const taken = JSON.parse(execFileSync(process.execPath, [...flags, '-p', 'JSON.stringify(process.execArgv)'], { encoding: 'utf8' })) as string[];
+  t.same(taken.slice(0, flags.length), flags, 'which node takes');
+  const release = mkdtempSync(join(tmpdir(), 'release-'));
+  writeFileSync(join(release, 'package.json'), JSON.stringify({ name: 'svc', version: '0.11.1' }));
+  t.same(engineNodeFlags(release), [], 'a release without them runs as it was');
 });
 
 const figures = (engine: string, load: Figures['load'], writesPerSec: number, cpu: number, commands: number): Figures => ({
