@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { Agent as HttpAgent } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   ClickHouseLogLevel,
   createClient,
@@ -60,19 +60,22 @@ export function hostEndpoint(ch: ClickHouse): HostEndpoint | undefined {
 export async function openClickHouse(config: Pick<Config, 'CLICKHOUSE_URL' | 'CLICKHOUSE_SANDBOX' | 'DATA_DIR'>, logger?: Logger): Promise<ClickHouse> {
   const log = clientLog(logger);
   if (config.CLICKHOUSE_URL !== undefined) return createClient({ url: config.CLICKHOUSE_URL, log });
-  const path = join(config.DATA_DIR, 'clickhouse');
+  // Absolute: the host runs in a folder of its own (or the sandbox's /tmp), and reads insert files
+  // by the names this process gives them; DATA_DIR is relative by default (./.data).
+  const dataDir = resolve(config.DATA_DIR);
+  const path = join(dataDir, 'clickhouse');
   mkdirSync(path, { recursive: true });
   const holder = embeddedLockHolder(path);
   if (holder) throw new EngineLockedError(path, holder);
   // The engine reads a file about twice as fast as the same rows sent inline after the INSERT
   // (10k outcomes: 42 ms against 84 ms), so bulk inserts go through files here. Only the process
   // that opened the engine uses this directory, so files left by a crash are removed now.
-  const inbox = join(config.DATA_DIR, 'clickhouse-inbox');
+  const inbox = join(dataDir, 'clickhouse-inbox');
   rmSync(inbox, { recursive: true, force: true });
   mkdirSync(inbox, { recursive: true });
   let host: ClickHouseHost;
   try {
-    host = await startHost({ dataPath: path, inbox, workPath: join(config.DATA_DIR, 'clickhouse-host'), sandbox: config.CLICKHOUSE_SANDBOX, ...(logger ? { log: logger } : {}) });
+    host = await startHost({ dataPath: path, inbox, workPath: join(dataDir, 'clickhouse-host'), sandbox: config.CLICKHOUSE_SANDBOX, ...(logger ? { log: logger } : {}) });
   } catch (err) {
     // Not the PID in <path>/status: the host writes the one of its own PID namespace.
     if (err instanceof HostStartError && /Cannot lock file/.test(err.stderr)) throw new EngineLockedError(path, embeddedLockHolder(path), { cause: err });

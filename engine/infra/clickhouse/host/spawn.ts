@@ -16,6 +16,7 @@ const STOP_MS = 5000;
 
 export type SandboxMode = 'auto' | 'required' | 'off';
 
+/** Paths absolute: the host's working directory is not the engine's. */
 export interface HostOptions {
   /** The chDB data directory (DATA_DIR/clickhouse). */
   dataPath: string;
