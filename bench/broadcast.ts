@@ -36,8 +36,9 @@
  * `--dispatch-processes N` runs dispatch alone in N more engine processes (`--roles dispatch`);
  * the first one's RSS is then the one sampled (the memory goal is a dispatch process's), and the
  * report gives each one's CPU per push. The engine processes' node runs with the checkout's own
- * flags (package.json `config.node_flags`), then `--node-flags` (for example `--cpu-prof`). With REDIS_URL listing the nodes of a Redis Cluster
- * (comma-separated), every process uses the cluster and Redis's CPU is summed over its nodes.
+ * flags (package.json `config.node_flags`), then `--node-flags` (for example `--cpu-prof`). With
+ * REDIS_URL listing the nodes of a Redis Cluster (comma-separated), every process uses the cluster
+ * and Redis's CPU is summed over its nodes.
  * `--cluster N` starts a throwaway N-node Redis Cluster (bench/redis-cluster.ts, no replicas, no
  * persistence) and uses it instead of REDIS_URL; it is stopped and its directory removed at the end.
  * With more than one engine process or Redis node, the summary has a CPU per push row for each
