@@ -58,6 +58,16 @@ async function privateSetup(t: Test, maxmemory?: string): Promise<{ server: Priv
   return { server, redis, topology: new Topology(testPrefix(), 2), dir: mkdtempSync(join(tmpdir(), 'adm-')) };
 }
 
+/** A started RedisPressure on `server` (closed at the end), and the client of its own it reads with. */
+async function startPressure(t: Test, server: PrivateRedis, topology: Topology): Promise<{ reader: RedisClient; pressure: RedisPressure }> {
+  const reader = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 2000 });
+  t.teardown(() => reader.disconnect());
+  const pressure = new RedisPressure(reader, topology, config, new Metrics(), log);
+  await pressure.start();
+  t.teardown(() => pressure.close());
+  return { reader, pressure };
+}
+
 /** The entries of every ingest stream, in stream order. */
 async function streamed(redis: RedisClient, topology: Topology): Promise<IngestEntry[]> {
   const all: IngestEntry[] = [];
@@ -204,11 +214,7 @@ t.test('Redis unreachable: the journal takes writes until it is full, whatever t
 
 t.test('RedisPressure on a real Redis: past the high watermark the journal may hold about what draining the backlog frees; drained, nothing', async (t) => {
   const { server, topology } = await privateSetup(t, MAXMEMORY);
-  const redis = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 2000 });
-  t.teardown(() => redis.disconnect());
-  const pressure = new RedisPressure(redis, topology, config, new Metrics(), log);
-  await pressure.start();
-  t.teardown(() => pressure.close());
+  const { reader: redis, pressure } = await startPressure(t, server, topology);
   t.ok(pressure.admits, 'an empty Redis admits');
   const high = ((await redisMemory(server.url)).maxmemory * config.ADMISSION_HIGH_PERCENT) / 100;
 
@@ -236,11 +242,7 @@ t.test('RedisPressure on a real Redis: past the high watermark the journal may h
 
 t.test('RedisPressure past the high watermark between two readings: what the gateway appended since counts as backlog', async (t) => {
   const { server, topology } = await privateSetup(t, MAXMEMORY);
-  const redis = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 2000 });
-  t.teardown(() => redis.disconnect());
-  const pressure = new RedisPressure(redis, topology, config, new Metrics(), log);
-  await pressure.start();
-  t.teardown(() => pressure.close());
+  const { pressure } = await startPressure(t, server, topology);
   const { used, maxmemory } = await redisMemory(server.url);
   const high = (maxmemory * config.ADMISSION_HIGH_PERCENT) / 100;
 
@@ -257,11 +259,7 @@ t.test('RedisPressure past the high watermark between two readings: what the gat
 
 t.test('a writer on a real Redis full of live state: refused at once, journaled only up to what draining frees, applied first once memory is freed', async (t) => {
   const { server, redis, topology, dir } = await privateSetup(t, MAXMEMORY);
-  const reader = createRedis(loadConfig({ REDIS_URL: server.url }), { commandTimeout: 2000 });
-  t.teardown(() => reader.disconnect());
-  const pressure = new RedisPressure(reader, topology, config, new Metrics(), log);
-  await pressure.start();
-  t.teardown(() => pressure.close());
+  const { reader, pressure } = await startPressure(t, server, topology);
   const refused: RefusalReason[] = [];
   const journal = new SpillJournal(dir, 'gw', 64 << 20);
   const writer = new IngestWriter(redis, topology, journal, log, { replayEveryMs: 50, admission: pressure, refused: (r) => refused.push(r) });
