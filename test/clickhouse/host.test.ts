@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, resolve } from 'node:path';
 import t, { type Test } from 'tap';
 import { hostEndpoint, openClickHouse } from '../../engine/infra/clickhouse/client.ts';
 import { EngineLockedError } from '../../engine/infra/clickhouse/lock-holder.ts';
@@ -32,15 +32,20 @@ function dataDir(t: Test): string {
 
 for (const sandbox of ['auto', 'off'] as const) {
   t.test(`a DATA_DIR relative to the engine's folder, as the default ./.data is (sandbox ${sandbox})`, embeddedOnly, async (t) => {
-    const dir = dataDir(t);
-    const ch = await openClickHouse({ DATA_DIR: relative(process.cwd(), dir), CLICKHOUSE_SANDBOX: sandbox });
+    // Under the engine's folder, as ./.data is: a path through '..' could lead back to the same place
+    // from the host's folder too, and hide the fault.
+    mkdirSync('.cache', { recursive: true });
+    const within = mkdtempSync(join('.cache', 'ch-host-test-'));
+    t.teardown(() => rmSync(within, { recursive: true, force: true }));
+    const dir = resolve(within);
+    const ch = await openClickHouse({ DATA_DIR: within, CLICKHOUSE_SANDBOX: sandbox });
     t.teardown(() => ch.close());
     await ch.command({ query: 'CREATE TABLE kept (n UInt8) ENGINE = MergeTree ORDER BY n' });
     await ch.insert({ table: 'kept', values: [{ n: 7 }], format: 'JSONEachRow' });
     const rows = await (await ch.query({ query: 'SELECT n FROM kept', format: 'JSONEachRow' })).json();
     t.same(rows, [{ n: 7 }], 'the host opens the data, and reads the insert files, where the engine put them');
     t.ok(readdirSync(join(dir, 'clickhouse')).length > 0, 'under DATA_DIR/clickhouse');
-    t.notOk(existsSync(join(dir, 'clickhouse-host', relative(process.cwd(), dir))), 'not under the host\'s own folder');
+    t.notOk(existsSync(join(dir, 'clickhouse-host', within)), 'not under the host\'s own folder');
   });
 }
 
