@@ -60,6 +60,14 @@ const own = fileURLToPath(import.meta.url);
 const MAIN = join(dirname(own), `main${extname(own)}`);
 /** The folder holding node_modules (and the sources or dist/): the host reads it. */
 const PACKAGE_ROOT = require.resolve('chdb').split(`${sep}node_modules${sep}`)[0] ?? dirname(own);
+/**
+ * The folder whose node_modules the host's code finds chdb in: PACKAGE_ROOT, unless node_modules
+ * is a link to another checkout's (then the host reads both).
+ */
+const CODE_ROOT = ((): string => {
+  for (let dir = dirname(own); dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'node_modules', 'chdb'))) return dir;
+  return PACKAGE_ROOT;
+})();
 
 /**
  * The sandbox, before the binds of the host's own paths: the file system read-only, fresh /dev,
@@ -128,6 +136,7 @@ export async function startHost(options: HostOptions): Promise<ClickHouseHost> {
         ...Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]),
         // What lives under /tmp (a test's data, a checkout) is bound again over the private /tmp.
         ...bind('--ro-bind', PACKAGE_ROOT),
+        ...(CODE_ROOT === PACKAGE_ROOT ? [] : bind('--ro-bind', CODE_ROOT)),
         ...bind('--ro-bind', dirname(process.execPath)),
         ...['--bind', options.dataPath, options.dataPath, '--bind', socketDir, socketDir],
         ...bind('--ro-bind', options.inbox),
