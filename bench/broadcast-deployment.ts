@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { BroadcastOptions } from './broadcast-options.ts';
 import { startChild, type Child } from './child.ts';
-import { ownCpu, redisCpu } from './cpu.ts';
+import { processCpu, redisCpu } from './cpu.ts';
 import { call, startSimulators, waitFor, type Project, type Simulators } from './deployment.ts';
 import { engineNodeFlags, engineBin as freshEngineBin } from './engine-build.ts';
 import { root } from './paths.ts';
@@ -231,9 +231,12 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** CPU seconds of one process so far, its own threads only (the engine's ClickHouse process is not counted). */
+/**
+ * CPU seconds of one process and its descendants so far: the engine's embedded ClickHouse runs in
+ * a process of its own, and its inserts and queries are the engine's work (0.11.1 ran it inside).
+ */
 async function cpuOf(pid: number): Promise<number> {
-  const seconds = await ownCpu(pid);
+  const seconds = await processCpu(pid);
   if (seconds === null) throw new Error(`no CPU figures for process ${pid}: it is gone`);
   return seconds;
 }

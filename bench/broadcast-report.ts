@@ -219,7 +219,7 @@ function notes({ options, result, mix, inflight }: Run): string[] {
     ...(options.peer
       ? [
           `Peer: bench/h2-peer.ts in its own process, cleartext HTTP/2 (prior knowledge, SETTINGS_MAX_CONCURRENT_STREAMS 1000), each POST /3/device/<token> checked once against the set of tokens seen and answered 200 with an apns-id; no JWT check. The engine reaches it through the APNs credentials' base_url (the simulator's key and topic). The ceiling is bench/apns-ceiling.ts against the same peer: one ES256 token signed once, the engine's headers, ${inflight} streams in flight, reset before each run.`,
-          'CPU ratio: the engine processes and Redis over the measured interval per push, over the bare loop process\'s own CPU per push (the lower of its two runs); the peer is left out of both and shown on its own.',
+          'CPU ratio: the engine processes (each with its embedded ClickHouse\'s process) and Redis over the measured interval per push, over the bare loop process\'s own CPU per push (the lower of its two runs); the peer is left out of both and shown on its own.',
         ]
       : []),
     `Measures: ${processes}, from the POST /api/notifications until every delivery record is visible through GET /api/deliveries/stats.`,

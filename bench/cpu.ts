@@ -34,13 +34,13 @@ async function descendants(pid: number): Promise<number[]> {
 }
 
 /** CPU seconds of one process so far, its threads' (utime and stime, 12th and 13th fields); null when gone. */
-export async function ownCpu(pid: number): Promise<number | null> {
+async function ownCpu(pid: number): Promise<number | null> {
   const fields = await statFields(`/proc/${pid}/stat`);
   return fields === null ? null : (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** CPU seconds of a process and its live descendants so far, from /proc (Linux); null elsewhere. */
-async function processCpu(pid: number): Promise<number | null> {
+export async function processCpu(pid: number): Promise<number | null> {
   const own = await ownCpu(pid);
   if (own === null) return null;
   const others = await Promise.all((await descendants(pid)).map(ownCpu));
