@@ -1,9 +1,9 @@
 import { ALL_SEGMENT } from '../../../schemas/segments.ts';
-import { compileFilters, type CompiledFilters } from '../../infra/clickhouse/filters/compile.ts';
+import { compileFilters, usersRangeEnd, type CompiledFilters } from '../../infra/clickhouse/filters/compile.ts';
 import { QueryFile } from '../../infra/clickhouse/query-file.ts';
 import type { SegmentStore } from './store.ts';
 
-const allPage = QueryFile.load('segment-all-page').text([]);
+const allPage = QueryFile.load('segment-all-page');
 const allCount = QueryFile.load('segment-all-count').text([]);
 
 /**
@@ -11,7 +11,7 @@ const allCount = QueryFile.load('segment-all-count').text([]);
  * compileFilters, so countAudience and streamAudience serve it like any filter list.
  */
 export function allAudience(project: string): CompiledFilters {
-  return { query: allPage, count: allCount, params: { project } };
+  return { query: allPage.text([]), count: allCount, params: { project }, ranges: { query: allPage.text(['through']), end: usersRangeEnd } };
 }
 
 /**

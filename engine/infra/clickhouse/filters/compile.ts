@@ -5,6 +5,7 @@ import type {
   TagCompareCondition,
   TagInCondition,
 } from '../../../../schemas/filters.ts';
+import { QueryFile } from '../query-file.ts';
 
 /**
  * One filter list compiled to ClickHouse SQL over the users mirror (migration 0005). Every value
@@ -20,7 +21,20 @@ export interface CompiledFilters {
   count: string;
   /** Values of the placeholders, except `after` and `limit`. */
   params: Record<string, unknown>;
+  /** For an audience over the users mirror, how streamAudience reads it one range at a time. */
+  ranges?: AudienceRanges;
 }
+
+/** An audience over the users mirror, read one range of its sort key at a time (filters/stream.ts). */
+export interface AudienceRanges {
+  /** As `query`, and only the ids up to `{through:String}` too. */
+  query: string;
+  /** Where a range of `{span:UInt32}` users after `{after:String}` ends (queries/users-range-end.sql). */
+  end: string;
+}
+
+/** Where a range of the users mirror ends (AudienceRanges.end). */
+export const usersRangeEnd = QueryFile.load('users-range-end').text([]);
 
 /**
  * Compiles checked filters (engine/infra/clickhouse/filters/check.ts) for `project`; AND binds tighter
@@ -46,6 +60,10 @@ export function compileFilters(project: string, filters: readonly FilterEntry[],
     query: `SELECT external_id ${from} AND external_id > {after:String} AND (${where}) ORDER BY external_id LIMIT {limit:UInt32}`,
     count: `SELECT count() AS count ${from} AND (${where})`,
     params: params.values,
+    ranges: {
+      query: `SELECT external_id ${from} AND external_id > {after:String} AND external_id <= {through:String} AND (${where}) ORDER BY external_id LIMIT {limit:UInt32}`,
+      end: usersRangeEnd,
+    },
   };
 }
 

@@ -1,5 +1,8 @@
 import type { ClickHouse } from '../client.ts';
-import type { CompiledFilters } from './compile.ts';
+import type { AudienceRanges, CompiledFilters } from './compile.ts';
+
+/** Most users one range of the mirror spans, in chunks: a sparse audience's ranges grow up to it. */
+const MAX_SPAN_CHUNKS = 64;
 
 /**
  * Reads the audience of compiled filters in chunks of at most `chunkSize` external_ids, in
@@ -15,15 +18,11 @@ export async function streamAudience(
   from = '',
 ): Promise<number> {
   if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new RangeError(`chunkSize must be a positive integer, got ${chunkSize}`);
+  if (compiled.ranges !== undefined) return streamRanges(ch, compiled.params, compiled.ranges, onChunk, chunkSize, from);
   let after = from;
   let total = 0;
   for (;;) {
-    const result = await ch.query({
-      query: compiled.query,
-      query_params: { ...compiled.params, after, limit: chunkSize },
-      format: 'JSONEachRow',
-    });
-    const ids = (await result.json<{ external_id: string }>()).map((r) => r.external_id);
+    const ids = await page(ch, compiled.query, { ...compiled.params, after, limit: chunkSize });
     const last = ids.at(-1);
     if (last === undefined) return total;
     total += ids.length;
@@ -31,6 +30,48 @@ export async function streamAudience(
     if (ids.length < chunkSize) return total;
     after = last;
   }
+}
+
+/**
+ * Reads an audience over the users mirror one range of the sort key at a time: a FINAL read
+ * filtered on other columns than the key does not stop at its LIMIT, so a page open to the end
+ * reads every user after it, and an audience read so cost its square (docs/architecture.md, "The
+ * users mirror and segments"). A range spans as many users as the last one needed for a chunk of
+ * matches, from one chunk to MAX_SPAN_CHUNKS; a range holding more than a chunk is read on from
+ * its last match.
+ */
+async function streamRanges(
+  ch: ClickHouse,
+  params: Record<string, unknown>,
+  ranges: AudienceRanges,
+  onChunk: (ids: string[]) => Promise<void> | void,
+  chunkSize: number,
+  from: string,
+): Promise<number> {
+  let after = from;
+  let span = chunkSize;
+  let total = 0;
+  for (;;) {
+    const result = await ch.query({ query: ranges.end, query_params: { project: params['project'], after, span }, format: 'JSONEachRow' });
+    const through = (await result.json<{ through: string }>())[0]?.through ?? '';
+    if (through === '') return total;
+    const ids = await page(ch, ranges.query, { ...params, after, through, limit: chunkSize });
+    total += ids.length;
+    if (ids.length > 0) await onChunk(ids);
+    if (ids.length === chunkSize) {
+      after = ids.at(-1) ?? through;
+      span = chunkSize;
+    } else {
+      after = through;
+      span = Math.min(MAX_SPAN_CHUNKS * chunkSize, Math.max(chunkSize, Math.floor((chunkSize * span) / Math.max(ids.length, 1))));
+    }
+  }
+}
+
+/** One page of the audience: its ids, in order. */
+async function page(ch: ClickHouse, query: string, params: Record<string, unknown>): Promise<string[]> {
+  const result = await ch.query({ query, query_params: params, format: 'JSONEachRow' });
+  return (await result.json<{ external_id: string }>()).map((r) => r.external_id);
 }
 
 /** How many users the compiled filters match now. */
