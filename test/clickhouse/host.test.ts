@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import t, { type Test } from 'tap';
 import { hostEndpoint, openClickHouse } from '../../engine/infra/clickhouse/client.ts';
+import { lastWords } from '../../engine/infra/clickhouse/host/spawn.ts';
 import { EngineLockedError } from '../../engine/infra/clickhouse/lock-holder.ts';
 import { ClickHouseStore } from '../../engine/infra/clickhouse/store.ts';
 import { createLogger } from '../../engine/infra/process/log.ts';
@@ -88,4 +89,26 @@ t.test('the ClickHouse process ends with the engine that started it, even SIGKIL
   const reopened = await eventually('the data free again', async () => openClickHouse({ DATA_DIR: dir, CLICKHOUSE_SANDBOX: 'auto' }).catch(() => undefined));
   t.teardown(() => reopened.close());
   t.same(await (await reopened.query({ query: 'SELECT 1 AS one', format: 'JSONEachRow' })).json(), [{ one: 1 }], 'and another engine opens it');
+});
+
+t.test("a host that ended before it answered: its start error names what it said", async (t) => {
+  const crash = [
+    'node:internal/modules/cjs/loader:1210',
+    '  throw err;',
+    '  ^',
+    '',
+    "Error: Cannot find module '/tmp/x/dist/engine/infra/clickhouse/host/main.js'",
+    '    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)',
+    "  code: 'MODULE_NOT_FOUND',",
+    '  requireStack: []',
+    '}',
+    '',
+    'Node.js v20.20.2',
+    '',
+  ].join('\n');
+  t.equal(lastWords(crash), "Error: Cannot find module '/tmp/x/dist/engine/infra/clickhouse/host/main.js'", "a crash of its node: the error line, not the stack's end");
+  t.equal(lastWords('TypeError [ERR_INVALID_ARG_TYPE]: the "path" argument must be of type string\n    at open (node:fs:1)\n'), 'TypeError [ERR_INVALID_ARG_TYPE]: the "path" argument must be of type string', 'an error of any kind');
+  t.equal(lastWords("bwrap: Can't find source path .data/clickhouse: No such file or directory\n"), "bwrap: Can't find source path .data/clickhouse: No such file or directory", 'the sandbox refusing: its line');
+  t.equal(lastWords('one\ntwo\n\nthree\nfour\n'), 'two three four', 'anything else: the last three lines');
+  t.equal(lastWords(''), '', 'nothing said');
 });

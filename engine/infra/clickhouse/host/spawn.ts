@@ -186,6 +186,15 @@ export async function startHost(options: HostOptions): Promise<ClickHouseHost> {
   };
 }
 
+/**
+ * What a host that ended before it answered said: the error line of its node's crash (a stack
+ * and the version follow it, which say nothing), else its last three lines.
+ */
+export function lastWords(stderr: string): string {
+  const lines = stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  return lines.find((line) => /^([A-Z][A-Za-z]*)?Error\b/.test(line)) ?? lines.slice(-3).join(' ');
+}
+
 /** Resolves once the host prints `ready`; rejects with its last words when it ends first. */
 function ready(child: HostChild, exited: Promise<number | null>, stderr: () => string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -206,7 +215,7 @@ function ready(child: HostChild, exited: Promise<number | null>, stderr: () => s
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      const said = stderr().trim().split('\n').slice(-3).join(' ');
+      const said = lastWords(stderr());
       reject(new HostStartError(`the ClickHouse host ended with ${code ?? 'a signal'} before it answered${said ? `: ${said}` : ''}`, stderr()));
     });
   });
