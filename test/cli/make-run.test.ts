@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { freePort } from '../../bench/redis-server.ts';
 import { eventually } from '../helpers/http.ts';
 import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 
@@ -15,17 +15,6 @@ import { REDIS_URL, cleanupPrefix, testPrefix } from '../helpers/redis.ts';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** What a checkout holds that scripts/run.sh makes or installs itself. */
 const NOT_COPIED = new Set(['node_modules', 'dist', '.cache', '.data', '.tap', '.git', 'test-output']);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-}
 
 /** True while a process of the group `pgid` lives. */
 function groupAlive(pgid: number): boolean {

@@ -56,14 +56,12 @@ export function compileFilters(project: string, filters: readonly FilterEntry[],
     .map((g) => `(${g.join(' AND ')})`)
     .join(' OR ');
   const from = `FROM users FINAL WHERE project = {project:String}${reach}`;
+  const page = (bound: string): string => `SELECT external_id ${from} AND external_id > {after:String}${bound} AND (${where}) ORDER BY external_id LIMIT {limit:UInt32}`;
   return {
-    query: `SELECT external_id ${from} AND external_id > {after:String} AND (${where}) ORDER BY external_id LIMIT {limit:UInt32}`,
+    query: page(''),
     count: `SELECT count() AS count ${from} AND (${where})`,
     params: params.values,
-    ranges: {
-      query: `SELECT external_id ${from} AND external_id > {after:String} AND external_id <= {through:String} AND (${where}) ORDER BY external_id LIMIT {limit:UInt32}`,
-      end: usersRangeEnd,
-    },
+    ranges: { query: page(' AND external_id <= {through:String}'), end: usersRangeEnd },
   };
 }
 
