@@ -4,6 +4,7 @@ import { readHashes } from '../../engine/state/users/read-user.ts';
 import { walkAudience } from '../../actors/fanout/audience.ts';
 import { applyRole } from '../../actors/partition/role.ts';
 import { insertRows } from '../../engine/infra/clickhouse/insert.ts';
+import { QueryFile } from '../../engine/infra/clickhouse/query-file.ts';
 import { Keystore, type CreatedProject } from '../../engine/state/keys/keystore.ts';
 import { bodyHash, type Claim } from '../../engine/state/notifications/idempotency.ts';
 import { Notifications, type NotificationRecord } from '../../engine/state/notifications/lifecycle.ts';
@@ -338,6 +339,31 @@ t.test('GET: the status from the record and counters, receipts counted from Clic
 
   const again = await cancel(body.id);
   t.same([again.status, again.body], [200, { ...withStats, success: true }], 'cancelling a completed notification changes nothing');
+});
+
+t.test('platform_delivery_stats: counted from the projection; without a receipt none received', async (t) => {
+  const body = await created({ include_external_user_ids: ['ios'], contents, channel: 'PUSH' });
+  const p = gw.project.project_id;
+  const row = (i: number, overrides: Partial<DeliveryRow>): DeliveryRow => deliveryRow(p, 100 + i, { notification_id: body.id, at: Date.now(), retrying: false, ...overrides });
+  // Two parts: the counts add up across them.
+  await insertRows(gw.clickhouse, 'message_deliveries', [
+    row(1, { external_id: 'ios', subscription_type: 'IOS_PUSH', status: 'sent' }),
+    row(2, { external_id: 'u2', subscription_type: 'IOS_PUSH', status: 'failed', retrying: true }),
+  ]);
+  await insertRows(gw.clickhouse, 'message_deliveries', [
+    row(3, { external_id: 'u2', subscription_type: 'IOS_PUSH', status: 'sent' }),
+    row(4, { external_id: 'u3', subscription_type: 'IOS_PUSH', status: 'skipped', retrying: true }),
+    row(5, { external_id: 'u4', subscription_type: 'SMS', status: 'failed' }),
+  ]);
+  const zero = { successful: 0, failed: 0, errored: 0, converted: 0, received: 0 };
+  t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, { ios: { ...zero, successful: 2, failed: 1 }, sms: { ...zero, errored: 1 } });
+
+  await insertRows(gw.clickhouse, 'receipts', [{ project: p, svc_message_id: body.id, external_id: 'u2', receipt: 'clicked', stream_id: '1-0', at: Date.now() }]);
+  t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, { ios: { ...zero, successful: 2, failed: 1, received: 1, converted: 1 }, sms: { ...zero, errored: 1 } }, 'a receipt counts its user');
+
+  const plan = await gw.clickhouse.query({ query: `EXPLAIN projections = 1 ${QueryFile.load('notification-platform-counts').text([])}`, query_params: { project: p, notification_id: body.id }, format: 'JSONEachRow' });
+  const reads = (await plan.json<{ explain: string }>()).flatMap(({ explain }) => /ReadFromMergeTree \((?:\w+\.)?(.+)\)/.exec(explain)?.[1] ?? []);
+  t.same(reads, ['counts_by_notification'], 'the counts read the projection, not the records');
 });
 
 t.test('DELETE cancels: status canceled, out of the scheduled set; twice is fine', async (t) => {

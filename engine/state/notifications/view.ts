@@ -1,12 +1,14 @@
 import type { ClickHouse } from '../../infra/clickhouse/client.ts';
 import { QueryFile } from '../../infra/clickhouse/query-file.ts';
-import type { NotificationView, PlatformCounts, PlatformDeliveryStats } from '../../../schemas/notifications.ts';
+import type { NotificationView, PlatformDeliveryStats } from '../../../schemas/notifications.ts';
+import type { DeliveryStatus } from '../../../schemas/outcomes.ts';
 import type { SubscriptionType } from '../../../schemas/sdk.ts';
 import type { NotificationDeps } from './create.ts';
 import { Notifications, statusOf, type DispatchCounts, type NotificationRecord } from './lifecycle.ts';
 
 const receiptsQuery = QueryFile.load('notification-receipts').text([]);
-const platformsQuery = QueryFile.load('notification-platforms').text([]);
+const platformCountsQuery = QueryFile.load('notification-platform-counts').text([]);
+const platformReceiptsQuery = QueryFile.load('notification-platform-receipts').text([]);
 
 /** OneSignal's platform key of each subscription type. */
 const platformOf: Record<SubscriptionType, keyof PlatformDeliveryStats> = { IOS_PUSH: 'ios', ANDROID_PUSH: 'android', WEB_PUSH: 'web_push', EMAIL: 'email', SMS: 'sms' };
@@ -90,8 +92,10 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
 async function recorded(deps: NotificationDeps, project: string, id: string, createdAt: number): Promise<Recorded> {
   try {
     const ch = await deps.clickhouse.get();
-    const [receipts, platforms] = await Promise.all([receiptCounts(ch, project, id), platformCounts(ch, project, id, createdAt)]);
-    return { receipts, platforms };
+    const [receipts, counts] = await Promise.all([receiptCounts(ch, project, id), platformCounts(ch, project, id)]);
+    // Without a receipt no user was received or converted: the records need not be read.
+    const withReceipts = receipts.delivered === 0 ? new Map<SubscriptionType, ReceiptUsers>() : await platformReceipts(ch, project, id, createdAt);
+    return { receipts, platforms: platformStats(counts, withReceipts) };
   } catch (err) {
     // The counts in Redis still answer (docs/api.md#reading-listing-and-cancelling); a bug does not hide here.
     if (deps.clickhouseUnavailable?.(err) !== true) throw err;
@@ -99,15 +103,46 @@ async function recorded(deps: NotificationDeps, project: string, id: string, cre
   }
 }
 
-async function platformCounts(ch: ClickHouse, project: string, id: string, createdAt: number): Promise<PlatformDeliveryStats> {
-  type Row = Record<'successful' | 'skipped' | 'failed' | 'received' | 'converted', string | number> & { type: SubscriptionType };
-  const result = await ch.query({ query: platformsQuery, query_params: { project, notification_id: id, since: createdAt - CLOCK_MARGIN_MS }, format: 'JSONEachRow' });
+/** Attempts of one subscription type, status and retrying (notification-platform-counts.sql). */
+interface AttemptCount {
+  type: SubscriptionType;
+  status: DeliveryStatus;
+  retrying: boolean;
+  n: string | number;
+}
+
+/** Users sent to on one subscription type with a receipt, and those of them who clicked. */
+interface ReceiptUsers {
+  received: number;
+  converted: number;
+}
+
+async function platformCounts(ch: ClickHouse, project: string, id: string): Promise<AttemptCount[]> {
+  const result = await ch.query({ query: platformCountsQuery, query_params: { project, notification_id: id }, format: 'JSONEachRow' });
+  return result.json<AttemptCount>();
+}
+
+async function platformReceipts(ch: ClickHouse, project: string, id: string, createdAt: number): Promise<Map<SubscriptionType, ReceiptUsers>> {
+  type Row = Record<'received' | 'converted', string | number> & { type: SubscriptionType };
+  const result = await ch.query({ query: platformReceiptsQuery, query_params: { project, notification_id: id, since: createdAt - CLOCK_MARGIN_MS }, format: 'JSONEachRow' });
+  return new Map((await result.json<Row>()).map((row) => [row.type, { received: Number(row.received), converted: Number(row.converted) }]));
+}
+
+/**
+ * platform_delivery_stats: per platform with a record, its final attempts by status. OneSignal's
+ * `failed` is our skipped (unsubscribed), its `errored` our failed, as in the view's totals.
+ */
+function platformStats(counts: AttemptCount[], receipts: Map<SubscriptionType, ReceiptUsers>): PlatformDeliveryStats {
   const stats: PlatformDeliveryStats = {};
-  for (const row of await result.json<Row>()) {
-    const key = platformOf[row.type];
-    // OneSignal's `failed` is our skipped (unsubscribed), its `errored` our failed, as in the view's totals.
-    const counts: PlatformCounts = { successful: Number(row.successful), failed: Number(row.skipped), errored: Number(row.failed), converted: Number(row.converted), received: Number(row.received) };
-    if (key !== undefined) stats[key] = counts;
+  for (const { type, status, retrying, n } of counts) {
+    const key = platformOf[type];
+    if (key === undefined) continue;
+    const users = receipts.get(type);
+    const platform = (stats[key] ??= { successful: 0, failed: 0, errored: 0, converted: users?.converted ?? 0, received: users?.received ?? 0 });
+    if (status === 'skipped') platform.failed += Number(n);
+    else if (retrying) continue;
+    else if (status === 'sent') platform.successful += Number(n);
+    else platform.errored += Number(n);
   }
   return stats;
 }
