@@ -6,8 +6,8 @@
  *   distinct 64-hex device token per push;
  * - fcm: `node:http2`, one OAuth access token fetched first from the service account's token_uri
  *   (RS256 assertion), a JSON message per push to `fcm-token-<i>`;
- * - webpush: pooled HTTP/1.1 (undici), each push encrypted (aes128gcm) and VAPID-signed by
- *   `web-push` as the engine does, all to the one subscription of `--subscription`.
+ * - webpush: pooled HTTP/1.1 (undici), each push encrypted (aes128gcm) by `web-push` and the
+ *   VAPID header signed once, as the engine does, all to the one subscription of `--subscription`.
  *
  * `node --import tsx bench/apns-ceiling.ts [--provider apns|fcm|webpush] --creds FILE [--ca ca.pem]
  *  --count N [--connections 4] [--inflight K] [--subscription FILE]`: opens the connections (APNs
@@ -187,14 +187,15 @@ function webPushLane(subscription: { token: string; web_auth: string; web_p256: 
   const endpoint = new URL(subscription.token);
   const pool = new Pool(endpoint.origin, { connect: tls, connections });
   const keys = { auth: subscription.web_auth, p256dh: subscription.web_p256 };
-  const vapidDetails = { subject: creds.subject, publicKey: creds.vapid_public_key, privateKey: creds.vapid_private_key };
+  // Signed once, as the engine signs once an hour per push service (actors/dispatch/providers/vapid.ts).
+  const { Authorization: authorization } = webpush.getVapidHeaders(endpoint.origin, creds.subject, creds.vapid_public_key, creds.vapid_private_key, 'aes128gcm');
   return {
     active: 0,
     max: connections,
     fire: (i, done) => {
       const payload = JSON.stringify({ notification_id: randomUUID(), title: 'Hello', body: 'Your order shipped', data: { order: 'A1', push: i } });
-      const details = webpush.generateRequestDetails({ endpoint: subscription.token, keys }, payload, { vapidDetails, TTL: 3600, urgency: 'normal', contentEncoding: 'aes128gcm', topic: 'orders' });
-      const headers: Record<string, string> = {};
+      const details = webpush.generateRequestDetails({ endpoint: subscription.token, keys }, payload, { TTL: 3600, urgency: 'normal', contentEncoding: 'aes128gcm', topic: 'orders' });
+      const headers: Record<string, string> = { authorization };
       for (const [name, value] of Object.entries(details.headers)) if (value !== undefined) headers[name.toLowerCase()] = String(value);
       pool.request({ method: 'POST', path: endpoint.pathname, headers, body: details.body ?? Buffer.alloc(0) }).then(
         async (answer) => {

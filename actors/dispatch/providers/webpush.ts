@@ -3,6 +3,7 @@ import { deliveryCode } from '../../../schemas/delivery-codes.ts';
 import type { WebPushCredentials } from '../../../schemas/providers.ts';
 import { guardedLookup, refusedUrl, type OutboundPolicy } from '../../../engine/infra/outbound/guard.ts';
 import { Http1, type Http1Answer } from './http1.ts';
+import { VapidHeaders } from './vapid.ts';
 import {
   answered,
   elapsed,
@@ -48,17 +49,17 @@ export function webPushPayload(message: PushMessage): string {
 }
 
 /**
- * Web Push (RFC 8030) with VAPID (RFC 8292) and aes128gcm (RFC 8291), both from `web-push`'s
- * generateRequestDetails, sent over pooled HTTP/1.1. 201 is accepted; 404/410 retire the
+ * Web Push (RFC 8030) with VAPID (RFC 8292, the header signed once an hour: ./vapid.ts) and
+ * aes128gcm (RFC 8291, web-push's generateRequestDetails), sent over pooled HTTP/1.1. 201 is accepted; 404/410 retire the
  * subscription; 429 and 5xx retry; other 4xx fail.
  */
 export class WebPushClient implements ProviderClient {
-  readonly #creds: WebPushCredentials;
+  readonly #vapid: VapidHeaders;
   readonly #http: Http1;
   readonly #outbound: OutboundPolicy;
 
   constructor(creds: WebPushCredentials, opts: ClientOptions = {}) {
-    this.#creds = creds;
+    this.#vapid = new VapidHeaders(creds);
     this.#outbound = opts.outbound ?? PUBLIC_ONLY;
     this.#http = new Http1({ ca: opts.ca, timeoutMs: opts.timeoutMs, lookup: guardedLookup(this.#outbound) });
   }
@@ -70,9 +71,11 @@ export class WebPushClient implements ProviderClient {
     const payload = webPushPayload(message);
     if (Buffer.byteLength(payload) > WEBPUSH_MAX_PLAINTEXT) return failure(deliveryCode('webpush', 413, null), null);
     let details: webpush.RequestDetails;
+    let authorization: string;
     try {
+      authorization = this.#vapid.authorization(new URL(target.token));
+      // No vapidDetails: the header above is signed once an hour, not by this call at each push.
       details = webpush.generateRequestDetails({ endpoint: target.token, keys: { auth: target.web_auth, p256dh: target.web_p256 } }, payload, {
-        vapidDetails: { subject: this.#creds.subject, publicKey: this.#creds.vapid_public_key, privateKey: this.#creds.vapid_private_key },
         TTL: Math.max(0, Math.floor(message.ttlSeconds)),
         urgency: message.priority === 'high' ? 'high' : 'normal',
         contentEncoding: 'aes128gcm',
@@ -82,7 +85,7 @@ export class WebPushClient implements ProviderClient {
       // web-push refuses malformed subscription keys or VAPID keys before any request.
       return failure(deliveryCode('webpush', 400, null), null);
     }
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { authorization };
     for (const [name, value] of Object.entries(details.headers)) if (value !== undefined) headers[name.toLowerCase()] = String(value);
     const start = performance.now();
     let answer: Http1Answer;

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { WebPushClient, WEBPUSH_MAX_PLAINTEXT } from '../../../actors/dispatch/providers/webpush.ts';
+import { VapidHeaders } from '../../../actors/dispatch/providers/vapid.ts';
 import type { Target } from '../../../actors/dispatch/providers/provider.ts';
 import { startSimulators } from '../../../simulators/index.ts';
 import { localPolicy } from '../../helpers/outbound.ts';
@@ -27,6 +28,26 @@ t.test('a push is VAPID-signed, aes128gcm-encrypted, with TTL, Urgency and Topic
   t.equal(req?.status, 201);
   t.match(req?.headers, { ttl: '3600', urgency: 'high', topic: 'inbox', 'content-encoding': 'aes128gcm', authorization: /^vapid t=[\w-]+\.[\w-]+\.[\w-]+, k=[\w-]+$/ });
   t.same(JSON.parse(req?.body as string), { notification_id: 'n-1', title: 'Hello', body: 'World', data: { svc_message_id: 'm-1', deep_link: '/inbox', count: 3 }, tag: 'inbox' });
+});
+
+t.test('the VAPID header is signed once an hour per push service, and accepted each time', async (t) => {
+  const push = client(t);
+  for (let i = 0; i < 3; i++) t.match(await push.send(subscription(), message()), { ok: true });
+  const sent = (await sims.webpush.requests()).map((r) => r.headers['authorization']);
+  t.equal(sent.length, 3);
+  t.equal(new Set(sent).size, 1, 'one header for the three pushes');
+
+  const claims = (header: string): { aud: string; exp: number } => JSON.parse(Buffer.from(/t=[\w-]+\.([\w-]+)\./.exec(header)?.[1] ?? '', 'base64url').toString());
+  const vapid = new VapidHeaders(sims.webpush.credentials());
+  const endpoint = new URL(subscription().token);
+  const now = Date.now();
+  const first = vapid.authorization(endpoint, now);
+  t.equal(claims(first).aud, endpoint.origin, 'aud is the push service origin');
+  t.ok(claims(first).exp * 1000 >= now + 11 * 3_600_000 && claims(first).exp * 1000 <= now + 24 * 3_600_000, 'valid for 11 to 24 hours');
+  t.equal(vapid.authorization(endpoint, now + 3_599_999), first, 'reused within the hour');
+  t.equal(claims(vapid.authorization(new URL('https://other.example:8443/push/1'), now)).aud, 'https://other.example:8443', 'another push service gets its own');
+  const later = vapid.authorization(endpoint, now + 3_600_000);
+  t.not(later, first, 'signed again after an hour');
 });
 
 t.test('normal priority is Urgency normal; a collapse id that is no valid Topic is left out', async (t) => {
