@@ -359,9 +359,26 @@ t.test('platform_delivery_stats: counted from the projection; without a receipt 
   t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, { ios: { ...zero, successful: 2, failed: 1 }, sms: { ...zero, errored: 1 } });
 
   await insertRows(gw.clickhouse, 'receipts', [{ project: p, svc_message_id: body.id, external_id: 'u2', receipt: 'clicked', stream_id: '1-0', at: Date.now() }]);
-  t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, { ios: { ...zero, successful: 2, failed: 1, received: 1, converted: 1 }, sms: { ...zero, errored: 1 } }, 'a receipt counts its user');
+  const withReceipt = { ios: { ...zero, successful: 2, failed: 1, received: 1, converted: 1 }, sms: { ...zero, errored: 1 } };
+  t.same(((await get(body.id)).body as NotificationView).platform_delivery_stats, withReceipt, 'a receipt counts its user');
 
-  const plan = await gw.clickhouse.query({ query: `EXPLAIN projections = 1 ${QueryFile.load('notification-platform-counts').text([])}`, query_params: { project: p, notification_id: body.id }, format: 'JSONEachRow' });
+  // A page of the list counts each notification of it on its own, in the same queries.
+  const next = await created({ include_external_user_ids: ['ios'], contents, channel: 'PUSH' });
+  await insertRows(gw.clickhouse, 'message_deliveries', [
+    deliveryRow(p, 110, { notification_id: next.id, external_id: 'u2', subscription_type: 'ANDROID_PUSH', status: 'sent', at: Date.now(), retrying: false }),
+  ]);
+  await insertRows(gw.clickhouse, 'receipts', [{ project: p, svc_message_id: next.id, external_id: 'u3', receipt: 'delivered', stream_id: '2-0', at: Date.now() }]);
+  const listed = (await call(`${gw.url}/api/notifications?limit=2`, 'GET', gw.project.rest_key)).body as { notifications: NotificationView[] };
+  t.same(
+    listed.notifications.map((n) => [n.id, n.platform_delivery_stats, n.counts.delivered]),
+    [
+      [next.id, { android: { ...zero, successful: 1 } }, 1],
+      [body.id, withReceipt, 1],
+    ],
+    "a receipt of another user is no platform's; each notification keeps its own",
+  );
+
+  const plan = await gw.clickhouse.query({ query: `EXPLAIN projections = 1 ${QueryFile.load('notification-platform-counts').text([])}`, query_params: { project: p, ids: [body.id, next.id] }, format: 'JSONEachRow' });
   const reads = (await plan.json<{ explain: string }>()).flatMap(({ explain }) => /ReadFromMergeTree \((?:\w+\.)?(.+)\)/.exec(explain)?.[1] ?? []);
   t.same(reads, ['counts_by_notification'], 'the counts read the projection, not the records');
 });

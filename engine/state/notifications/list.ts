@@ -3,7 +3,7 @@ import { CallerError } from '../../../schemas/errors.ts';
 import type { NotificationView } from '../../../schemas/notifications.ts';
 import type { NotificationDeps } from './create.ts';
 import { Notifications } from './lifecycle.ts';
-import { readView } from './view.ts';
+import { readViews } from './view.ts';
 
 export interface NotificationsList {
   notifications: NotificationView[];
@@ -19,7 +19,7 @@ export async function listNotifications(deps: NotificationDeps, project: string,
   const ids = await new Notifications(deps.redis, deps.topology).page(project, after, limit);
   if (ids === null) throw new CallerError('validation_failed', [errorItem('/cursor', 'must be a next_cursor of GET /api/notifications, unchanged')]);
   const page = ids.slice(0, limit);
-  const views = await Promise.all(page.map((id) => readView(deps, project, id)));
+  const views = await readViews(deps, project, page);
   return {
     notifications: views.filter((v): v is NotificationView => v !== null),
     next: ids.length > limit ? (page.at(-1) ?? null) : null,

@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../infra/clickhouse/client.ts';
 import { QueryFile } from '../../infra/clickhouse/query-file.ts';
-import type { NotificationView, PlatformDeliveryStats } from '../../../schemas/notifications.ts';
+import type { NotificationSpec, NotificationView, PlatformCounts, PlatformDeliveryStats } from '../../../schemas/notifications.ts';
 import type { DeliveryStatus } from '../../../schemas/outcomes.ts';
 import type { SubscriptionType } from '../../../schemas/sdk.ts';
 import type { NotificationDeps } from './create.ts';
@@ -15,11 +15,17 @@ const platformOf: Record<SubscriptionType, keyof PlatformDeliveryStats> = { IOS_
 /** Clocks of the gateway and of dispatch may differ: records are looked for from a minute before creation. */
 const CLOCK_MARGIN_MS = 60_000;
 
-/** What ClickHouse tells of a notification: receipts, and counts per platform. */
-interface Recorded {
-  receipts: { delivered: number; opened: number; clicked: number };
-  platforms: PlatformDeliveryStats | null;
+/** The receipt counts of a notification. */
+interface Receipts {
+  delivered: number;
+  opened: number;
+  clicked: number;
 }
+
+const NO_RECEIPTS: Receipts = { delivered: 0, opened: 0, clicked: 0 };
+
+/** What ClickHouse tells of notifications, by id: receipts, and counts per platform; null when it cannot answer. */
+type Recorded = Map<string, { receipts: Receipts; platforms: PlatformDeliveryStats }> | null;
 
 /** A notification with its dispatch counters, as one project sees it. */
 interface Found {
@@ -29,13 +35,22 @@ interface Found {
 
 /**
  * The GET body of notification `id` (docs/api.md#reading-listing-and-cancelling), or null when
- * `project` has none of that id (another project's is not found either). Receipt counts and
- * platform_delivery_stats come from ClickHouse: when it cannot answer (deps.clickhouseUnavailable),
- * the view is what Redis knows (receipt counts 0, no platform_delivery_stats).
+ * `project` has none of that id (another project's is not found either).
  */
 export async function readView(deps: NotificationDeps, project: string, id: string): Promise<NotificationView | null> {
-  const found = await find(new Notifications(deps.redis, deps.topology), project, id);
-  return found === null ? null : view(deps, found);
+  const [view] = await readViews(deps, project, [id]);
+  return view ?? null;
+}
+
+/**
+ * The GET bodies of notifications `ids` of `project`, in order, null for one it has not. Receipt
+ * counts and platform_delivery_stats come from ClickHouse, in the same few queries for every id:
+ * when it cannot answer (deps.clickhouseUnavailable), each view is what Redis knows (receipt
+ * counts 0, no platform_delivery_stats).
+ */
+export async function readViews(deps: NotificationDeps, project: string, ids: readonly string[]): Promise<(NotificationView | null)[]> {
+  const notifications = new Notifications(deps.redis, deps.topology);
+  return viewsOf(deps, project, await Promise.all(ids.map((id) => find(notifications, project, id))));
 }
 
 /**
@@ -47,9 +62,9 @@ export async function cancelNotification(deps: NotificationDeps, project: string
   const notifications = new Notifications(deps.redis, deps.topology);
   const found = await find(notifications, project, id);
   if (found === null) return null;
-  if (statusOf(found.record, found.counts) === 'completed') return view(deps, found);
+  if (statusOf(found.record, found.counts) === 'completed') return (await viewsOf(deps, project, [found]))[0] ?? null;
   const canceledAt = await notifications.cancel(found.record, now);
-  return view(deps, { ...found, record: { ...found.record, canceledAt } });
+  return (await viewsOf(deps, project, [{ ...found, record: { ...found.record, canceledAt } }]))[0] ?? null;
 }
 
 async function find(notifications: Notifications, project: string, id: string): Promise<Found | null> {
@@ -58,10 +73,17 @@ async function find(notifications: Notifications, project: string, id: string): 
   return { record, counts };
 }
 
-async function view(deps: NotificationDeps, found: Found): Promise<NotificationView> {
+async function viewsOf(deps: NotificationDeps, project: string, found: readonly (Found | null)[]): Promise<(NotificationView | null)[]> {
+  const specs = found.flatMap((f) => (f === null ? [] : [f.record.spec]));
+  const stored = await recorded(deps, project, specs);
+  return found.map((f) => (f === null ? null : view(f, stored)));
+}
+
+function view(found: Found, stored: Recorded): NotificationView {
   const { record, counts } = found;
   const { spec } = record;
-  const { receipts, platforms } = await recorded(deps, spec.project, spec.id, spec.created_at);
+  const receipts = stored?.get(spec.id)?.receipts ?? NO_RECEIPTS;
+  const platforms = stored === null ? null : (stored.get(spec.id)?.platforms ?? {});
   const s = statusOf(record, counts);
   // A notification whose audience was empty finishes without a job: it completed when it was due.
   const completedAt = s !== 'completed' ? null : counts.lastAt > 0 ? counts.lastAt : (spec.send_after ?? spec.created_at);
@@ -89,68 +111,84 @@ async function view(deps: NotificationDeps, found: Found): Promise<NotificationV
   };
 }
 
-async function recorded(deps: NotificationDeps, project: string, id: string, createdAt: number): Promise<Recorded> {
+/** Receipts and platform counts of `specs` (all of `project`), three queries at most whatever their number. */
+async function recorded(deps: NotificationDeps, project: string, specs: readonly NotificationSpec[]): Promise<Recorded> {
+  if (specs.length === 0) return new Map();
+  const ids = specs.map((spec) => spec.id);
   try {
     const ch = await deps.clickhouse.get();
-    const [receipts, counts] = await Promise.all([receiptCounts(ch, project, id), platformCounts(ch, project, id)]);
-    // Without a receipt no user was received or converted: the records need not be read.
-    const withReceipts = receipts.delivered === 0 ? new Map<SubscriptionType, ReceiptUsers>() : await platformReceipts(ch, project, id, createdAt);
-    return { receipts, platforms: platformStats(counts, withReceipts) };
+    const [receipts, counts] = await Promise.all([receiptCounts(ch, project, ids), platformCounts(ch, project, ids)]);
+    // Without a receipt no user was received or converted: those notifications' records are not read.
+    const withReceipts = specs.filter((spec) => receipts.has(spec.id));
+    const users = withReceipts.length === 0 ? [] : await platformReceipts(ch, project, withReceipts);
+    const out: NonNullable<Recorded> = new Map(ids.map((id) => [id, { receipts: receipts.get(id) ?? NO_RECEIPTS, platforms: {} }]));
+    for (const row of counts) addAttempts(out.get(row.id)?.platforms, row);
+    for (const row of users) addReceiptUsers(out.get(row.id)?.platforms, row);
+    return out;
   } catch (err) {
     // The counts in Redis still answer (docs/api.md#reading-listing-and-cancelling); a bug does not hide here.
     if (deps.clickhouseUnavailable?.(err) !== true) throw err;
-    return { receipts: { delivered: 0, opened: 0, clicked: 0 }, platforms: null };
+    return null;
   }
 }
 
-/** Attempts of one subscription type, status and retrying (notification-platform-counts.sql). */
+/** Attempts of one notification, subscription type, status and retrying (notification-platform-counts.sql). */
 interface AttemptCount {
+  id: string;
   type: SubscriptionType;
   status: DeliveryStatus;
   retrying: boolean;
   n: string | number;
 }
 
-/** Users sent to on one subscription type with a receipt, and those of them who clicked. */
+/** Users of one notification sent to on one subscription type with a receipt, and those who clicked (notification-platform-receipts.sql). */
 interface ReceiptUsers {
-  received: number;
-  converted: number;
+  id: string;
+  type: SubscriptionType;
+  received: string | number;
+  converted: string | number;
 }
 
-async function platformCounts(ch: ClickHouse, project: string, id: string): Promise<AttemptCount[]> {
-  const result = await ch.query({ query: platformCountsQuery, query_params: { project, notification_id: id }, format: 'JSONEachRow' });
+async function receiptCounts(ch: ClickHouse, project: string, ids: readonly string[]): Promise<Map<string, Receipts>> {
+  type Row = Record<keyof Receipts, string | number> & { id: string };
+  const result = await ch.query({ query: receiptsQuery, query_params: { project, ids }, format: 'JSONEachRow' });
+  return new Map((await result.json<Row>()).map((row) => [row.id, { delivered: Number(row.delivered), opened: Number(row.opened), clicked: Number(row.clicked) }]));
+}
+
+async function platformCounts(ch: ClickHouse, project: string, ids: readonly string[]): Promise<AttemptCount[]> {
+  const result = await ch.query({ query: platformCountsQuery, query_params: { project, ids }, format: 'JSONEachRow' });
   return result.json<AttemptCount>();
 }
 
-async function platformReceipts(ch: ClickHouse, project: string, id: string, createdAt: number): Promise<Map<SubscriptionType, ReceiptUsers>> {
-  type Row = Record<'received' | 'converted', string | number> & { type: SubscriptionType };
-  const result = await ch.query({ query: platformReceiptsQuery, query_params: { project, notification_id: id, since: createdAt - CLOCK_MARGIN_MS }, format: 'JSONEachRow' });
-  return new Map((await result.json<Row>()).map((row) => [row.type, { received: Number(row.received), converted: Number(row.converted) }]));
+async function platformReceipts(ch: ClickHouse, project: string, specs: readonly NotificationSpec[]): Promise<ReceiptUsers[]> {
+  const since = Math.min(...specs.map((spec) => spec.created_at)) - CLOCK_MARGIN_MS;
+  const result = await ch.query({ query: platformReceiptsQuery, query_params: { project, ids: specs.map((spec) => spec.id), since }, format: 'JSONEachRow' });
+  return result.json<ReceiptUsers>();
+}
+
+/** A platform of each subscription type with a record, zero until counted. */
+function platformIn(stats: PlatformDeliveryStats, type: SubscriptionType): PlatformCounts {
+  return (stats[platformOf[type]] ??= { successful: 0, failed: 0, errored: 0, converted: 0, received: 0 });
 }
 
 /**
- * platform_delivery_stats: per platform with a record, its final attempts by status. OneSignal's
- * `failed` is our skipped (unsubscribed), its `errored` our failed, as in the view's totals.
+ * Counts the final attempts by status. OneSignal's `failed` is our skipped (unsubscribed), its
+ * `errored` our failed, as in the view's totals.
  */
-function platformStats(counts: AttemptCount[], receipts: Map<SubscriptionType, ReceiptUsers>): PlatformDeliveryStats {
-  const stats: PlatformDeliveryStats = {};
-  for (const { type, status, retrying, n } of counts) {
-    const key = platformOf[type];
-    if (key === undefined) continue;
-    const users = receipts.get(type);
-    const platform = (stats[key] ??= { successful: 0, failed: 0, errored: 0, converted: users?.converted ?? 0, received: users?.received ?? 0 });
-    if (status === 'skipped') platform.failed += Number(n);
-    else if (retrying) continue;
-    else if (status === 'sent') platform.successful += Number(n);
-    else platform.errored += Number(n);
-  }
-  return stats;
+function addAttempts(stats: PlatformDeliveryStats | undefined, { type, status, retrying, n }: AttemptCount): void {
+  if (stats === undefined) return;
+  const platform = platformIn(stats, type);
+  if (status === 'skipped') platform.failed += Number(n);
+  else if (retrying) return;
+  else if (status === 'sent') platform.successful += Number(n);
+  else platform.errored += Number(n);
 }
 
-async function receiptCounts(ch: ClickHouse, project: string, id: string): Promise<{ delivered: number; opened: number; clicked: number }> {
-  const result = await ch.query({ query: receiptsQuery, query_params: { project, svc_message_id: id }, format: 'JSONEachRow' });
-  const [row] = await result.json<{ delivered: string | number; opened: string | number; clicked: string | number }>();
-  return { delivered: Number(row?.delivered ?? 0), opened: Number(row?.opened ?? 0), clicked: Number(row?.clicked ?? 0) };
+function addReceiptUsers(stats: PlatformDeliveryStats | undefined, { type, received, converted }: ReceiptUsers): void {
+  if (stats === undefined) return;
+  const platform = platformIn(stats, type);
+  platform.received = Number(received);
+  platform.converted = Number(converted);
 }
 
 function iso(ms: number): string {
