@@ -50,8 +50,8 @@ export function webPushPayload(message: PushMessage): string {
 
 /**
  * Web Push (RFC 8030) with VAPID (RFC 8292, the header signed once an hour: ./vapid.ts) and
- * aes128gcm (RFC 8291, web-push's generateRequestDetails), sent over pooled HTTP/1.1. 201 is accepted; 404/410 retire the
- * subscription; 429 and 5xx retry; other 4xx fail.
+ * aes128gcm (RFC 8291, web-push's generateRequestDetails), sent over pooled HTTP/1.1. 201 is
+ * accepted; 404/410 retire the subscription; 429 and 5xx retry; other 4xx fail.
  */
 export class WebPushClient implements ProviderClient {
   readonly #vapid: VapidHeaders;
