@@ -62,9 +62,9 @@ export async function cancelNotification(deps: NotificationDeps, project: string
   const notifications = new Notifications(deps.redis, deps.topology);
   const found = await find(notifications, project, id);
   if (found === null) return null;
-  if (statusOf(found.record, found.counts) === 'completed') return (await viewsOf(deps, project, [found]))[0] ?? null;
+  if (statusOf(found.record, found.counts) === 'completed') return view(found, await recorded(deps, project, [found.record.spec]));
   const canceledAt = await notifications.cancel(found.record, now);
-  return (await viewsOf(deps, project, [{ ...found, record: { ...found.record, canceledAt } }]))[0] ?? null;
+  return view({ ...found, record: { ...found.record, canceledAt } }, await recorded(deps, project, [found.record.spec]));
 }
 
 async function find(notifications: Notifications, project: string, id: string): Promise<Found | null> {
@@ -122,8 +122,8 @@ async function recorded(deps: NotificationDeps, project: string, specs: readonly
     const withReceipts = specs.filter((spec) => receipts.has(spec.id));
     const users = withReceipts.length === 0 ? [] : await platformReceipts(ch, project, withReceipts);
     const out: NonNullable<Recorded> = new Map(ids.map((id) => [id, { receipts: receipts.get(id) ?? NO_RECEIPTS, platforms: {} }]));
-    for (const row of counts) addAttempts(out.get(row.id)?.platforms, row);
-    for (const row of users) addReceiptUsers(out.get(row.id)?.platforms, row);
+    for (const row of counts) addAttempts(platformIn(out, row), row);
+    for (const { received, converted, ...row } of users) Object.assign(platformIn(out, row), { received: Number(received), converted: Number(converted) });
     return out;
   } catch (err) {
     // The counts in Redis still answer (docs/api.md#reading-listing-and-cancelling); a bug does not hide here.
@@ -166,8 +166,12 @@ async function platformReceipts(ch: ClickHouse, project: string, specs: readonly
   return result.json<ReceiptUsers>();
 }
 
-/** A platform of each subscription type with a record, zero until counted. */
-function platformIn(stats: PlatformDeliveryStats, type: SubscriptionType): PlatformCounts {
+/**
+ * The counts of a row's notification and platform, zero until counted: a platform is there once it
+ * has a record. Rows come only for the ids asked, so the notification is always there.
+ */
+function platformIn(stored: NonNullable<Recorded>, { id, type }: { id: string; type: SubscriptionType }): PlatformCounts {
+  const stats = stored.get(id)?.platforms ?? {};
   return (stats[platformOf[type]] ??= { successful: 0, failed: 0, errored: 0, converted: 0, received: 0 });
 }
 
@@ -175,20 +179,11 @@ function platformIn(stats: PlatformDeliveryStats, type: SubscriptionType): Platf
  * Counts the final attempts by status. OneSignal's `failed` is our skipped (unsubscribed), its
  * `errored` our failed, as in the view's totals.
  */
-function addAttempts(stats: PlatformDeliveryStats | undefined, { type, status, retrying, n }: AttemptCount): void {
-  if (stats === undefined) return;
-  const platform = platformIn(stats, type);
+function addAttempts(platform: PlatformCounts, { status, retrying, n }: AttemptCount): void {
   if (status === 'skipped') platform.failed += Number(n);
   else if (retrying) return;
   else if (status === 'sent') platform.successful += Number(n);
   else platform.errored += Number(n);
-}
-
-function addReceiptUsers(stats: PlatformDeliveryStats | undefined, { type, received, converted }: ReceiptUsers): void {
-  if (stats === undefined) return;
-  const platform = platformIn(stats, type);
-  platform.received = Number(received);
-  platform.converted = Number(converted);
 }
 
 function iso(ms: number): string {
