@@ -86,6 +86,27 @@ t.test('a filter narrows the table, is kept in the URL, and a failure shows its 
   await done(t, other, 'failed-shared-link');
 });
 
+t.test('the pager stays where it is while the charts load', async (t) => {
+  const p = await openPage(t, FILE);
+  // The charts' calls are held until the table is on screen and measured.
+  let release = (): void => undefined;
+  const held = new Promise<void>((r) => (release = r));
+  await p.page.route('**/api/deliveries/stats?**', async (route) => {
+    await held;
+    await route.continue();
+  });
+  await signedIn(t, s, '', s.rest, p);
+  await rowIds(p);
+  t.equal(await p.page.locator('.chart .plot.empty').count(), 3, 'the charts are still loading');
+  const before = await p.page.locator('.pager').boundingBox();
+  release();
+  await p.page.waitForFunction(() => document.querySelectorAll('.charts .chart canvas').length === 3);
+  const after = await p.page.locator('.pager').boundingBox();
+  t.ok(before !== null && after !== null, 'the pager is on screen');
+  t.equal(after?.y, before?.y, 'drawn charts take the room their placeholders held');
+  await done(t, p, 'charts-drawn');
+});
+
 t.test('paging through the cursor neither repeats nor skips a record', async (t) => {
   const p = await signedIn(t, s);
   const seen: string[] = [...(await rowIds(p))];

@@ -91,7 +91,7 @@ function Chart({ title, series }: { title: string; series: Series[] | null }) {
   return (
     <figure class="chart">
       <figcaption>{title}</figcaption>
-      {series === null ? <p class="empty">Loading…</p> : series.length === 0 ? <p class="empty">No records.</p> : <div ref={box} />}
+      {series === null ? <p class="plot empty">Loading…</p> : series.length === 0 ? <p class="plot empty">No records.</p> : <div class="plot" ref={box} />}
     </figure>
   );
 }
