@@ -1,4 +1,6 @@
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseClientConfigOptions } from '@clickhouse/client';
+import { Agent, request } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { startClickHouseStandIn } from './stand-in.ts';
 
@@ -124,4 +126,21 @@ t.test('a session keeps its state between requests and runs one query at a time'
   await new Promise((r) => setTimeout(r, 500));
   await t.rejects(ch.command({ query: 'SELECT 1', query_id: 'twice' }), { code: '216' }, 'a query id already running');
   await same;
+});
+
+t.test('an idle connection is kept past Node\'s 5 s default, so a client that reuses it late is answered', async (t) => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const ping = (): Promise<{ status: number | undefined; reused: boolean }> =>
+    new Promise((resolve, reject) => {
+      const req = request(`${standIn.url}/ping`, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode, reused: req.reusedSocket }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  t.same(await ping(), { status: 200, reused: false }, 'a first request opens the connection');
+  await sleep(6000);
+  t.same(await ping(), { status: 200, reused: true }, 'six seconds later the same connection answers');
 });

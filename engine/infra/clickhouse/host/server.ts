@@ -31,6 +31,12 @@ export interface HostServer {
 
 /** ClickHouse answers 1 MiB URLs (http_max_uri_size); Node's default stops at 16 KiB of headers. */
 const MAX_HEADER_BYTES = 1 << 20;
+/**
+ * How long an idle connection is kept, ms: far longer than @clickhouse/client keeps an idle socket
+ * (2.5 s), so the client always closes first. With Node's 5 s, a client whose event loop ran late
+ * could send on a connection the server had just closed, and get `socket hang up`.
+ */
+const HOST_KEEP_ALIVE_MS = 60_000;
 
 /**
  * A ClickHouse HTTP interface over the embedded chDB engine: what @clickhouse/client sends in
@@ -47,6 +53,7 @@ export async function startHostServer(options: HostServerOptions): Promise<HostS
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, keepAlive: true }, (req, res) => {
     void handle(req, res).catch((err: unknown) => res.destroy(err instanceof Error ? err : new Error(String(err))));
   });
+  server.keepAliveTimeout = HOST_KEEP_ALIVE_MS;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://host');
