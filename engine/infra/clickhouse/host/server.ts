@@ -33,8 +33,8 @@ export interface HostServer {
 const MAX_HEADER_BYTES = 1 << 20;
 /**
  * How long an idle connection is kept, ms: far longer than @clickhouse/client keeps an idle socket
- * (2.5 s), so the client always closes first. With Node's 5 s, a client whose event loop ran late
- * could send on a connection the server had just closed, and get `socket hang up`.
+ * (2.5 s), so the client always closes first. With Node's 5 s, a starved process on either side
+ * could see a request meet a connection the server was closing, and fail with `socket hang up`.
  */
 const HOST_KEEP_ALIVE_MS = 60_000;
 
