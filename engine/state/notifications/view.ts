@@ -62,9 +62,10 @@ export async function cancelNotification(deps: NotificationDeps, project: string
   const notifications = new Notifications(deps.redis, deps.topology);
   const found = await find(notifications, project, id);
   if (found === null) return null;
-  if (statusOf(found.record, found.counts) === 'completed') return view(found, await recorded(deps, project, [found.record.spec]));
-  const canceledAt = await notifications.cancel(found.record, now);
-  return view({ ...found, record: { ...found.record, canceledAt } }, await recorded(deps, project, [found.record.spec]));
+  const completed = statusOf(found.record, found.counts) === 'completed';
+  const current = completed ? found : { ...found, record: { ...found.record, canceledAt: await notifications.cancel(found.record, now) } };
+  const [canceled = null] = await viewsOf(deps, project, [current]);
+  return canceled;
 }
 
 async function find(notifications: Notifications, project: string, id: string): Promise<Found | null> {
